@@ -106,6 +106,11 @@ class TrainTask(ABC):
     def save_model(self, directory: Path) -> None:
         """Write the loadable model files (config.json, model.safetensors, tokenizer/vocabulary)."""
 
+    def load_weights(self, directory: Path) -> None:
+        """Restore the model from what ``save_model`` wrote (for --resume); override if that format is not the
+        plain ``state_dict`` (e.g. tied weights written once)."""
+        load_model_weights(self.model, Path(directory) / "model.safetensors")
+
     def model_card(self, info: dict[str, Any]) -> str:
         """Markdown model card; ``info`` holds the command, wall time, tokens seen, hardware and metrics."""
         return default_model_card(self.name, info)
@@ -270,7 +275,7 @@ class Trainer:
                 f"{path}: saved with {state['world_size']} processes, resuming with {self.info.world_size}; "
                 "exact resume needs the same number"
             )
-        load_model_weights(self.task.model, self.checkpoint_dir / "model.safetensors")
+        self.task.load_weights(self.checkpoint_dir)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]

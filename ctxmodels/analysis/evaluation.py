@@ -1,0 +1,463 @@
+"""Evaluation on public benchmark formats: word-sense disambiguation (CoarseWSD-20 layout) and WiC.
+
+``ctxmodels eval wsd --data DIR --model M [--model M2 ...] --json OUT``
+    DIR holds one folder per word with ``train.data.txt`` / ``test.data.txt`` (lines
+    ``token_index<TAB>tokenised lower-cased sentence``, the index counted from 0), ``train.gold.txt`` /
+    ``test.gold.txt`` (one class id per line) and ``classes_map.txt`` (JSON: class id -> sense name). DIR may also
+    be a single word's folder. Each test occurrence gets the class of its nearest train occurrence (cosine, 1-NN;
+    ties go to the earlier train line), per model, layer and word. Records: ``model, layer, word, n_test, accuracy,
+    macro_f1``; per model and layer also a record with ``word: "ALL"`` (accuracy over all test occurrences,
+    macro_f1 the mean over words), and the most-frequent-sense baseline as model ``"most frequent sense"``.
+
+``ctxmodels eval wic --data DIR --model M --json OUT``
+    DIR holds ``train/``, ``dev/`` and ``test/``, each with one ``*.data.txt`` (lines
+    ``lemma<TAB>N|V<TAB>i1-i2<TAB>sentence1<TAB>sentence2``, i1 and i2 the target's token indices from 0) and a
+    ``*.gold.txt`` (T/F per line). Per layer: the cosine of the two occurrences; "same sense" when it is at or above
+    a threshold chosen to maximise accuracy on train (on dev when there is no train folder: then
+    ``train_accuracy`` is the accuracy on dev). Records: ``model, layer, threshold, train_accuracy,
+    test_accuracy``.
+
+Static baselines: every contextual model's context-free layer (BERT "embeddings", ELMo "layer 0 (char CNN)") is in
+its per-layer records, and a static-vector model given with ``--model`` gets records of its own (layer "static").
+An occurrence without a vector (a word the static model does not know; a word beyond BERT's length) is
+predicted as the most frequent train class (wsd) or the most frequent train label (wic), and is left out of
+nearest-neighbour candidates and of the threshold search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..checkpoint import write_json
+
+if TYPE_CHECKING:
+    from ..loading import LoadedModel
+
+MFS_MODEL = "most frequent sense"
+
+
+class DataFormatError(ValueError):
+    """A benchmark file that does not follow its format; the message names the file and line."""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# reading the formats
+
+
+@dataclass
+class Occurrence:
+    tokens: list[str]
+    index: int
+
+
+@dataclass
+class WsdWord:
+    word: str
+    classes: dict[str, str]                # class id -> sense name
+    train: list[Occurrence]
+    train_labels: list[str]
+    test: list[Occurrence]
+    test_labels: list[str]
+
+
+@dataclass
+class WicSplit:
+    name: str
+    first: list[Occurrence]
+    second: list[Occurrence]
+    labels: list[bool] | None              # None when the split has no gold file
+
+
+def _read_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, line) for the non-blank lines of a UTF-8 file."""
+    if not path.is_file():
+        raise DataFormatError(f"{path}: file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise DataFormatError(f"{path}: not UTF-8 text ({e})") from e
+    return [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+
+
+def _parse_index(value: str, tokens: list[str], path: Path, n: int) -> int:
+    try:
+        i = int(value)
+    except ValueError:
+        raise DataFormatError(f"{path}, line {n}: token index {value!r} is not an integer") from None
+    if not 0 <= i < len(tokens):
+        raise DataFormatError(f"{path}, line {n}: token index {i} is outside the sentence "
+                              f"({len(tokens)} tokens, counted from 0)")
+    return i
+
+
+def read_wsd_data(path: Path) -> list[Occurrence]:
+    """``token_index<TAB>sentence`` lines."""
+    out = []
+    for n, line in _read_lines(path):
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise DataFormatError(f"{path}, line {n}: expected 'token_index<TAB>sentence', found {len(parts)} "
+                                  "tab-separated field(s)")
+        tokens = parts[1].split()
+        out.append(Occurrence(tokens, _parse_index(parts[0].strip(), tokens, path, n)))
+    return out
+
+
+def _read_gold(path: Path, n_expected: int, data_path: Path, allowed: Sequence[str] | None = None) -> list[str]:
+    gold = []
+    for n, line in _read_lines(path):
+        label = line.strip()
+        if allowed is not None and label not in allowed:
+            raise DataFormatError(f"{path}, line {n}: label {label!r} is not one of {', '.join(allowed)}")
+        gold.append(label)
+    if len(gold) != n_expected:
+        raise DataFormatError(f"{path} has {len(gold)} labels but {data_path.name} has {n_expected} lines; "
+                              "they must match line by line")
+    return gold
+
+
+def read_wsd_word(folder: Path) -> WsdWord:
+    folder = Path(folder)
+    missing = [f for f in ("train.data.txt", "train.gold.txt", "test.data.txt", "test.gold.txt")
+               if not (folder / f).is_file()]
+    if missing:
+        raise DataFormatError(f"{folder}: missing {', '.join(missing)} (CoarseWSD-20 layout: one folder per word "
+                              "with train/test .data.txt and .gold.txt, and classes_map.txt)")
+    classes: dict[str, str] = {}
+    cmap = folder / "classes_map.txt"
+    if cmap.is_file():
+        try:
+            classes = json.loads(cmap.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DataFormatError(f"{cmap}: not valid JSON ({e})") from e
+        if not isinstance(classes, dict) or not classes:
+            raise DataFormatError(f"{cmap}: expected a JSON object mapping class ids to sense names")
+        classes = {str(k): str(v) for k, v in classes.items()}
+    allowed = sorted(classes) if classes else None
+    splits = {}
+    for split in ("train", "test"):
+        data_path = folder / f"{split}.data.txt"
+        occ = read_wsd_data(data_path)
+        if not occ:
+            raise DataFormatError(f"{data_path}: no instances")
+        splits[split] = (occ, _read_gold(folder / f"{split}.gold.txt", len(occ), data_path, allowed))
+    if not classes:  # classes_map.txt is optional for us: name the classes by their ids
+        classes = {c: c for c in sorted(set(splits["train"][1]) | set(splits["test"][1]))}
+    return WsdWord(folder.name, classes, *splits["train"], *splits["test"])
+
+
+def read_wsd_dataset(data_dir: str | Path, words: Sequence[str] | None = None) -> list[WsdWord]:
+    """All word folders of a CoarseWSD-20-style directory (or DIR itself when it is one word's folder)."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataFormatError(f"{data_dir}: folder not found")
+    if (data_dir / "train.data.txt").is_file():
+        folders = [data_dir]
+    else:
+        folders = sorted(p for p in data_dir.iterdir() if p.is_dir() and (p / "train.data.txt").is_file())
+    if words:
+        by_name = {p.name: p for p in folders}
+        unknown = [w for w in words if w not in by_name]
+        if unknown:
+            raise DataFormatError(f"{data_dir}: no folder for {', '.join(unknown)} "
+                                  f"(found: {', '.join(by_name) or 'none'})")
+        folders = [by_name[w] for w in words]
+    if not folders:
+        raise DataFormatError(f"{data_dir}: no word folders with train.data.txt (CoarseWSD-20 layout: "
+                              "DIR/<word>/train.data.txt, train.gold.txt, test.data.txt, test.gold.txt)")
+    return [read_wsd_word(p) for p in folders]
+
+
+def read_wic_split(folder: Path) -> WicSplit:
+    folder = Path(folder)
+    found = sorted(folder.glob("*.data.txt"))
+    if len(found) != 1:
+        raise DataFormatError(f"{folder}: expected one *.data.txt file, found {len(found)}")
+    data_path = found[0]
+    first, second = [], []
+    for n, line in _read_lines(data_path):
+        parts = line.split("\t")
+        if len(parts) != 5:
+            raise DataFormatError(f"{data_path}, line {n}: expected 5 tab-separated fields "
+                                  f"(lemma, N|V, i1-i2, sentence1, sentence2), found {len(parts)}")
+        idx = parts[2].strip().split("-")
+        if len(idx) != 2:
+            raise DataFormatError(f"{data_path}, line {n}: indices {parts[2]!r} are not 'i1-i2'")
+        t1, t2 = parts[3].split(), parts[4].split()
+        first.append(Occurrence(t1, _parse_index(idx[0], t1, data_path, n)))
+        second.append(Occurrence(t2, _parse_index(idx[1], t2, data_path, n)))
+    if not first:
+        raise DataFormatError(f"{data_path}: no instances")
+    gold_path = data_path.with_name(data_path.name[: -len(".data.txt")] + ".gold.txt")
+    labels = None
+    if gold_path.is_file():
+        labels = [g == "T" for g in _read_gold(gold_path, len(first), data_path, ["F", "T"])]
+    return WicSplit(folder.name, first, second, labels)
+
+
+def read_wic_dataset(data_dir: str | Path) -> tuple[WicSplit, WicSplit]:
+    """(the split the threshold is chosen on: train, else dev; test). Both need gold labels."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataFormatError(f"{data_dir}: folder not found")
+    fit_name = "train" if (data_dir / "train").is_dir() else "dev"
+    if not (data_dir / fit_name).is_dir() or not (data_dir / "test").is_dir():
+        raise DataFormatError(f"{data_dir}: expected train/ (or dev/) and test/ folders (WiC layout)")
+    fit, test = read_wic_split(data_dir / fit_name), read_wic_split(data_dir / "test")
+    for split in (fit, test):
+        if split.labels is None:
+            raise DataFormatError(f"{data_dir / split.name}: no *.gold.txt beside the data; gold labels are needed "
+                                  "to choose the threshold and to score the test set")
+    return fit, test
+
+
+# ----------------------------------------------------------------------------------------------------------
+# vectors and the two measures
+
+
+def occurrence_vectors(model: LoadedModel, occurrences: Sequence[Occurrence], pooling: str = "mean",
+                       batch_size: int = 32) -> np.ndarray:
+    """[n, n_layers, dim]: every layer's vector of each occurrence's target word (each sentence embedded once)."""
+    unique: dict[tuple[str, ...], int] = {}
+    for o in occurrences:
+        unique.setdefault(tuple(o.tokens), len(unique))
+    arrays = model.embed([list(s) for s in unique], pooling=pooling, batch_size=batch_size)
+    return np.stack([arrays[unique[tuple(o.tokens)]][:, o.index] for o in occurrences]).astype(np.float32)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norm > 0, norm, 1.0)
+
+
+def nearest_neighbour(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray) -> list[str]:
+    """1-NN by cosine; rows with NaN are skipped as neighbours and predicted as the most frequent train label."""
+    train_y = list(train_y)
+    fallback = Counter(train_y).most_common(1)[0][0]
+    ok_train = ~np.isnan(train_x).any(axis=1)
+    ok_test = ~np.isnan(test_x).any(axis=1)
+    pred = [fallback] * len(test_x)
+    if ok_train.any() and ok_test.any():
+        candidates = np.flatnonzero(ok_train)
+        sims = _unit(test_x[ok_test]) @ _unit(train_x[candidates]).T
+        best = candidates[sims.argmax(axis=1)]  # argmax takes the first of equal scores: the earlier train line
+        for i, j in zip(np.flatnonzero(ok_test), best):
+            pred[i] = train_y[j]
+    return pred
+
+
+def macro_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
+    """Unweighted mean of per-class F1 over the classes in gold or predictions."""
+    scores = []
+    for c in sorted(set(gold) | set(pred)):
+        tp = sum(g == c and p == c for g, p in zip(gold, pred))
+        fp = sum(g != c and p == c for g, p in zip(gold, pred))
+        fn = sum(g == c and p != c for g, p in zip(gold, pred))
+        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return float(np.mean(scores))
+
+
+def accuracy(gold: Sequence, pred: Sequence) -> float:
+    return float(np.mean([g == p for g, p in zip(gold, pred)]))
+
+
+def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of [n, dim] arrays (NaN where either side has no vector)."""
+    return np.sum(_unit(a) * _unit(b), axis=-1)
+
+
+def choose_threshold(scores: np.ndarray, labels: Sequence[bool]) -> tuple[float, float]:
+    """The threshold t maximising the accuracy of "True when score >= t", with that accuracy.
+
+    Candidates lie midway between neighbouring distinct scores, plus one below all and one above all; of equally
+    good ones the lowest is taken. NaN scores are ignored.
+    """
+    y = np.asarray(labels, dtype=bool)
+    ok = ~np.isnan(scores)
+    s, y = scores[ok], y[ok]
+    if len(s) == 0:
+        raise ValueError("no scores to choose a threshold from (every pair lacks a vector)")
+    order = np.argsort(s, kind="stable")
+    s, y = s[order], y[order]
+    # Threshold between positions k-1 and k: items < k predicted False, the rest True.
+    false_below = np.concatenate([[0], np.cumsum(~y)])              # correct Falses among the first k
+    true_from = np.concatenate([np.cumsum(y[::-1])[::-1], [0]])     # correct Trues among the rest
+    correct = false_below + true_from
+    valid = np.ones(len(s) + 1, dtype=bool)
+    valid[1:-1] = s[1:] > s[:-1]   # no threshold between equal scores
+    k = int(np.flatnonzero(valid)[np.argmax(correct[valid])])
+    if k == 0:
+        t = float(s[0])
+    elif k == len(s):
+        t = float(np.nextafter(s[-1], np.inf))
+    else:
+        t = float((s[k - 1] + s[k]) / 2)
+    return t, float(correct[k] / len(s))
+
+
+def predict_with_threshold(scores: np.ndarray, threshold: float, fallback: bool) -> list[bool]:
+    return [fallback if np.isnan(x) else bool(x >= threshold) for x in scores]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the evaluations
+
+
+def evaluate_wsd(words: Sequence[WsdWord], models: Sequence[LoadedModel], pooling: str = "mean",
+                 batch_size: int = 32, log=None, names: Sequence[str] | None = None) -> list[dict]:
+    """Records ``{model, layer, word, n_test, accuracy, macro_f1}``, per model, layer and word, then ``ALL``.
+
+    ``names`` (default: each model's ``name``) is what the records call the models.
+    """
+    names = list(names) if names is not None else [m.name for m in models]
+    records = []
+    for w in words:   # the baseline needs no model
+        pred = [Counter(w.train_labels).most_common(1)[0][0]] * len(w.test)
+        records.append(_wsd_record(MFS_MODEL, "-", w.word, w.test_labels, pred))
+    records += _wsd_all(records, MFS_MODEL, "-")
+    for model, model_name in zip(models, names):
+        if log:
+            log(f"{model_name}: embedding {sum(len(w.train) + len(w.test) for w in words)} occurrences")
+        per_word = []
+        for w in words:
+            train_x = occurrence_vectors(model, w.train, pooling, batch_size)
+            test_x = occurrence_vectors(model, w.test, pooling, batch_size)
+            for layer, name in enumerate(model.layer_names):
+                pred = nearest_neighbour(train_x[:, layer], w.train_labels, test_x[:, layer])
+                per_word.append(_wsd_record(model_name, name, w.word, w.test_labels, pred))
+        for name in model.layer_names:
+            rows = [r for r in per_word if r["layer"] == name]
+            records += rows + _wsd_all(rows, model_name, name)
+    return records
+
+
+def _wsd_record(model: str, layer: str, word: str, gold: list[str], pred: list[str]) -> dict:
+    return {"model": model, "layer": layer, "word": word, "n_test": len(gold),
+            "accuracy": accuracy(gold, pred), "macro_f1": macro_f1(gold, pred)}
+
+
+def _wsd_all(rows: list[dict], model: str, layer: str) -> list[dict]:
+    rows = [r for r in rows if r["model"] == model and r["layer"] == layer and r["word"] != "ALL"]
+    n = sum(r["n_test"] for r in rows)
+    return [{"model": model, "layer": layer, "word": "ALL", "n_test": n,
+             "accuracy": sum(r["accuracy"] * r["n_test"] for r in rows) / n,
+             "macro_f1": float(np.mean([r["macro_f1"] for r in rows]))}]
+
+
+def evaluate_wic(fit: WicSplit, test: WicSplit, models: Sequence[LoadedModel], pooling: str = "mean",
+                 batch_size: int = 32, log=None, names: Sequence[str] | None = None) -> list[dict]:
+    """Records ``{model, layer, threshold, train_accuracy, test_accuracy}`` per model and layer."""
+    names = list(names) if names is not None else [m.name for m in models]
+    records = []
+    fallback = Counter(fit.labels).most_common(1)[0][0]
+    for model, model_name in zip(models, names):
+        if log:
+            log(f"{model_name}: embedding {2 * (len(fit.first) + len(test.first))} occurrences")
+        cos = {}
+        for split in (fit, test):
+            cos[split.name] = [occurrence_vectors(model, split.first, pooling, batch_size),
+                               occurrence_vectors(model, split.second, pooling, batch_size)]
+        for layer, name in enumerate(model.layer_names):
+            fit_scores = cosine_pairs(cos[fit.name][0][:, layer], cos[fit.name][1][:, layer])
+            test_scores = cosine_pairs(cos[test.name][0][:, layer], cos[test.name][1][:, layer])
+            threshold = choose_threshold(fit_scores, fit.labels)[0]
+            records.append({
+                "model": model_name, "layer": name, "threshold": threshold,
+                "train_accuracy": accuracy(fit.labels, predict_with_threshold(fit_scores, threshold, fallback)),
+                "test_accuracy": accuracy(test.labels, predict_with_threshold(test_scores, threshold, fallback)),
+            })
+    return records
+
+
+def best_layers(task: str, records: list[dict]) -> dict[str, dict]:
+    """Per model, the record of its best layer (wsd: by ALL accuracy; wic: by test accuracy)."""
+    best: dict[str, dict] = {}
+    for r in records:
+        if task == "wsd" and (r["word"] != "ALL" or r["model"] == MFS_MODEL):
+            continue
+        score = r["accuracy"] if task == "wsd" else r["test_accuracy"]
+        old = best.get(r["model"])
+        if old is None or score > (old["accuracy"] if task == "wsd" else old["test_accuracy"]):
+            best[r["model"]] = r
+    return best
+
+
+def format_table(task: str, records: list[dict]) -> str:
+    if task == "wic":
+        lines = [f"{'model':<28} {'layer':<22} {'threshold':>9} {'train acc':>9} {'test acc':>9}"]
+        for r in records:
+            lines.append(f"{r['model']:<28} {r['layer']:<22} {r['threshold']:>9.3f} {r['train_accuracy']:>9.3f} "
+                         f"{r['test_accuracy']:>9.3f}")
+        key = "test_accuracy"
+    else:
+        words = list(dict.fromkeys(r["word"] for r in records if r["word"] != "ALL"))
+        shown = words if len(words) <= 8 else []   # per-word columns only while the table stays readable
+        lines = [f"{'model':<28} {'layer':<22} {'acc':>6} {'F1':>6}" + "".join(f" {w[:8]:>8}" for w in shown)]
+        for r in records:
+            if r["word"] != "ALL":
+                continue
+            per = {x["word"]: x["accuracy"] for x in records
+                   if x["model"] == r["model"] and x["layer"] == r["layer"]}
+            lines.append(f"{r['model']:<28} {r['layer']:<22} {r['accuracy']:>6.3f} {r['macro_f1']:>6.3f}"
+                         + "".join(f" {per[w]:>8.3f}" for w in shown))
+        lines.append("(acc: over all test occurrences; F1: mean macro-F1 over words; word columns: accuracy)")
+        key = "accuracy"
+    best = best_layers(task, records)
+    for model, r in best.items():
+        lines.append(f"best layer of {model}: {r['layer']} ({key.replace('_', ' ')} {r[key]:.3f})")
+    if len(best) > 1:
+        top = max(best.values(), key=lambda r: r[key])
+        lines.append(f"best overall: {top['model']}, {top['layer']}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", choices=("wsd", "wic"), help="wsd: CoarseWSD-20 layout; wic: WiC layout")
+    p.add_argument("--data", required=True, help="benchmark folder")
+    p.add_argument("--model", required=True, action="append",
+                   help="model path or short name; repeat for several (static vectors too)")
+    p.add_argument("--json", default=None, help="write {'task': ..., 'results': [...]} here")
+    p.add_argument("--words", default=None, help="wsd: comma-separated word folders to use (default: all)")
+    p.add_argument("--pooling", choices=("mean", "first", "last"), default="mean", help="BERT word pieces -> word")
+    p.add_argument("--batch-size", type=int, default=32)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import load
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    # Read the data first: a format error should not wait for the models to load.
+    if args.task == "wsd":
+        words = read_wsd_dataset(args.data, [w.strip() for w in args.words.split(",")] if args.words else None)
+    else:
+        fit, test = read_wic_dataset(args.data)
+        if fit.name != "train":
+            log(f"no train/ folder in {args.data}: the threshold is chosen on dev/ (train_accuracy is on dev)")
+    models = [load(m) for m in args.model]
+    names = [m.name for m in models]
+    if len(set(names)) < len(names):  # e.g. two checkpoints of one run: tell them apart by what was typed
+        names = list(args.model)
+    if args.task == "wsd":
+        records = evaluate_wsd(words, models, args.pooling, args.batch_size, log, names)
+    else:
+        records = evaluate_wic(fit, test, models, args.pooling, args.batch_size, log, names)
+    print(format_table(args.task, records))
+    if args.json:
+        write_json(args.json, {"task": args.task, "results": records})
+        log(f"wrote {args.json}")
+    return 0

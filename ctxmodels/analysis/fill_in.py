@@ -1,0 +1,193 @@
+"""Fill in the blanks: what a masked language model guesses for each [MASK], and how it rates a chosen word.
+
+``fill_mask`` is the simplest end-to-end proof that a loaded model works. ``mask_word`` hides one word of a
+sentence and reports the probability and rank the model gives the word that was there.
+
+Whole words in ``mask_word``: a word that the tokenizer splits into several pieces ("bankers" -> bank ##er ##s)
+has *all* its pieces masked at once, so no piece gives the others away. The model then predicts each position
+independently; the word's probability is the product of its pieces' probabilities (the model's own
+independence assumption across masked positions), and its rank is the worst of its pieces' ranks: rank 1
+means the word is the model's top guess at every piece. Per-piece figures are reported too.
+
+Command line: ``ctxmodels fill-mask --model PATH [--top-k K] [--json] "text with [MASK] ..."``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from ..bert import BertForPreTraining
+from ..tokenization import MASK, Encoded, WordPieceTokenizer
+
+
+def _require_mlm_head(model: BertForPreTraining) -> None:
+    if not getattr(model, "has_mlm_head", False):
+        raise ValueError(
+            "this model has no masked-LM head (it was saved as an encoder only, e.g. a sentence-embedding "
+            "model), so it cannot fill in masks; it still gives hidden states and attention. "
+            "Use a checkpoint saved with its MLM head (BertForMaskedLM / BertForPreTraining)."
+        )
+
+
+@torch.inference_mode()
+def _masked_probs(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enc: Encoded,
+                  positions: list[int]) -> torch.Tensor:
+    """Softmax over the vocabulary at ``positions`` of one encoding: [len(positions), V]."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([enc.ids], device=device)
+    types = torch.tensor([enc.type_ids], device=device)
+    pos = torch.tensor([positions], device=device)
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits[0]
+    finally:
+        model.train(was_training)
+    return logits.float().softmax(dim=-1)
+
+
+def fill_mask(
+    model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str, top_k: int = 5
+) -> list[list[dict[str, float | str]]]:
+    """The ``top_k`` pieces for every [MASK] in ``text``, best first: one list per mask of {"token", "prob"}."""
+    _require_mlm_head(model)
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    enc = tokenizer.encode(text)
+    positions = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
+    if not positions:
+        if MASK in text:
+            raise ValueError(f"every {MASK} in the text was cut off by truncation; shorten the text")
+        raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
+    probs = _masked_probs(model, tokenizer, enc, positions)
+    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    return [
+        [{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(vals.tolist(), idx.tolist())]
+        for vals, idx in zip(top.values, top.indices)
+    ]
+
+
+@dataclass
+class WordScore:
+    """How the model rates the original word at a masked slot (see the module docstring for whole words)."""
+
+    word: str
+    word_index: int
+    pieces: list[str]
+    prob: float  # product of the pieces' probabilities
+    log_prob: float
+    rank: int  # worst piece rank; 1 = top guess at every piece
+    piece_probs: list[float] = field(default_factory=list)
+    piece_ranks: list[int] = field(default_factory=list)
+    top: list[list[dict[str, float | str]]] = field(default_factory=list)  # model's top guesses per piece
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _find_word(enc: Encoded, word: str | int, occurrence: int, lowercase: bool) -> int:
+    if isinstance(word, int):
+        if not 0 <= word < len(enc.words):
+            raise ValueError(f"word index {word} is out of range: the text has {len(enc.words)} words")
+        return word
+    norm = (lambda s: s.lower()) if lowercase else (lambda s: s)
+    hits = [i for i, w in enumerate(enc.words) if norm(w) == norm(word)]
+    if len(hits) <= occurrence:
+        found = f"{len(hits)} time(s)" if hits else "not at all"
+        raise ValueError(f"the word {word!r} occurs {found} in the text (words: {enc.words}); "
+                         f"asked for occurrence {occurrence}")
+    return hits[occurrence]
+
+
+def mask_word(
+    model: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    text: str | list[str],
+    word: str | int,
+    occurrence: int = 0,
+    top_k: int = 5,
+) -> WordScore:
+    """Mask ``word`` (a word of ``text``, or its index in ``Encoded.words``) and score the original.
+
+    All the word's pieces are masked together; see the module docstring for how a split word is scored.
+    """
+    _require_mlm_head(model)
+    enc = tokenizer.encode(text)
+    index = _find_word(enc, word, occurrence, tokenizer.lowercase)
+    positions = enc.word_pieces(index)
+    if not positions:
+        raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
+    original = [enc.ids[p] for p in positions]
+    masked_ids = list(enc.ids)
+    for p in positions:
+        masked_ids[p] = tokenizer.mask_id
+    masked = Encoded(masked_ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids,
+                     enc.words, enc.truncated)
+    probs = _masked_probs(model, tokenizer, masked, positions)
+    piece_probs = [float(probs[j, t]) for j, t in enumerate(original)]
+    # rank = 1 + how many vocabulary items the model put strictly above the original piece
+    piece_ranks = [int((probs[j] > probs[j, t]).sum()) + 1 for j, t in enumerate(original)]
+    log_prob = sum(math.log(max(p, 1e-45)) for p in piece_probs)
+    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    return WordScore(
+        word=enc.words[index],
+        word_index=index,
+        pieces=[tokenizer.id_to_token(t) for t in original],
+        prob=math.exp(log_prob),
+        log_prob=log_prob,
+        rank=max(piece_ranks),
+        piece_probs=piece_probs,
+        piece_ranks=piece_ranks,
+        top=[[{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(v.tolist(), ix.tolist())]
+             for v, ix in zip(top.values, top.indices)],
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a BERT checkpoint directory (ours or Hugging Face's)")
+    p.add_argument("--top-k", type=int, default=5, help="how many guesses per mask (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON list: per mask, [{token, prob}, ...]")
+    p.add_argument("--word", default=None,
+                   help="instead of [MASK]s: mask this word of the text and report the probability and rank "
+                        "the model gives it")
+    p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
+
+
+def _load(path: str):
+    from ..formats.huggingface import load_bert
+
+    return load_bert(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    text = " ".join(args.text)
+    model, tokenizer = _load(args.model)
+    if args.word is not None:
+        score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k)
+        if args.json:
+            print(json.dumps(score.to_dict(), ensure_ascii=False))
+        else:
+            print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
+            for piece, guesses in zip(score.pieces, score.top):
+                shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
+                print(f"  {piece}: model's guesses {shown}")
+        return 0
+    results = fill_mask(model, tokenizer, text, top_k=args.top_k)
+    if args.json:
+        print(json.dumps(results, ensure_ascii=False))
+        return 0
+    for n, guesses in enumerate(results, 1):
+        print(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:")
+        width = max(len(g["token"]) for g in guesses)
+        for g in guesses:
+            print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
+    return 0

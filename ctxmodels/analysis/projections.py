@@ -1,0 +1,335 @@
+"""2-D / 3-D projections of word vectors: UMAP, PCA and t-SNE behind one call.
+
+``project(X)`` or ``project([X_a, X_b])`` returns a :class:`Projection`. Several sets are fitted jointly on their
+concatenation so that they share axes (e.g. a static and a contextual layer of the same occurrences, or two
+models); the coordinates come back split per set.
+
+What the function does beyond calling the library, and why:
+
+* ``metric="cosine"`` (the default) L2-normalises every row first and then works with euclidean distances. On unit
+  vectors ``|a - b|^2 = 2 - 2 cos(a, b)``, so nearest neighbours (UMAP) and perplexity-calibrated affinities
+  (t-SNE) are the cosine ones, PCA becomes PCA of the directions, and PCA pre-reduction keeps its meaning.
+  Zero vectors stay zero (their cosine is undefined).
+* Rows with NaN or inf (e.g. words beyond a model's maximum length) are dropped before fitting; their coordinates
+  are NaN in place and a note says how many.
+* Small inputs give a picture rather than an exception: UMAP's ``n_neighbors`` and t-SNE's ``perplexity`` are
+  clipped to the number of points (with a note), fewer than :data:`MIN_POINTS_NONLINEAR` points fall back to PCA,
+  one point or identical points sit at the origin, and PCA axes that n points cannot span are 0.
+* Large inputs: UMAP and t-SNE first reduce to ``pre_pca`` (50) dimensions with PCA when the vectors are wider
+  than that and there are more points than that (the usual scanpy / openTSNE practice; fitting cost grows
+  with the width, and the discarded directions are mostly noise).
+* t-SNE runs with at most half the CPU cores for OpenMP: on a small, shared machine sklearn's Barnes-Hut loop
+  with every core busy-waits and gets 10-20x slower (measured here: 300 points, 3.2 s with 1 thread vs 26 s).
+
+Start-up cost of UMAP: ``import umap`` takes 15-35 s on a cold machine and the first fit compiles numba code
+(10-13 s). ``umap`` is therefore imported lazily inside :func:`project`, and a server should call
+:func:`warm_up_umap` once in a background thread at start-up (``start_umap_warm_up()`` does exactly that), so
+the first UMAP a person asks for is fast.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+METHODS = ("umap", "pca", "tsne")
+METRICS = ("cosine", "euclidean")
+MIN_POINTS_NONLINEAR = 5  # below this UMAP / t-SNE have no neighbourhoods worth the name: PCA instead
+
+
+@dataclass
+class Projection:
+    """Coordinates of a projection and how they were made.
+
+    coords: ``[n, n_components]`` for one input array, or a list of such arrays (one per input set, same order)
+        when a list was given. Rows that were dropped (NaN/inf input) are NaN.
+    method: the method actually used ("pca" when a small input fell back from UMAP/t-SNE; see ``notes``).
+    requested_method: what the caller asked for.
+    params: the parameters actually used (after clipping), e.g. ``n_neighbors``, ``perplexity``, ``pre_pca``.
+    notes: human-readable remarks for the app to show (clipping, fallbacks, dropped rows, library warnings).
+    explained_variance: PCA only: fraction of the total variance along each axis (sklearn's
+        ``explained_variance_ratio_``; 0 for axes the points cannot span). None for UMAP / t-SNE.
+    """
+
+    coords: np.ndarray | list[np.ndarray]
+    method: str
+    requested_method: str
+    n_components: int
+    params: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    explained_variance: np.ndarray | None = None
+
+    @property
+    def joint(self) -> bool:
+        return isinstance(self.coords, list)
+
+
+def project(
+    vectors: np.ndarray | Sequence[np.ndarray],
+    method: str = "umap",
+    n_components: int = 2,
+    seed: int = 0,
+    n_neighbors: int = 15,
+    min_dist: float = 0.1,
+    perplexity: float = 30.0,
+    metric: str = "cosine",
+    pre_pca: int | None = 50,
+    max_iter: int | None = None,
+    n_threads: int | None = None,
+    dim: int | None = None,
+) -> Projection:
+    """Project vectors to ``n_components`` (1-3) dimensions; see the module docstring for the details.
+
+    vectors: ``[n, d]`` array, or a list of such arrays (same ``d``) fitted jointly so they share axes.
+    method: "umap" | "pca" | "tsne".  seed: makes every method reproducible (same input, same seed -> same output).
+    n_neighbors, min_dist: UMAP.  perplexity, max_iter: t-SNE (sklearn's default 1000 iterations when None).
+    metric: "cosine" (rows L2-normalised first) or "euclidean".
+    pre_pca: width to reduce to with PCA before UMAP / t-SNE when ``d`` and ``n`` both exceed it; None or 0: never.
+    n_threads: OpenMP threads for t-SNE (default: half the CPU cores, at least 1).
+    dim: alias of ``n_components``.
+    """
+    if dim is not None:
+        n_components = dim
+    sets, joint = _as_sets(vectors)
+    _check_params(method, n_components, n_neighbors, min_dist, perplexity, metric, pre_pca, max_iter)
+
+    X = np.concatenate(sets, axis=0)
+    valid = np.isfinite(X).all(axis=1)
+    notes: list[str] = []
+    n_dropped = int((~valid).sum())
+    if n_dropped:
+        notes.append(f"{n_dropped} of {len(X)} vectors contain NaN/inf (e.g. words past the model's maximum length):"
+                     " left out, their coordinates are NaN")
+    Xv = X[valid]
+    if metric == "cosine":
+        Xv = _unit_rows(Xv)
+    params: dict[str, Any] = {"n_components": n_components, "seed": seed, "metric": metric,
+                              "input_dim": X.shape[1], "n_points": int(len(Xv)), "n_dropped": n_dropped}
+
+    used, Y, explained = _fit(Xv, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca, max_iter,
+                              n_threads, params, notes)
+    params["method"] = used
+
+    full = np.full((len(X), n_components), np.nan)
+    full[valid] = Y
+    if joint:
+        bounds = np.cumsum([len(s) for s in sets])[:-1]
+        coords: np.ndarray | list[np.ndarray] = list(np.split(full, bounds))
+    else:
+        coords = full
+    return Projection(coords=coords, method=used, requested_method=method, n_components=n_components,
+                      params=params, notes=notes, explained_variance=explained)
+
+
+def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca, max_iter, n_threads, params,
+         notes):
+    """Dispatch on size and method; returns (method used, coords [n, n_components], explained variance or None)."""
+    n = len(X)
+    if n == 0:
+        notes.append("no valid vectors to project")
+        return method, np.zeros((0, n_components)), None
+    if n == 1 or _all_identical(X):
+        what = "1 point" if n == 1 else f"all {n} vectors identical" + (" in direction" if params["metric"] ==
+                                                                         "cosine" else "")
+        notes.append(f"{what}: placed at the origin")
+        explained = np.zeros(n_components) if method == "pca" else None
+        return method, np.zeros((n, n_components)), explained
+    if method != "pca" and n < MIN_POINTS_NONLINEAR:
+        notes.append(f"{method.upper()} needs at least {MIN_POINTS_NONLINEAR} points; showing PCA of the {n} points")
+        method = "pca"
+    if method == "pca":
+        Y, explained = _pca(X, n_components, seed, notes)
+        return "pca", Y, explained
+
+    if pre_pca and X.shape[1] > pre_pca and n > pre_pca:
+        X, kept = _pca_reduce(X, pre_pca, seed)
+        params["pre_pca"] = pre_pca
+        notes.append(f"pre-reduced from {params['input_dim']} to {pre_pca} dimensions with PCA "
+                     f"({kept:.0%} of the variance kept)")
+    else:
+        params["pre_pca"] = None
+    if method == "umap":
+        return "umap", _umap(X, n_components, seed, n_neighbors, min_dist, params, notes), None
+    return "tsne", _tsne(X, n_components, seed, perplexity, max_iter, n_threads, params, notes), None
+
+
+def _pca(X: np.ndarray, n_components: int, seed: int, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.decomposition import PCA
+
+    n, d = X.shape
+    # n centred points span at most n-1 directions; further axes would be arbitrary, so they are 0.
+    k = min(n_components, n - 1, d)
+    if k < n_components:
+        notes.append(f"only {k} of {n_components} PCA axes carry variance ({n} points in {d} dimensions); the rest "
+                     "are 0")
+    pca = PCA(n_components=k, svd_solver="full", random_state=seed)
+    Y = np.zeros((n, n_components))
+    Y[:, :k] = pca.fit_transform(X)
+    explained = np.zeros(n_components)
+    explained[:k] = pca.explained_variance_ratio_
+    return Y, explained
+
+
+def _pca_reduce(X: np.ndarray, width: int, seed: int) -> tuple[np.ndarray, float]:
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=width, random_state=seed)
+    Xr = pca.fit_transform(X)
+    return Xr, float(pca.explained_variance_ratio_.sum())
+
+
+def _umap(X, n_components, seed, n_neighbors, min_dist, params, notes) -> np.ndarray:
+    n = len(X)
+    k = max(2, min(n_neighbors, n - 1))
+    if k != n_neighbors:
+        notes.append(f"UMAP n_neighbors clipped from {n_neighbors} to {k} for {n} points")
+    params.update(n_neighbors=k, min_dist=min_dist)
+    umap = _import_umap()
+
+    def fit(init: str) -> np.ndarray:
+        # n_jobs=1: a fixed random_state forces it anyway, and saying so avoids UMAP's warning.
+        reducer = umap.UMAP(n_neighbors=k, n_components=n_components, min_dist=min_dist, metric="euclidean",
+                            random_state=seed, n_jobs=1, init=init, tqdm_kwds={"disable": True})
+        with _notes_from_warnings(notes, "UMAP"):
+            return reducer.fit_transform(X)
+
+    try:
+        Y = fit("spectral")
+    except (TypeError, ValueError) as e:  # spectral init can fail on tiny or degenerate neighbour graphs
+        notes.append(f"UMAP spectral initialisation failed ({e}); used random initialisation")
+        Y = fit("random")
+        params["init"] = "random"
+    return np.asarray(Y, dtype=np.float64)
+
+
+def _tsne(X, n_components, seed, perplexity, max_iter, n_threads, params, notes) -> np.ndarray:
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    n, d = X.shape
+    # sklearn needs perplexity < n; (n-1)/3 keeps the 3*perplexity neighbours it uses within the data.
+    p = float(max(1.0, min(perplexity, (n - 1) / 3)))
+    if p != perplexity:
+        notes.append(f"t-SNE perplexity clipped from {perplexity:g} to {p:g} for {n} points")
+    init = "pca" if d >= n_components else "random"
+    threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+    params.update(perplexity=p, init=init, threads=threads)
+    kwargs = {"max_iter": max_iter} if max_iter else {}
+    tsne = TSNE(n_components=n_components, perplexity=p, init=init, learning_rate="auto", random_state=seed,
+                method="barnes_hut" if n_components < 4 else "exact", **kwargs)
+    params["max_iter"] = tsne.max_iter
+    with threadpool_limits(threads, user_api="openmp"), _notes_from_warnings(notes, "t-SNE"):
+        return np.asarray(tsne.fit_transform(X), dtype=np.float64)
+
+
+def warm_up_umap(n_components: int = 2) -> float:
+    """Import umap and run one tiny fit so numba compiles its code; returns the seconds it took.
+
+    Call once at server start-up, off the request path::
+
+        threading.Thread(target=warm_up_umap, daemon=True).start()   # or start_umap_warm_up()
+
+    A later :func:`project` in any thread then skips the import (15-35 s cold) and the first-fit compilation
+    (10-13 s). The fit uses the same settings as :func:`project` so the same compiled functions are reused.
+    """
+    start = time.perf_counter()
+    X = np.random.default_rng(0).normal(size=(40, 8))
+    project(X, method="umap", n_components=n_components, seed=0)
+    return time.perf_counter() - start
+
+
+def start_umap_warm_up() -> threading.Thread:
+    """Run :func:`warm_up_umap` in a daemon thread and return the thread (join it to wait)."""
+    thread = threading.Thread(target=warm_up_umap, name="umap-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_umap():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # umap / numba emit import-time deprecation chatter
+        import umap
+    return umap
+
+
+class _notes_from_warnings(warnings.catch_warnings):
+    """Turn library warnings raised inside the block into notes (shown by the app) instead of stderr noise."""
+
+    def __init__(self, notes: list[str], prefix: str):
+        super().__init__(record=True)
+        self._notes, self._prefix = notes, prefix
+
+    def __enter__(self):
+        self._log = super().__enter__()
+        warnings.simplefilter("always")
+        return self._log
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        for msg in dict.fromkeys(str(w.message).strip() for w in self._log):
+            self._notes.append(f"{self._prefix}: {msg}")
+        return False
+
+
+def _as_sets(vectors) -> tuple[list[np.ndarray], bool]:
+    """Validate input; returns (list of float64 [n_i, d] arrays, whether a list was given)."""
+    joint = isinstance(vectors, (list, tuple))
+    raw = list(vectors) if joint else [vectors]
+    if not raw:
+        raise ValueError("project() got an empty list of vector sets; pass at least one [n, dim] array")
+    sets = []
+    for i, s in enumerate(raw):
+        where = f"vector set {i}" if joint else "vectors"
+        try:
+            a = np.asarray(s, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: not a numeric array ({e})") from e
+        if a.ndim != 2:
+            raise ValueError(f"{where}: expected a 2-D array [n_points, dim], got shape {a.shape}"
+                             + ("; for one vector use x[None, :]" if a.ndim == 1 else ""))
+        if a.shape[1] == 0:
+            raise ValueError(f"{where}: vectors have width 0")
+        sets.append(a)
+    widths = {a.shape[1] for a in sets}
+    if len(widths) > 1:
+        raise ValueError(f"vector sets have different widths {[a.shape[1] for a in sets]}; joint projection needs "
+                         "the same dimension (project each layer/model separately, or pick matching layers)")
+    if sum(len(a) for a in sets) == 0:
+        raise ValueError("no vectors to project (0 rows)")
+    return sets, joint
+
+
+def _check_params(method, n_components, n_neighbors, min_dist, perplexity, metric, pre_pca, max_iter) -> None:
+    if method not in METHODS:
+        raise ValueError(f"unknown projection method {method!r}; choose one of {', '.join(METHODS)}")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+    if not isinstance(n_components, (int, np.integer)) or not 1 <= n_components <= 3:
+        raise ValueError(f"n_components must be 1, 2 or 3, got {n_components!r}")
+    if int(n_neighbors) < 2:
+        raise ValueError(f"UMAP n_neighbors must be at least 2, got {n_neighbors}")
+    if not min_dist >= 0:
+        raise ValueError(f"UMAP min_dist must be >= 0, got {min_dist}")
+    if not perplexity > 0:
+        raise ValueError(f"t-SNE perplexity must be > 0, got {perplexity}")
+    if pre_pca is not None and pre_pca < 0:
+        raise ValueError(f"pre_pca must be a positive width, 0 or None, got {pre_pca}")
+    if max_iter is not None and max_iter < 250:
+        raise ValueError(f"t-SNE max_iter must be at least 250 (sklearn's minimum), got {max_iter}")
+
+
+def _unit_rows(X: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(norms > 0, norms, 1.0)
+
+
+def _all_identical(X: np.ndarray) -> bool:
+    scale = max(1.0, float(np.abs(X).max()))
+    return bool(np.abs(X - X[0]).max() <= 1e-9 * scale)

@@ -1,0 +1,496 @@
+"""Word vectors per layer: find a word in sentences and get one vector per occurrence and layer.
+
+The pieces, in the order a caller meets them:
+
+* :func:`parse_labelled` splits ``"text | label"`` into the sentence and its sense label.
+* :func:`inflections` expands a word to its simple English inflections (see the function for the rules).
+* :func:`find_occurrences` splits sentences into words with the project's word tokenizer and finds every
+  occurrence of a target (case-insensitive, several per sentence), with its character span.
+* :func:`word_vectors` embeds the sentences with any loaded model and returns an :class:`OccurrenceVectors`.
+  Sentence embeddings go through an LRU cache, so another layer or another target word in the same sentences
+  does not run the model again.
+* ``ctxmodels embed`` (:func:`add_arguments` / :func:`run`) writes per-layer vectors of whitespace-tokenised
+  sentences to an ``.npz`` file for scripts and notebooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..loading import LoadedModel
+
+POOLINGS = ("mean", "first", "last")
+
+# ----------------------------------------------------------------------------------------------------------
+# sentences with labels, words and character spans
+
+
+def parse_labelled(line: str) -> tuple[str, str | None]:
+    """``"The bank was closed. | money"`` -> ``("The bank was closed.", "money")``.
+
+    The last ``|`` separates the label, so a sentence may itself contain ``|`` when it also has a label.
+    A line without ``|`` (or with an empty label) has no label.
+    """
+    text, sep, label = line.rpartition("|")
+    if not sep:
+        return line.strip(), None
+    label = label.strip()
+    return text.strip(), (label or None)
+
+
+def split_words(text: str) -> list[tuple[str, int, int]]:
+    """Words of ``text`` with their character spans, cut by the project's word tokenizer (the one the models
+    were trained with: punctuation split off, ``don't`` and ``drawing-room`` kept whole)."""
+    from ..elmo_data import tokenize_with_offsets
+
+    return tokenize_with_offsets(text)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# inflections
+#
+# A deliberately small rule set, not a morphological analyser: for a base form it adds the -s, -ed and -ing
+# forms by the regular spelling rules, plus the forms of a short list of irregular verbs and nouns. It does
+# not lemmatise regular forms ("banks" finds "banks" and its own regular forms, not "bank"), does not add
+# comparatives (-er/-est would turn "play" into "player"). find_occurrences adds the possessive 's, which the
+# word tokenizer keeps on the word ("bank's" is one word). A caller who needs more passes the forms explicitly:
+# ``inflections=["run", "ran", ...]``.
+
+_IRREGULAR_TABLE = """
+be am is are was were been being | have has had having | do does did done doing | go goes went gone going
+run ran | come came | become became | bear bore borne born | begin began begun | break broke broken
+bring brought | buy bought | catch caught | choose chose chosen | draw drew drawn | drink drank drunk
+drive drove driven | eat ate eaten | fall fell fallen | feel felt | fight fought | find found | fly flew flown
+forget forgot forgotten | get got gotten | give gave given | grow grew grown | hang hung hanged | hear heard
+hide hid hidden | hold held | keep kept | know knew known | lay laid | lead led | leave left | lend lent
+lie lay lain lying lied | light lit lighted | lose lost | make made | mean meant | meet met | pay paid
+ride rode ridden | ring rang rung | rise rose risen | say said | see saw seen | sell sold | send sent
+shake shook shaken | shine shone | shoot shot | sing sang sung | sink sank sunk | sit sat | sleep slept
+speak spoke spoken | spend spent | spring sprang sprung | stand stood | steal stole stolen | strike struck
+swim swam swum | take took taken | teach taught | tear tore torn | tell told | think thought | throw threw thrown
+wake woke woken | wear wore worn | win won | write wrote written | man men | woman women | child children
+foot feet | tooth teeth | mouse mice | goose geese | person people | leaf leaves | life lives | knife knives
+wife wives | wolf wolves | half halves
+"""
+
+
+def _irregular_groups() -> dict[str, list[tuple[str, ...]]]:
+    """Every listed form -> the groups (lemma first) it belongs to; "lay" belongs to both lie and lay."""
+    index: dict[str, list[tuple[str, ...]]] = {}
+    for chunk in re.split(r"[|\n]", _IRREGULAR_TABLE):
+        group = tuple(chunk.split())
+        for form in group:
+            index.setdefault(form, []).append(group)
+    return index
+
+
+_IRREGULAR = _irregular_groups()
+_VOWELS = set("aeiou")
+
+
+def _doubles_final_consonant(w: str) -> bool | None:
+    """True: double (run -> running); False: do not; None: unsure (both spellings are generated)."""
+    if len(w) < 3 or w[-1] in _VOWELS or w[-1] in "wxy" or w[-2] not in _VOWELS or w[-3] in _VOWELS:
+        return False
+    vowel_groups = len(re.findall(r"[aeiouy]+", w[:-1]))
+    return True if vowel_groups == 1 else None  # one syllable: stop -> stopped; admit/visit: cannot tell
+
+
+def _regular_forms(w: str, with_past: bool = True) -> set[str]:
+    forms: set[str] = set()
+    consonant_y = len(w) > 1 and w.endswith("y") and w[-2] not in _VOWELS
+    # -s (plural / third person)
+    if w.endswith(("s", "x", "z", "ch", "sh")):
+        forms.add(w + "es")
+    elif consonant_y:
+        forms.add(w[:-1] + "ies")
+    else:
+        forms.add(w + "s")
+        if w.endswith("o"):
+            forms.add(w + "es")  # go -> goes, potato -> potatoes (pianos is covered by the line above)
+    # -ing and -ed
+    double = _doubles_final_consonant(w)
+    stems = {w + w[-1]} if double else ({w, w + w[-1]} if double is None else {w})
+    if w.endswith("ie"):
+        forms.add(w[:-2] + "ying")
+    elif w.endswith("e") and not w.endswith(("ee", "ye", "oe")):
+        forms.add(w[:-1] + "ing")
+    else:
+        forms.update(s + "ing" for s in stems)
+    if with_past:
+        if w.endswith("e"):
+            forms.add(w + "d")
+        elif consonant_y:
+            forms.add(w[:-1] + "ied")
+        else:
+            forms.update(s + "ed" for s in stems)
+    return forms
+
+
+def inflections(word: str) -> set[str]:
+    """Simple English inflections of ``word`` (lower case), the word itself included.
+
+    ``run`` -> {run, runs, ran, running}; ``bank`` -> {bank, banks, banked, banking}; ``ran`` -> the run group.
+    A listed irregular form brings its whole group; "lay" brings both lie and lay, "saw" the forms of see.
+    """
+    w = word.strip().casefold()
+    forms = {w}
+    groups = _IRREGULAR.get(w, [])
+    for group in groups:
+        forms.update(group)
+        # The table lists the past forms of an irregular lemma (and any irregular -s or -ing form); add the
+        # regular -s and -ing forms only where it lists none.
+        regular = _regular_forms(group[0], with_past=False)
+        if not any(f.endswith("s") for f in group[1:]):
+            forms.update(f for f in regular if f.endswith("s"))
+        if not any(f.endswith("ing") for f in group[1:]):
+            forms.update(f for f in regular if f.endswith("ing"))
+    if not groups and w.isalpha():
+        forms.update(_regular_forms(w))
+    return forms
+
+
+# ----------------------------------------------------------------------------------------------------------
+# occurrences
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One occurrence of the target: where it is and what it is labelled."""
+
+    sentence_index: int
+    word_index: int
+    word: str  # as written in the sentence
+    char_span: tuple[int, int]  # in ``sentence``: sentence[start:end] == word
+    sentence: str  # the sentence text without its label
+    label: str | None
+
+
+@dataclass
+class OccurrenceSearch:
+    """What :func:`find_occurrences` found: the occurrences and the sentences that lack the target."""
+
+    target: str
+    forms: frozenset[str]
+    sentences: list[str]  # texts without labels
+    labels: list[str | None]
+    words: list[list[str]]  # each sentence split by the word tokenizer
+    occurrences: list[Occurrence]
+    missing: list[int]  # indices of sentences in which the target does not occur
+
+    @property
+    def missing_sentences(self) -> list[str]:
+        return [self.sentences[i] for i in self.missing]
+
+
+def _as_text_and_label(s: str | tuple[str, str | None]) -> tuple[str, str | None]:
+    if isinstance(s, tuple):
+        text, label = s
+        return text, label
+    if not isinstance(s, str):
+        raise ValueError(f"a sentence must be a string (optionally 'text | label'), got {type(s).__name__}")
+    return parse_labelled(s)
+
+
+def _target_forms(target: str, inflect: bool | Iterable[str]) -> frozenset[str]:
+    if not isinstance(target, str) or not target.strip():
+        raise ValueError("the target word is empty: give the word to look for, e.g. 'bank'")
+    if len(target.split()) > 1:
+        raise ValueError(f"the target must be one word, got {target!r}")
+    t = target.strip().casefold()
+    if inflect is True:
+        # The word tokenizer keeps "bank's" whole, so possessives count as inflections too.
+        forms = inflections(t)
+        return frozenset(forms | {f + apo for f in forms for apo in ("'s", "’s")})
+    if inflect is False or inflect is None:
+        return frozenset({t})
+    if isinstance(inflect, str):
+        raise ValueError("inflections must be True/False or a list of word forms, not a string")
+    return frozenset({t} | {f.strip().casefold() for f in inflect if f.strip()})
+
+
+def find_occurrences(
+    sentences: Sequence[str | tuple[str, str | None]],
+    target: str,
+    inflections: bool | list[str] = False,
+) -> OccurrenceSearch:
+    """Every occurrence of ``target`` in ``sentences``, case-insensitive, at the word level.
+
+    A sentence may carry a sense label as ``"text | label"`` (or be given as a ``(text, label)`` tuple).
+    ``inflections=True`` also finds the word's simple inflections (:func:`inflections`); a list gives the forms
+    to accept explicitly. Sentences without the target are listed in ``.missing`` (for the caller to warn
+    about); if no sentence has it, a ValueError lists the sentences.
+    """
+    forms = _target_forms(target, inflections)
+    parsed = [_as_text_and_label(s) for s in sentences]
+    if not parsed:
+        raise ValueError("no sentences given: give at least one sentence containing the target word")
+    texts = [t for t, _ in parsed]
+    labels = [lab for _, lab in parsed]
+    tokens = [split_words(t) for t in texts]
+    words = [[w for w, _, _ in ts] for ts in tokens]
+    occurrences: list[Occurrence] = []
+    missing: list[int] = []
+    for i, (text, label, ts) in enumerate(zip(texts, labels, tokens)):
+        hits = [Occurrence(i, j, w, (a, b), text, label) for j, (w, a, b) in enumerate(ts) if w.casefold() in forms]
+        if not hits:
+            missing.append(i)
+        occurrences += hits
+    if not occurrences:
+        shown = "\n".join(f"  {i}: {texts[i]}" for i in missing[:20])
+        more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
+        what = f"{target!r}" + (f" (or its forms {', '.join(sorted(forms - {target.casefold()}))})"
+                                if len(forms) > 1 else "")
+        raise ValueError(f"{what} occurs in none of the {len(texts)} sentences:\n{shown}{more}")
+    return OccurrenceSearch(target, forms, texts, labels, words, occurrences, missing)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the embedding cache
+
+
+class EmbeddingCache:
+    """LRU over sentence embeddings, bounded by bytes; keyed by (model, pooling, words of the sentence).
+
+    Entries hold a strong reference to the model, so the ``id`` in the key cannot be reused by another model
+    while the entry lives. Cached arrays are read-only: callers get views and must copy to modify.
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple[object, np.ndarray]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # the app may call from several script threads
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(model: object, pooling: str, words: Sequence[str]) -> tuple:
+        return (id(model), pooling, tuple(words))
+
+    def get(self, key: tuple) -> np.ndarray | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[1]
+
+    def put(self, key: tuple, model: object, array: np.ndarray) -> None:
+        array.setflags(write=False)
+        with self._lock:
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1].nbytes
+            if array.nbytes > self.max_bytes:
+                return
+            self._items[key] = (model, array)
+            self._bytes += array.nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, old) = self._items.popitem(last=False)
+                self._bytes -= old.nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+CACHE = EmbeddingCache(int(float(os.environ.get("CTXMODELS_EMBED_CACHE_MB", "1024")) * 2**20))
+
+
+def embed_sentences(
+    model: LoadedModel, sentences: Sequence[Sequence[str]], pooling: str = "mean", batch_size: int = 32,
+    cache: EmbeddingCache | None = None,
+) -> list[np.ndarray]:
+    """``model.embed`` through the cache: only sentences not seen before (with this model and pooling) run."""
+    cache = CACHE if cache is None else cache
+    keys = [cache.key(model, pooling, s) for s in sentences]
+    out: list[np.ndarray | None] = [cache.get(k) for k in keys]
+    todo: dict[tuple, int] = {}  # a sentence given twice is embedded once
+    for i, (k, a) in enumerate(zip(keys, out)):
+        if a is None:
+            todo.setdefault(k, i)
+    if todo:
+        idx = list(todo.values())
+        arrays = model.embed([list(sentences[i]) for i in idx], pooling=pooling, batch_size=batch_size)
+        fresh = dict(zip(todo.keys(), arrays))
+        for k, a in fresh.items():
+            cache.put(k, model, a)
+        out = [fresh[k] if a is None else a for k, a in zip(keys, out)]
+    return out  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# vectors per occurrence and layer
+
+
+@dataclass
+class OccurrenceVectors:
+    """One vector per occurrence and layer. ``vectors[k, l]`` is occurrence k at layer ``layer_names[l]``."""
+
+    vectors: np.ndarray  # float32 [n_occurrences, n_layers, dim]
+    layer_names: list[str]
+    occurrences: list[Occurrence]
+    target: str
+    forms: frozenset[str]
+    model_name: str
+    pooling: str
+    missing: list[int] = field(default_factory=list)  # sentences without the target
+    missing_sentences: list[str] = field(default_factory=list)
+
+    def layer_index(self, layer: int | str) -> int:
+        if isinstance(layer, str):
+            if layer not in self.layer_names:
+                raise ValueError(f"no layer named {layer!r}; layers are {self.layer_names}")
+            return self.layer_names.index(layer)
+        n = len(self.layer_names)
+        if not -n <= layer < n:
+            raise ValueError(f"layer {layer} out of range: there are {n} layers {self.layer_names}")
+        return layer % n
+
+    def layer(self, layer: int | str) -> np.ndarray:
+        """[n_occurrences, dim] vectors of one layer, by index or by name."""
+        return self.vectors[:, self.layer_index(layer)]
+
+    @property
+    def labels(self) -> list[str | None]:
+        return [o.label for o in self.occurrences]
+
+    @property
+    def sentences(self) -> list[str]:
+        return [o.sentence for o in self.occurrences]
+
+    def __len__(self) -> int:
+        return len(self.occurrences)
+
+
+def _select_layers(layer_names: list[str], layers: Sequence[int | str] | int | str | None) -> list[int]:
+    if layers is None:
+        return list(range(len(layer_names)))
+    if isinstance(layers, (int, str)):
+        layers = [layers]
+    probe = OccurrenceVectors(np.zeros((0, len(layer_names), 0), np.float32), layer_names, [], "", frozenset(), "",
+                              "mean")
+    return [probe.layer_index(layer) for layer in layers]
+
+
+def word_vectors(
+    model: LoadedModel | str,
+    sentences: Sequence[str | tuple[str, str | None]],
+    target: str,
+    layers: Sequence[int | str] | int | str | None = None,
+    pooling: str = "mean",
+    inflections: bool | list[str] = False,
+    batch_size: int = 32,
+) -> OccurrenceVectors:
+    """Vectors of every occurrence of ``target`` in ``sentences`` at each layer of ``model``.
+
+    ``model`` is a :class:`~ctxmodels.loading.LoadedModel` or anything :func:`ctxmodels.load` accepts.
+    ``layers`` selects layers by index or name (default: all). See :func:`find_occurrences` for the rest.
+    """
+    if isinstance(model, (str, Path)):
+        from ..loading import load
+
+        model = load(model)
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    found = find_occurrences(sentences, target, inflections=inflections)
+    chosen = _select_layers(model.layer_names, layers)
+    needed = sorted({o.sentence_index for o in found.occurrences})
+    arrays = embed_sentences(model, [found.words[i] for i in needed], pooling=pooling, batch_size=batch_size)
+    by_sentence = dict(zip(needed, arrays))
+    if found.occurrences:
+        vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
+    else:
+        vectors = np.zeros((0, len(chosen), model.dim), np.float32)
+    return OccurrenceVectors(
+        vectors=vectors.astype(np.float32, copy=False),
+        layer_names=[model.layer_names[i] for i in chosen],
+        occurrences=found.occurrences,
+        target=target,
+        forms=found.forms,
+        model_name=model.name,
+        pooling=pooling,
+        missing=found.missing,
+        missing_sentences=found.missing_sentences,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------
+# `ctxmodels embed`
+
+
+def read_sentences(path: str | Path) -> list[list[str]]:
+    """One whitespace-tokenised sentence a line; an empty line is an empty sentence (indices follow lines)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: input file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e}); save the file as UTF-8") from e
+    return [line.split() for line in text.splitlines()]
+
+
+def write_npz(path: str | Path, layer_names: list[str], arrays: Sequence[np.ndarray]) -> None:
+    """``layers`` (names, in order) and ``s{i}`` float32 [layers, words, dim]; written atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"layers": np.array(layer_names, dtype=str)}
+    payload.update({f"s{i}": np.asarray(a, dtype=np.float32) for i, a in enumerate(arrays)})
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True,
+                   help="short name, checkpoint directory, Hugging Face directory or cache name, published ELMo "
+                        "folder (options.json + weights .hdf5) or word-vector .txt file")
+    p.add_argument("--input", required=True, help="UTF-8 text, one whitespace-tokenised sentence a line")
+    p.add_argument("--out", required=True, help="output .npz: `layers` and s0, s1, ... [layers, words, dim]")
+    p.add_argument("--pooling", choices=POOLINGS, default="mean", help="how BERT word pieces become one vector")
+    p.add_argument("--batch-size", type=int, default=32)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loading import load
+
+    if args.batch_size < 1:
+        raise ValueError("--batch-size must be at least 1")
+    sentences = read_sentences(args.input)
+    model = load(args.model)
+    arrays = model.embed(sentences, pooling=args.pooling, batch_size=args.batch_size)
+    write_npz(args.out, model.layer_names, arrays)
+    n_words = sum(len(s) for s in sentences)
+    print(f"{len(sentences)} sentences, {n_words} words, {len(model.layer_names)} layers x {model.dim} "
+          f"-> {args.out}", file=sys.stderr)
+    return 0

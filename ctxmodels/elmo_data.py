@@ -1,0 +1,660 @@
+"""Training ELMo: word tokenisation, the output vocabulary, window batches and the bidirectional LM objective.
+
+The pieces, in the order data flows through them:
+
+* :func:`tokenize` / :func:`split_sentences` — one regex word tokenizer that splits punctuation, used for the
+  corpus here and for every sentence the analysis code feeds to ELMo, so both see words cut the same way.
+* :class:`Vocabulary` — the output (softmax) vocabulary: ``<S>``, ``</S>``, ``<UNK>``, then the most frequent
+  words of the *training* documents, most frequent first (the bilm-tf layout of ``vocab.txt``).
+* :class:`EncodedCorpus` — the corpus as one stream of word-*type* ids (each sentence wrapped in ``<S> … </S>``),
+  the 50 character ids of every type, and each type's output id. Character ids are stored per type, not per
+  token, so an 11.6 M-word corpus costs 50 bytes x ~120 k types instead of 50 x 13 M. Cached as numpy files in
+  the output directory, so ``--resume`` and re-runs skip tokenisation.
+* :class:`ElmoLMTask` — the trainer's task. Batches are fixed windows of ``--seq-len`` tokens cut from the
+  stream; the model is stateless (every window starts from a zero LSTM state). bilm-tf carried the LSTM state
+  across 20-token windows instead; we do not, because a stateless window is a pure function of
+  (seed, epoch, index) — which exact resume and DDP sharding need — and because the analysis code runs the
+  model on single sentences from a zero state, as the trained model then has learnt. Windows (rather than
+  padded sentences) waste no compute on padding and every position has both a next and a previous word.
+* The objective (formula 2.3): the forward LM predicts the next word from the top forward layer, the backward
+  LM the previous word from the top backward layer, both through the one shared softmax (as in bilm-tf); the
+  loss is the mean of the two. Training uses a sampled softmax (:func:`sampled_softmax_loss`, log-uniform
+  candidates shared by the whole batch, logQ correction, accidental hits removed); evaluation computes the
+  exact full-softmax perplexity of each direction on fixed windows of the held-out documents.
+
+A boundary transition is not a prediction: after ``</S>`` comes ``<S>`` by construction, so the forward LM is
+not scored on predicting ``<S>`` and the backward LM not on predicting ``</S>`` (the usual LM convention:
+``</S>`` counts as a forward target, ``<S>`` never does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
+from .checkpoint import CheckpointError, read_json, write_json, write_text_atomic
+from .corpus import heldout_indices, read_documents
+from .elmo import PRESETS, ElmoConfig, ElmoLanguageModel
+from .formats.allennlp import save_elmo
+from .trainer import Batch, TrainConfig, TrainTask, default_model_card
+
+UNK_TOKEN = "<UNK>"
+SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
+
+# ----------------------------------------------------------------------------------------------------------
+# tokenisation
+
+# Letters, digits and underscore (\w), plus combining accents so that a decomposed "é" stays inside its word.
+_WORD_CHAR = r"[\w\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]"
+# Titles that end in a period but rarely end a sentence; keeping the period on them stops the sentence
+# splitter from cutting "Mr. Dowling" in two.
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Messrs", "Mme", "Mlle", "Dr", "St", "Jr", "Sr", "Prof", "Rev", "Capt", "Col",
+                  "Gen", "Lt", "Hon")
+TOKEN_PATTERN = re.compile(
+    rf"(?:{'|'.join(_ABBREVIATIONS)})\.(?!{_WORD_CHAR})"  # Mr.  Mrs.  St.
+    r"|\d+(?:[.,:]\d+)+"  # 1,000  3.14  10:30
+    rf"|{_WORD_CHAR}+(?:['’\-]{_WORD_CHAR}+)*"  # words, with inner apostrophes and hyphens: don't, drawing-room
+    r"|\S"  # anything else is a token of its own: punctuation, dashes, quotes, symbols, each emoji code point
+)
+
+_TERMINALS = frozenset(".!?")
+_CLOSERS = frozenset("”’»)]}\"'")  # may follow the terminal inside the sentence: ."  ?)
+_OPENERS = frozenset("“‘«([\"'")
+
+
+def tokenize_with_offsets(text: str) -> list[tuple[str, int, int]]:
+    """Words of ``text`` with their character spans ``(word, start, end)``; see :func:`tokenize`."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    return [(m.group(), m.start(), m.end()) for m in TOKEN_PATTERN.finditer(text)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into words the way the ELMo models of this project were trained.
+
+    Rules, in order: a title with its period (``Mr.``, ``Mrs.``, ``St.``) is one token; a number with inner
+    separators (``1,000``, ``3.14``) is one token; a run of letters/digits, joined by inner apostrophes or
+    hyphens (``don't``, ``o’clock``, ``drawing-room``) is one token; every other non-space character
+    (punctuation, dashes, quotes, symbols, each code point of an emoji) is a token of its own. Case is kept.
+    """
+    return [w for w, _, _ in tokenize_with_offsets(text)]
+
+
+def split_sentences(tokens: Sequence[tuple[str, int, int]]) -> list[list[str]]:
+    """Group the output of :func:`tokenize_with_offsets` into sentences.
+
+    A sentence ends after ``.``, ``!`` or ``?`` (and any closing quotes or brackets right after them) when the
+    next token starts with a capital letter or an opening quote. Good enough for novels; never loses a token.
+    """
+    sentences: list[list[str]] = []
+    current: list[str] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        word, _, end = tokens[i]
+        current.append(word)
+        i += 1
+        if word not in _TERMINALS:
+            continue
+        while i < n and tokens[i][0] in _TERMINALS:  # "?!" and "..."
+            current.append(tokens[i][0])
+            end = tokens[i][2]
+            i += 1
+        # Closers belong to the sentence when they touch it: ."  but not the opening quote in ". "Go
+        while i < n and tokens[i][0] in _CLOSERS and tokens[i][1] == end:
+            current.append(tokens[i][0])
+            end = tokens[i][2]
+            i += 1
+        if i == n or tokens[i][0][0].isupper() or tokens[i][0] in _OPENERS:
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def sentences(text: str) -> list[list[str]]:
+    """Tokenise ``text`` and split it into sentences (lists of words)."""
+    return split_sentences(tokenize_with_offsets(text))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# output vocabulary
+
+
+class Vocabulary:
+    """The LM's output words: ``<S>``, ``</S>``, ``<UNK>``, then words from most to least frequent."""
+
+    def __init__(self, words: Sequence[str]):
+        words = list(words)
+        if words[:3] != list(SPECIAL_TOKENS):
+            raise ValueError(f"a vocabulary must start with {', '.join(SPECIAL_TOKENS)}; got {words[:3]}")
+        index = {}
+        for i, w in enumerate(words):
+            if not w or any(c.isspace() for c in w):
+                raise ValueError(f"vocabulary entry {i} ({w!r}) is empty or contains whitespace")
+            if w in index:
+                raise ValueError(f"vocabulary entry {i} ({w!r}) is a duplicate of entry {index[w]}")
+            index[w] = i
+        self.words, self.index = words, index
+
+    bos_id, eos_id, unk_id = 0, 1, 2
+
+    @classmethod
+    def from_counts(cls, counts: dict[str, int], max_words: int) -> Vocabulary:
+        """The ``max_words`` most frequent words (ties broken alphabetically, so the result is reproducible)."""
+        if max_words < 1:
+            raise ValueError(f"--vocab-size must be at least 1, got {max_words}")
+        ranked = sorted((w for w in counts if w not in SPECIAL_TOKENS), key=lambda w: (-counts[w], w))
+        return cls([*SPECIAL_TOKENS, *ranked[:max_words]])
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    def id(self, word: str) -> int:
+        return self.index.get(word, self.unk_id)
+
+    def encode(self, words: Iterable[str]) -> list[int]:
+        return [self.index.get(w, self.unk_id) for w in words]
+
+    def save(self, path: str | Path) -> None:
+        write_text_atomic(path, "".join(w + "\n" for w in self.words))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocabulary:
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(f"{path}: vocabulary file not found")
+        try:
+            words = [w for w in path.read_text(encoding="utf-8").split("\n") if w]
+            return cls(words)
+        except (UnicodeDecodeError, ValueError) as e:
+            raise CheckpointError(f"{path}: not an ELMo vocabulary ({e})") from e
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the encoded corpus
+
+# Type ids 0 and 1 are the sentence boundaries in every encoded corpus.
+BOS_TYPE, EOS_TYPE = 0, 1
+CACHE_VERSION = 1  # bump when tokenisation or the encoding changes, so old caches are rebuilt
+
+
+@dataclass
+class EncodedCorpus:
+    """The corpus as word-type ids. ``train`` and ``heldout`` are int32 streams of type ids, every sentence
+    written as ``<S> words </S>``; ``type_chars[t]`` holds the 50 character ids of type t and
+    ``type_to_vocab[t]`` its output id (``<UNK>`` for words outside the vocabulary)."""
+
+    types: list[str]
+    type_chars: np.ndarray  # [n_types, 50] int16
+    type_to_vocab: np.ndarray  # [n_types] int32
+    train: np.ndarray  # int32
+    heldout: np.ndarray  # int32
+    vocab: Vocabulary
+
+    @classmethod
+    def build(cls, train_docs: Sequence[Sequence[str]], heldout_docs: Sequence[Sequence[str]],
+              vocab_size: int) -> EncodedCorpus:
+        type_index: dict[str, int] = {BOS_TOKEN: BOS_TYPE, EOS_TOKEN: EOS_TYPE}
+
+        def encode(docs: Sequence[Sequence[str]]) -> np.ndarray:
+            ids: list[int] = []
+            for doc in docs:
+                for paragraph in doc:
+                    for sent in sentences(paragraph):
+                        ids.append(BOS_TYPE)
+                        # setdefault gives every new type the next id
+                        ids.extend([type_index.setdefault(w, len(type_index)) for w in sent])
+                        ids.append(EOS_TYPE)
+            return np.asarray(ids, dtype=np.int32)
+
+        train = encode(train_docs)
+        n_train_types = len(type_index)
+        heldout = encode(heldout_docs)
+        types = list(type_index)
+        # Counts come from the training documents only: the held-out text must not choose the vocabulary.
+        counts = np.bincount(train, minlength=n_train_types)
+        vocab = Vocabulary.from_counts({types[t]: int(counts[t]) for t in range(2, n_train_types)}, vocab_size)
+        type_to_vocab = np.asarray([vocab.id(w) for w in types], dtype=np.int32)
+        type_chars = np.asarray([word_to_char_ids(w) for w in types], dtype=np.int16).reshape(-1, MAX_CHARS)
+        return cls(types, type_chars, type_to_vocab, train, heldout, vocab)
+
+    @property
+    def n_train_tokens(self) -> int:
+        return int(len(self.train))
+
+    def oov_rate(self, stream: np.ndarray) -> float:
+        """Share of word positions (boundaries excluded) whose output id is ``<UNK>``."""
+        words = stream[stream > EOS_TYPE]
+        return float((self.type_to_vocab[words] == Vocabulary.unk_id).mean()) if len(words) else 0.0
+
+    # -- cache --------------------------------------------------------------------------------------------
+
+    def save(self, directory: Path, key: dict[str, Any]) -> None:
+        """Write the cache: arrays as .npy, the types as JSON, ``key`` (what it was built from) last."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in ("type_chars", "type_to_vocab", "train", "heldout"):
+            tmp = directory / f".{name}.{os.getpid()}.npy"
+            np.save(tmp, getattr(self, name))
+            os.replace(tmp, directory / f"{name}.npy")
+        write_json(directory / "types.json", self.types)
+        self.vocab.save(directory / "vocab.txt")
+        write_json(directory / "key.json", key)  # written last: a cache without it is ignored
+
+    @classmethod
+    def load(cls, directory: Path, key: dict[str, Any]) -> EncodedCorpus | None:
+        """The cached corpus if it was built from exactly ``key``, else None."""
+        try:
+            if read_json(directory / "key.json") != key:
+                return None
+            arrays = {n: np.load(directory / f"{n}.npy") for n in ("type_chars", "type_to_vocab", "train", "heldout")}
+            types = json.loads((directory / "types.json").read_text(encoding="utf-8"))
+            vocab = Vocabulary.load(directory / "vocab.txt")
+        except (OSError, ValueError):  # missing or damaged cache: rebuild it
+            return None
+        if len(types) != len(arrays["type_chars"]) or len(types) != len(arrays["type_to_vocab"]):
+            return None
+        return cls(types=types, vocab=vocab, **arrays)
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sampled softmax
+
+
+class LogUniformSampler:
+    """Draws softmax candidates from the log-uniform (Zipfian) distribution over ids sorted by frequency:
+    P(k) = log((k + 2) / (k + 1)) / log(V + 1), as TensorFlow's ``log_uniform_candidate_sampler``.
+
+    :meth:`sample` draws until it has ``n`` distinct ids and returns, with each id, the log of its
+    probability of being in such a sample, 1 - (1 - P(k))^tries: the logQ correction of the sampled softmax.
+    """
+
+    def __init__(self, n_classes: int):
+        if n_classes < 2:
+            raise ValueError(f"the sampled softmax needs at least 2 classes, got {n_classes}")
+        self.n_classes = n_classes
+        self._log_range = math.log(n_classes + 1)
+
+    def prob(self, ids: torch.Tensor) -> torch.Tensor:
+        ids = ids.double()
+        return (torch.log(ids + 2) - torch.log(ids + 1)) / self._log_range
+
+    def log_expected_count(self, ids: torch.Tensor, tries: int) -> torch.Tensor:
+        """log of P(id is among the candidates) after ``tries`` draws (float32)."""
+        p = self.prob(ids)
+        return torch.log(-torch.expm1(tries * torch.log1p(-p))).float()
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[torch.Tensor, int]:
+        """``n`` distinct ids (LongTensor, in order of first draw) and the number of draws it took."""
+        if n >= self.n_classes:
+            raise ValueError(f"cannot draw {n} distinct candidates from {self.n_classes} classes")
+        draws = np.empty(0, dtype=np.int64)
+        chunk = 2 * n
+        while True:
+            u = rng.random(chunk)
+            new = np.floor(np.exp(u * self._log_range)).astype(np.int64) - 1
+            draws = np.concatenate([draws, np.clip(new, 0, self.n_classes - 1)])
+            uniq, first = np.unique(draws, return_index=True)
+            if len(uniq) >= n:
+                first = np.sort(first)[:n]  # the first n distinct ids, as sequential draws would find them
+                return torch.from_numpy(draws[first]), int(first[-1]) + 1
+            chunk *= 2
+
+
+def sampled_softmax_loss(
+    states: torch.Tensor,
+    targets: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    candidates: torch.Tensor,
+    candidate_log_q: torch.Tensor | None = None,
+    target_log_q: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per-row sampled softmax cross-entropy, the candidates shared by all rows.
+
+    ``states`` [N, P], ``targets`` [N]; ``weight`` [V, P] and ``bias`` [V] are the full softmax. Each row is
+    scored against its true class and the candidates, all logits minus their log expected count (the logQ
+    correction; None = no correction). A candidate equal to a row's target is masked out for that row
+    ("accidental hit"), so with every class as a candidate and no correction this is exactly the full
+    softmax cross-entropy.
+    """
+    true_logit = (states * weight[targets]).sum(-1) + bias[targets]
+    cand_logits = states @ weight[candidates].t() + bias[candidates]
+    if target_log_q is not None:
+        true_logit = true_logit - target_log_q
+    if candidate_log_q is not None:
+        cand_logits = cand_logits - candidate_log_q
+    hits = targets[:, None] == candidates[None, :]
+    cand_logits = cand_logits.masked_fill(hits, float("-inf"))
+    logits = torch.cat([true_logit[:, None], cand_logits], dim=1)
+    return torch.logsumexp(logits, dim=1) - true_logit
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the training task
+
+IGNORE = -100  # target of a position that is not scored (a sentence-boundary transition)
+_ORDER, _SAMPLES = 0, 1  # stream tags for numpy's SeedSequence, so that no two uses of the seed share numbers
+
+
+def _unwrap(model: nn.Module) -> ElmoLanguageModel:
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model  # type: ignore
+
+
+class ElmoLMTask(TrainTask):
+    """Trains an :class:`ElmoLanguageModel` on windows of an :class:`EncodedCorpus` (see the module docstring).
+
+    ``n_samples`` is the number of distinct softmax candidates a batch shares; 0, or at least the vocabulary
+    size, trains with the exact full softmax instead.
+    """
+
+    name = "elmo"
+
+    def __init__(self, corpus: EncodedCorpus, config: ElmoConfig, seq_len: int = 20, batch_size: int = 32,
+                 n_samples: int = 1024, eval_tokens: int = 20_000, seed: int = 0,
+                 card_info: dict[str, Any] | None = None):
+        if seq_len < 1 or batch_size < 1:
+            raise ValueError(f"--seq-len and --batch-size must be at least 1, got {seq_len} and {batch_size}")
+        if n_samples < 0:
+            raise ValueError(f"--n-samples must be 0 (full softmax) or more, got {n_samples}")
+        self.corpus, self.seq_len, self.batch_size, self.seed = corpus, seq_len, batch_size, seed
+        V = len(corpus.vocab)
+        self.config = dataclasses.replace(config, n_tokens_vocab=V)
+        self.n_samples = n_samples if 0 < n_samples < V else 0
+        self.sampler = LogUniformSampler(V) if self.n_samples else None
+        self.card_info = card_info or {}
+        self._windows = (len(corpus.train) - 1) // seq_len - 1  # every window position has both neighbours
+        if self._windows < batch_size:
+            raise ValueError(
+                f"the training documents hold {len(corpus.train):,} tokens (with sentence boundaries): too few for "
+                f"one batch of {batch_size} windows of {seq_len}; use a larger corpus or smaller --batch-size / "
+                "--seq-len"
+            )
+        self._eval_starts, self._eval_len = self._eval_windows(eval_tokens)
+        torch.manual_seed(seed)  # the initial weights depend on the seed only
+        self.model = ElmoLanguageModel(self.config)
+        self._epoch_cache: tuple[int, np.ndarray] | None = None
+
+    # -- data ---------------------------------------------------------------------------------------------
+
+    def num_batches(self, epoch: int) -> int:
+        return self._windows // self.batch_size
+
+    def _epoch_starts(self, epoch: int) -> np.ndarray:
+        """Window starts of an epoch in training order: a fresh offset and shuffle per epoch."""
+        if self._epoch_cache is None or self._epoch_cache[0] != epoch:
+            rng = np.random.default_rng([self.seed, epoch, _ORDER])
+            offset = int(rng.integers(self.seq_len))
+            starts = 1 + offset + self.seq_len * rng.permutation(self._windows)
+            self._epoch_cache = (epoch, starts)
+        return self._epoch_cache[1]
+
+    def _window_batch(self, stream: np.ndarray, starts: np.ndarray, length: int) -> Batch:
+        pos = starts[:, None] + np.arange(length)[None, :]
+        nxt, prev = stream[pos + 1], stream[pos - 1]
+        fwd = self.corpus.type_to_vocab[nxt].astype(np.int64)
+        bwd = self.corpus.type_to_vocab[prev].astype(np.int64)
+        fwd[nxt == BOS_TYPE] = IGNORE
+        bwd[prev == EOS_TYPE] = IGNORE
+        return {
+            "char_ids": torch.from_numpy(self.corpus.type_chars[stream[pos]].astype(np.int64)),
+            "fwd_targets": torch.from_numpy(fwd),
+            "bwd_targets": torch.from_numpy(bwd),
+        }
+
+    def get_batch(self, epoch: int, index: int) -> Batch:
+        starts = self._epoch_starts(epoch)[index * self.batch_size : (index + 1) * self.batch_size]
+        batch = self._window_batch(self.corpus.train, starts, self.seq_len)
+        if self.sampler is not None:
+            rng = np.random.default_rng([self.seed, epoch, index, _SAMPLES])
+            candidates, tries = self.sampler.sample(self.n_samples, rng)
+            batch["candidates"] = candidates
+            batch["candidate_log_q"] = self.sampler.log_expected_count(candidates, tries)
+            batch["tries"] = torch.tensor(tries)
+        return batch
+
+    # -- objective ----------------------------------------------------------------------------------------
+
+    def _direction_loss(self, lm: ElmoLanguageModel, states: torch.Tensor, targets: torch.Tensor,
+                        batch: Batch) -> torch.Tensor:
+        keep = targets != IGNORE
+        states, targets = states[keep], targets[keep]
+        head = lm.require_lm_head()
+        if self.sampler is None:
+            return F.cross_entropy(head(states), targets)
+        target_log_q = self.sampler.log_expected_count(targets, int(batch["tries"])).to(states.device)
+        losses = sampled_softmax_loss(states, targets, head.weight, head.bias, batch["candidates"],
+                                      batch["candidate_log_q"], target_log_q)
+        return losses.mean()
+
+    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        out = model(batch["char_ids"])
+        lm = _unwrap(model)
+        # bilm-tf drops out the top LSTM output too (the model itself drops out only each layer's input).
+        p = self.config.dropout if model.training else 0.0
+        fwd = self._direction_loss(lm, F.dropout(out.forward_layers[-1], p), batch["fwd_targets"], batch)
+        bwd = self._direction_loss(lm, F.dropout(out.backward_layers[-1], p), batch["bwd_targets"], batch)
+        loss = 0.5 * (fwd + bwd)
+        return loss, {"tokens": batch["char_ids"].shape[0] * batch["char_ids"].shape[1],
+                      "fwd_loss": fwd.item(), "bwd_loss": bwd.item()}
+
+    # -- evaluation ---------------------------------------------------------------------------------------
+
+    def _eval_windows(self, eval_tokens: int) -> tuple[np.ndarray, int]:
+        """Fixed held-out windows spread evenly over all held-out documents (none: no held-out text)."""
+        n_tokens = len(self.corpus.heldout)
+        length = min(self.seq_len, n_tokens - 2)
+        if eval_tokens <= 0 or length < 1:
+            return np.zeros(0, dtype=np.int64), 0
+        available = (n_tokens - 1) // length - 1
+        n = min(available, max(1, math.ceil(eval_tokens / length)))
+        picks = np.unique(np.round(np.linspace(0, available - 1, n)).astype(np.int64))
+        return 1 + length * picks, length
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        """Exact full-softmax perplexity of each direction, and of both together, on the held-out windows."""
+        if not len(self._eval_starts):
+            return {}
+        lm = _unwrap(model)
+        device = next(lm.parameters()).device
+        nll = {"fwd": 0.0, "bwd": 0.0}
+        count = {"fwd": 0, "bwd": 0}
+        per_batch = max(1, 4096 // self._eval_len)
+        for i in range(0, len(self._eval_starts), per_batch):
+            batch = self._window_batch(self.corpus.heldout, self._eval_starts[i : i + per_batch], self._eval_len)
+            out = lm(batch["char_ids"].to(device))
+            for key, states in (("fwd", out.forward_layers[-1]), ("bwd", out.backward_layers[-1])):
+                s, c = full_softmax_nll(lm, states, batch[f"{key}_targets"].to(device))
+                nll[key] += s
+                count[key] += c
+        fwd, bwd = nll["fwd"] / max(count["fwd"], 1), nll["bwd"] / max(count["bwd"], 1)
+        both = (nll["fwd"] + nll["bwd"]) / max(count["fwd"] + count["bwd"], 1)
+        return {"fwd_ppl": math.exp(fwd), "bwd_ppl": math.exp(bwd), "ppl": math.exp(both)}
+
+    # -- saving -------------------------------------------------------------------------------------------
+
+    def save_model(self, directory: Path) -> None:
+        save_elmo(self.model, directory, vocab=self.corpus.vocab.words)
+
+    def model_card(self, info: dict[str, Any]) -> str:
+        c = self.card_info
+        s, cnn = self.config.lstm, self.config.char_cnn
+        heldout = "\n".join(f"- document {i}: {title}" for i, title in c.get("heldout_docs", [])) or "- none"
+        credit = f"\n{c['credit']}\n" if c.get("credit") else ""
+        return default_model_card(self.name, info) + f"""
+## Model
+
+ELMo preset `{c.get('preset', '?')}`: character CNN ({cnn.n_filters} filters, {cnn.n_highway} highway),
+{s.n_layers} LSTM layers of {s.dim} cells projected to {s.projection_dim}; output vocabulary of
+{len(self.corpus.vocab):,} words (`vocab.txt`: `<S>`, `</S>`, `<UNK>`, then the most frequent training words).
+Trained on windows of {self.seq_len} tokens, batches of {self.batch_size},
+{f'sampled softmax with {self.n_samples} shared candidates' if self.n_samples else 'full softmax'}.
+Held-out perplexities are exact (full softmax) over {len(self._eval_starts) * self._eval_len:,} held-out tokens.
+
+## Data
+
+Corpus: `{c.get('corpus', '?')}` (sha256 `{c.get('corpus_sha256', '?')[:16]}…`), {c.get('n_docs', '?')} documents,
+{self.corpus.n_train_tokens:,} training tokens with sentence boundaries; held-out documents (never trained on,
+out-of-vocabulary rate {100 * self.corpus.oov_rate(self.corpus.heldout):.2f}%):
+
+{heldout}
+{credit}"""
+
+
+def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch.Tensor,
+                     chunk: int = 2048) -> tuple[float, int]:
+    """Summed exact negative log-likelihood and the number of scored positions (targets != IGNORE)."""
+    keep = targets != IGNORE
+    states, targets = states[keep], targets[keep]
+    total = 0.0
+    for i in range(0, len(targets), chunk):  # chunks keep the [N, V] logits small
+        logits = lm.full_softmax_logits(states[i : i + chunk]).float()
+        total += F.cross_entropy(logits, targets[i : i + chunk], reduction="sum").item()
+    return total, int(len(targets))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# command line: ctxmodels train elmo
+
+DEFAULT_PRESET = "mini"
+RUN_FILE = "elmo_run.json"  # the settings of a run, so that --resume rebuilds it identically
+
+# Settings a resumed run must share with the original: (argparse dest, default when not given).
+_RUN_SETTINGS: dict[str, Any] = {
+    "preset": DEFAULT_PRESET, "vocab_size": 30_000, "seq_len": 20, "batch_size": 32, "n_samples": 1024,
+    "heldout_docs": None, "eval_tokens": 20_000, "seed": 0,
+    "steps": 20_000, "lr": 2e-3, "warmup": 500, "weight_decay": 0.01, "bf16": False,
+}
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """ELMo's options of ``ctxmodels train elmo`` (the common ones come from the CLI)."""
+    p.add_argument("--preset", default=None, choices=list(PRESETS),
+                   help=f"model size (default {DEFAULT_PRESET}; see ctxmodels.elmo.PRESETS)")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK> "
+                        f"(default {_RUN_SETTINGS['vocab_size']})")
+    p.add_argument("--seq-len", type=int, default=None,
+                   help=f"tokens per training window (default {_RUN_SETTINGS['seq_len']})")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help=f"windows per batch (default {_RUN_SETTINGS['batch_size']})")
+    p.add_argument("--n-samples", type=int, default=None,
+                   help="distinct sampled-softmax candidates per batch; 0 = exact full softmax "
+                        f"(default {_RUN_SETTINGS['n_samples']})")
+    p.add_argument("--heldout-docs", type=int, default=None,
+                   help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
+    p.add_argument("--eval-tokens", type=int, default=None,
+                   help=f"held-out tokens scored per evaluation (default {_RUN_SETTINGS['eval_tokens']})")
+    p.add_argument("--data-cache", default=None,
+                   help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
+    # What the user did not type is the parser's default; remember those to tell them apart on --resume.
+    p.set_defaults(_elmo_parser_defaults={k: p.get_default(k) for k in _RUN_SETTINGS})
+
+
+def _is_rank0() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _resolve_settings(args: argparse.Namespace, out: Path, corpus: Path, sha: str) -> dict[str, Any]:
+    """The run's settings: defaults for a new run; on --resume the stored ones, refusing conflicting options."""
+    parser_defaults = getattr(args, "_elmo_parser_defaults", {})
+    given = {k: getattr(args, k) for k in _RUN_SETTINGS
+             if hasattr(args, k) and (k not in parser_defaults or getattr(args, k) != parser_defaults[k])}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not args.resume:
+        if (out / "checkpoint" / "trainer_state.pt").exists():
+            raise CheckpointError(f"{out} already holds a training run; pass --resume to continue it or choose "
+                                  "another --out")
+        settings = {k: getattr(args, k, None) for k in _RUN_SETTINGS}
+        settings = {k: default if settings[k] is None else settings[k] for k, default in _RUN_SETTINGS.items()}
+        return {**settings, "corpus": str(corpus), "corpus_sha256": sha}
+    stored = read_json(out / RUN_FILE) if (out / RUN_FILE).exists() else None
+    if stored is None:
+        raise CheckpointError(f"{out / RUN_FILE}: not found; --resume needs an ELMo run started with "
+                              "`ctxmodels train elmo` in this --out")
+    conflicts = [f"--{k.replace('_', '-')} {v} (the run used {stored.get(k)})" for k, v in given.items()
+                 if stored.get(k) != v]
+    if Path(stored["corpus"]) != corpus:
+        conflicts.append(f"--corpus {corpus} (the run used {stored['corpus']})")
+    if conflicts:
+        raise CheckpointError(f"{out}: --resume continues the run with its stored settings ({RUN_FILE}), but "
+                              f"these options differ: {'; '.join(conflicts)}. Leave them out to resume, or train "
+                              "into a new --out")
+    if stored["corpus_sha256"] != sha:
+        raise CheckpointError(f"{corpus}: the corpus changed since this run started (sha256 differs), so it "
+                              "cannot be resumed exactly; restore the file or train into a new --out")
+    return stored
+
+
+def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: int, sha: str,
+                cache_dir: Path | None) -> tuple[EncodedCorpus, dict[str, Any]]:
+    """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches."""
+    docs = read_documents(corpus)
+    held = heldout_indices(len(docs), heldout_docs, seed)
+    info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
+    key = {"version": CACHE_VERSION, "corpus_sha256": sha, "heldout": held, "vocab_size": vocab_size}
+    encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
+    if encoded is None:
+        held_set = set(held)
+        encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set],
+                                      [docs[i] for i in held], vocab_size)
+        if cache_dir is not None and _is_rank0():
+            encoded.save(cache_dir, key)
+    return encoded, info
+
+
+def build_task(args: argparse.Namespace) -> tuple[ElmoLMTask, TrainConfig]:
+    """The task and trainer settings of ``ctxmodels train elmo`` (see :func:`add_train_arguments`)."""
+    out, corpus = Path(args.out), Path(args.corpus).resolve()
+    if not corpus.is_file():
+        raise ValueError(f"{corpus}: corpus file not found (pass a plain-text file with --corpus)")
+    sha = file_sha256(corpus)
+    s = _resolve_settings(args, out, corpus, sha)
+    for name in ("vocab_size", "seq_len", "batch_size", "steps"):
+        if s[name] < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {s[name]}")
+    cache = Path(args.data_cache) if getattr(args, "data_cache", None) else out / "data_cache"
+    encoded, info = load_corpus(corpus, s["heldout_docs"], s["seed"], s["vocab_size"], sha, cache)
+    credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."
+              if "eltec" in corpus.name.lower() else "")
+    task = ElmoLMTask(
+        encoded, ElmoConfig.preset(s["preset"]), seq_len=s["seq_len"], batch_size=s["batch_size"],
+        n_samples=s["n_samples"], eval_tokens=s["eval_tokens"], seed=s["seed"],
+        card_info={**info, "preset": s["preset"], "corpus": corpus.name, "corpus_sha256": sha, "credit": credit},
+    )
+    if not args.resume and _is_rank0():
+        write_json(out / RUN_FILE, s)
+    cfg = TrainConfig(
+        max_steps=s["steps"], lr=s["lr"], warmup_steps=s["warmup"], weight_decay=s["weight_decay"],
+        bf16=s["bf16"], save_every=args.save_every, eval_every=args.eval_every, log_every=args.log_every,
+        seed=s["seed"], time_limit_s=args.time_limit * 60 if args.time_limit else None,
+        progress=not args.no_progress,
+    )
+    return task, cfg

@@ -1,0 +1,369 @@
+"""ELMo checkpoints: the published AllenNLP / bilm-tf layout and our own.
+
+Published: ``options.json`` + ``*_weights.hdf5`` written by bilm-tf's ``dump_weights``. The hdf5 stores
+TensorFlow variables for ``x @ W`` (so matrices are transposed here), convolution kernels as
+[1, width, dim, count], and each LSTM cell's input and recurrent weights together in ``W_0`` with TensorFlow's
+gate order (i, j, f, o); TensorFlow adds ``forget_bias=1.0`` at run time, so it is not in ``B``. The file has no
+character row for padding (we prepend a zero row) and no softmax.
+
+Ours: ``config.json`` (the options.json fields) + ``model.safetensors`` + ``vocab.txt`` (the output vocabulary,
+when the model has an LM head) + ``README.md`` (model card).
+
+Command line: ``ctxmodels export-elmo --model DIR --out DIR`` writes ours in the published layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from ..elmo import ElmoBiLM, ElmoConfig, ElmoLanguageModel
+
+# Row blocks of our LSTM gates (i, f, o, g) taken from TensorFlow's (i, j, f, o), where j is the candidate g.
+_OURS_FROM_TF = [0, 2, 3, 1]
+_TF_FROM_OURS = [0, 3, 1, 2]
+_FORGET = 1  # index of the forget gate in our order
+_TF_FORGET_BIAS = 1.0
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+
+
+def _reorder_gates(w: np.ndarray, order: list[int]) -> np.ndarray:
+    """Permute the four gate blocks along axis 0."""
+    blocks = np.split(w, 4, axis=0)
+    return np.concatenate([blocks[k] for k in order], axis=0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Finding the files
+
+
+def _find_published_files(dir_or_options: str | Path, weights: str | Path | None) -> tuple[Path, Path]:
+    path = Path(dir_or_options)
+    if path.is_dir():
+        options = path / "options.json"
+        if not options.is_file():
+            found = sorted(path.glob("*options*.json"))
+            if len(found) != 1:
+                raise CheckpointError(
+                    f"{path}: expected one options file (options.json or *_options.json), found "
+                    f"{[p.name for p in found] or 'none'}; pass the options file and the weights file explicitly")
+            options = found[0]
+        if weights is None:
+            found = sorted(path.glob("*weights*.hdf5")) or sorted(path.glob("*.hdf5"))
+            if len(found) != 1:
+                raise CheckpointError(
+                    f"{path}: expected one ELMo weights file (*_weights.hdf5), found "
+                    f"{[p.name for p in found] or 'none'}; pass weights= explicitly")
+            weights = found[0]
+    else:
+        options = path
+        if not options.is_file():
+            raise CheckpointError(f"{options}: options file not found")
+        if weights is None:
+            found = sorted(options.parent.glob("*weights*.hdf5"))
+            if len(found) != 1:
+                raise CheckpointError(f"{options.parent}: cannot tell which ELMo weights file belongs to "
+                                      f"{options.name} (found {[p.name for p in found] or 'none'}); pass weights=")
+            weights = found[0]
+    weights = Path(weights)
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: ELMo weights file not found")
+    return options, weights
+
+
+def _read_options(path: Path) -> ElmoConfig:
+    try:
+        return ElmoConfig.from_options(read_json(path))
+    except CheckpointError:
+        raise
+    except ValueError as e:
+        raise CheckpointError(f"{path}: {e}") from e
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Published layout -> our modules
+
+
+class _Reader:
+    """Reads datasets from the hdf5 file, checking each shape against what options.json implies."""
+
+    def __init__(self, h5, path: Path, options_path: Path):
+        self.h5, self.path, self.options_path = h5, path, options_path
+
+    def __call__(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        if name not in self.h5:
+            raise CheckpointError(f"{self.path}: dataset '{name}' is missing (not a complete ELMo weights file)")
+        data = self.h5[name]
+        if not hasattr(data, "shape"):
+            raise CheckpointError(f"{self.path}: '{name}' is a group, expected a dataset")
+        if tuple(data.shape) != tuple(shape):
+            raise CheckpointError(f"{self.path}: dataset '{name}' has shape {tuple(data.shape)} but "
+                                  f"{self.options_path.name} implies {tuple(shape)}; the weights and the options "
+                                  "file do not belong together")
+        return np.asarray(data[...], dtype=np.float32)
+
+
+def _set(param: torch.nn.Parameter | torch.Tensor, value: np.ndarray) -> None:
+    with torch.no_grad():
+        param.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+
+
+def _load_hdf5_into(bilm: ElmoBiLM, read: _Reader) -> None:
+    cfg = bilm.config
+    cnn, lstm = cfg.char_cnn, cfg.lstm
+    enc = bilm.token_encoder
+    D, n_filters, P, H = cnn.embedding_dim, cnn.n_filters, lstm.projection_dim, lstm.dim
+
+    char_embed = read("char_embed", (cnn.n_characters - 1, D))
+    _set(enc.char_embedding.weight, np.concatenate([np.zeros((1, D), np.float32), char_embed]))
+    for k, (conv, (width, count)) in enumerate(zip(enc.convs, cnn.filters)):
+        w = read(f"CNN/W_cnn_{k}", (1, width, D, count))
+        _set(conv.weight, w[0].transpose(2, 1, 0))  # [width, D, count] -> [count, D, width]
+        _set(conv.bias, read(f"CNN/b_cnn_{k}", (count,)))
+    for k, hw in enumerate(enc.highways):
+        for part in ("carry", "transform"):
+            layer = getattr(hw, part)
+            _set(layer.weight, read(f"CNN_high_{k}/W_{part}", (n_filters, n_filters)).T)
+            _set(layer.bias, read(f"CNN_high_{k}/b_{part}", (n_filters,)))
+    if "CNN_proj" in read.h5 or n_filters != P:
+        _set(enc.projection.weight, read("CNN_proj/W_proj", (n_filters, P)).T)
+        _set(enc.projection.bias, read("CNN_proj/b_proj", (P,)))
+    else:  # bilm-tf has no projection when the CNN already outputs P features
+        _set(enc.projection.weight, np.eye(P, dtype=np.float32))
+        _set(enc.projection.bias, np.zeros(P, np.float32))
+
+    for direction, layers in enumerate((bilm.forward_lstm, bilm.backward_lstm)):
+        for k, layer in enumerate(layers):
+            prefix = f"RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell"
+            w = read(f"{prefix}/W_0", (P + P, 4 * H)).T  # [4H, input + recurrent]
+            w = _reorder_gates(w, _OURS_FROM_TF)
+            b = _reorder_gates(read(f"{prefix}/B", (4 * H,)), _OURS_FROM_TF)
+            b[_FORGET * H : (_FORGET + 1) * H] += _TF_FORGET_BIAS
+            _set(layer.input_linear.weight, w[:, :P])
+            _set(layer.recurrent_weight, w[:, P:])
+            _set(layer.input_linear.bias, b)
+            _set(layer.projection.weight, read(f"{prefix}/W_P_0", (H, P)).T)
+
+
+def load_published_elmo(dir_or_options: str | Path, weights: str | Path | None = None) -> ElmoLanguageModel:
+    """Load a published ELMo (options.json + *_weights.hdf5) as an :class:`ElmoLanguageModel` without LM head.
+
+    ``dir_or_options`` is a directory holding both files, or the options file (then ``weights`` names the
+    hdf5 file, or the one ``*weights*.hdf5`` beside it is used).
+    """
+    import h5py
+
+    options_path, weights_path = _find_published_files(dir_or_options, weights)
+    config = _read_options(options_path)
+    config.n_tokens_vocab = 0  # published files never hold the softmax
+    model = ElmoLanguageModel(config)
+    try:
+        h5 = h5py.File(weights_path, "r")
+    except OSError as e:
+        raise CheckpointError(f"{weights_path}: not an HDF5 file ({e})") from e
+    with h5:
+        missing = [g for g in ("char_embed", "CNN", "RNN_0", "RNN_1") if g not in h5]
+        if missing:
+            raise CheckpointError(f"{weights_path}: not an ELMo weights file (missing {', '.join(missing)}); "
+                                  "expected the bilm-tf layout written by dump_weights (char_embed, CNN, RNN_0, "
+                                  "RNN_1); note that ELMo files without character inputs are not supported")
+        _load_hdf5_into(model.bilm, _Reader(h5, weights_path, options_path))
+    model.eval()
+    return model
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Our modules -> published layout
+
+
+def _as_lm(model: ElmoLanguageModel | ElmoBiLM) -> ElmoLanguageModel:
+    if isinstance(model, ElmoLanguageModel):
+        return model
+    if isinstance(model, ElmoBiLM):
+        lm = ElmoLanguageModel.__new__(ElmoLanguageModel)
+        torch.nn.Module.__init__(lm)
+        lm.config, lm.bilm, lm.softmax, lm.vocab = model.config, model, None, None
+        return lm
+    raise ValueError(f"expected an ElmoLanguageModel or ElmoBiLM, got {type(model).__name__}")
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().float().numpy()
+
+
+def export_published(model: ElmoLanguageModel | ElmoBiLM, directory: str | Path) -> Path:
+    """Write ``options.json`` + ``weights.hdf5`` in the bilm-tf layout, readable by AllenNLP and bilm-tf tools.
+
+    The softmax (if any) is not part of that layout; it stays only in our own format. Returns the directory.
+    """
+    import h5py
+
+    bilm = _as_lm(model).bilm
+    cfg = bilm.config
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    options = cfg.to_options()
+    options.pop("model_type")
+    options["n_tokens_vocab"] = 0
+    # bilm-tf reads a missing clip as "no clipping" but chokes on null; write 0 for "off".
+    options["lstm"]["cell_clip"] = options["lstm"]["cell_clip"] or 0
+    options["lstm"]["proj_clip"] = options["lstm"]["proj_clip"] or 0
+    write_json(directory / "options.json", options)
+
+    enc = bilm.token_encoder
+    H = cfg.lstm.dim
+    tmp = directory / ".weights.hdf5.tmp"
+    with h5py.File(tmp, "w") as h5:
+        h5["char_embed"] = _np(enc.char_embedding.weight)[1:]
+        for k, conv in enumerate(enc.convs):
+            h5[f"CNN/W_cnn_{k}"] = _np(conv.weight).transpose(2, 1, 0)[None]
+            h5[f"CNN/b_cnn_{k}"] = _np(conv.bias)
+        for k, hw in enumerate(enc.highways):
+            for part in ("carry", "transform"):
+                h5[f"CNN_high_{k}/W_{part}"] = _np(getattr(hw, part).weight).T
+                h5[f"CNN_high_{k}/b_{part}"] = _np(getattr(hw, part).bias)
+        h5["CNN_proj/W_proj"] = _np(enc.projection.weight).T
+        h5["CNN_proj/b_proj"] = _np(enc.projection.bias)
+        for direction, layers in enumerate((bilm.forward_lstm, bilm.backward_lstm)):
+            for k, layer in enumerate(layers):
+                prefix = f"RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell"
+                w = np.concatenate([_np(layer.input_linear.weight), _np(layer.recurrent_weight)], axis=1)
+                b = _np(layer.input_linear.bias).copy()
+                b[_FORGET * H : (_FORGET + 1) * H] -= _TF_FORGET_BIAS
+                h5[f"{prefix}/W_0"] = _reorder_gates(w, _TF_FROM_OURS).T
+                h5[f"{prefix}/B"] = _reorder_gates(b, _TF_FROM_OURS)
+                h5[f"{prefix}/W_P_0"] = _np(layer.projection.weight).T
+    tmp.replace(directory / "weights.hdf5")
+    return directory
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Our own format
+
+
+def _default_card(config: ElmoConfig, vocab: list[str] | None) -> str:
+    s, c = config.lstm, config.char_cnn
+    head = f"an LM head over {len(vocab)} output words (`vocab.txt`)" if vocab else "no LM head"
+    return (
+        "# ELMo (ctxmodels)\n\n"
+        f"A bidirectional LSTM language model: character CNN ({c.n_filters} filters, {c.n_highway} highway), "
+        f"{s.n_layers} LSTM layers of {s.dim} cells projected to {s.projection_dim}, {head}.\n\n"
+        "Load with `ctxmodels.formats.allennlp.load_elmo(dir)`; export to the published AllenNLP layout with "
+        "`ctxmodels export-elmo --model DIR --out DIR`.\n"
+    )
+
+
+def save_elmo(
+    model: ElmoLanguageModel | ElmoBiLM,
+    directory: str | Path,
+    vocab: list[str] | None = None,
+    card: str | None = None,
+) -> None:
+    """Write config.json + model.safetensors (+ vocab.txt) + README.md; each file atomically.
+
+    Other files in ``directory`` (metrics, checkpoints) are left alone. ``vocab`` is the output vocabulary
+    (row i of the softmax = word i) and is required exactly when the model has an LM head.
+    """
+    lm = _as_lm(model)
+    directory = Path(directory)
+    vocab = vocab if vocab is not None else lm.vocab
+    if lm.has_lm_head:
+        if vocab is None:
+            raise ValueError("this ELMo has an LM head: pass its output vocabulary (vocab=[...]) to save it")
+        if len(vocab) != lm.config.n_tokens_vocab:
+            raise ValueError(f"vocab has {len(vocab)} words but the LM head has {lm.config.n_tokens_vocab} rows")
+        bad = [w for w in vocab if not w or any(ch in w for ch in "\n\r")]
+        if bad:
+            raise ValueError(f"vocabulary words must be non-empty single-line strings; bad: {bad[:5]!r}")
+    else:
+        vocab = None
+    directory.mkdir(parents=True, exist_ok=True)
+    lm.config.save(directory)
+    save_tensors(directory / WEIGHTS_FILE, lm.state_dict(), metadata={"format": "pt", "model_type": "elmo"})
+    if vocab is not None:
+        write_text_atomic(directory / VOCAB_FILE, "\n".join(vocab) + "\n")
+    elif (directory / VOCAB_FILE).exists():
+        (directory / VOCAB_FILE).unlink()  # a stale vocabulary would describe a head that is not there
+    write_text_atomic(directory / "README.md", card if card is not None else _default_card(lm.config, vocab))
+
+
+def _load_ours(directory: Path) -> ElmoLanguageModel:
+    config = ElmoConfig.load(directory / CONFIG_FILE)
+    state = load_tensors(directory / WEIGHTS_FILE)
+    model = ElmoLanguageModel(config)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{directory / WEIGHTS_FILE}: does not fit {CONFIG_FILE} "
+                              f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    for name, tensor in state.items():
+        if tensor.shape != expected[name].shape:
+            raise CheckpointError(f"{directory / WEIGHTS_FILE}: '{name}' has shape {tuple(tensor.shape)}, "
+                                  f"{CONFIG_FILE} implies {tuple(expected[name].shape)}")
+    model.load_state_dict(state)
+    if model.has_lm_head:
+        vocab_path = directory / VOCAB_FILE
+        if not vocab_path.is_file():
+            raise CheckpointError(f"{vocab_path}: missing; the model has an LM head and needs its output vocabulary")
+        vocab = vocab_path.read_text(encoding="utf-8").splitlines()
+        if len(vocab) != config.n_tokens_vocab:
+            raise CheckpointError(f"{vocab_path}: {len(vocab)} words, but the LM head has {config.n_tokens_vocab}")
+        model.vocab = vocab
+    model.eval()
+    return model
+
+
+def is_elmo_dir(directory: str | Path) -> bool:
+    """True for a directory holding our ELMo or a published one."""
+    directory = Path(directory)
+    if (directory / CONFIG_FILE).is_file():
+        try:
+            return read_json(directory / CONFIG_FILE).get("model_type") == "elmo"
+        except CheckpointError:
+            return False
+    return any(directory.glob("*options*.json")) and any(directory.glob("*.hdf5"))
+
+
+def load_elmo(directory: str | Path) -> ElmoLanguageModel:
+    """Load our ELMo (config.json + model.safetensors) or a published one (options.json + *_weights.hdf5)."""
+    directory = Path(directory)
+    if not directory.exists():
+        raise CheckpointError(f"{directory}: not found")
+    if directory.is_file():  # an options file
+        return load_published_elmo(directory)
+    if (directory / CONFIG_FILE).is_file():
+        options = read_json(directory / CONFIG_FILE)
+        if options.get("model_type", "elmo") != "elmo":
+            raise CheckpointError(f"{directory / CONFIG_FILE}: model_type is {options.get('model_type')!r}, "
+                                  "not an ELMo")
+        if (directory / WEIGHTS_FILE).is_file():
+            return _load_ours(directory)
+    if any(directory.glob("*options*.json")):
+        return load_published_elmo(directory)
+    raise CheckpointError(f"{directory}: no ELMo found (expected config.json + {WEIGHTS_FILE}, or the published "
+                          "options.json + *_weights.hdf5)")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Command line: ctxmodels export-elmo
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="our ELMo checkpoint directory (or a published one)")
+    p.add_argument("--out", required=True, help="directory for options.json + weights.hdf5")
+
+
+def run(args: argparse.Namespace) -> int:
+    model = load_elmo(args.model)
+    out = export_published(model, args.out)
+    note = " (the LM head is not part of that layout and was left out)" if model.has_lm_head else ""
+    print(f"wrote {out / 'options.json'} and {out / 'weights.hdf5'}{note}")
+    return 0

@@ -1,0 +1,500 @@
+"""Static word vectors: one vector per word, whatever its context.
+
+Two sources, one class (:class:`StaticVectors`):
+
+* our own skip-gram with negative sampling (word2vec, Mikolov et al. 2013), trained by
+  ``ctxmodels train static`` (the data side lives in :mod:`ctxmodels.static_data`);
+* vectors people bring along in the common text format of word2vec and GloVe
+  (``word v1 v2 ...``, optionally a first line ``N D``), read by :func:`load_text_vectors`.
+
+Saved layout (a directory, like the other checkpoints)::
+
+    config.json          StaticConfig plus "model_type": "static"
+    model.safetensors    input_embeddings.weight [V, D] (the word vectors); output_embeddings.weight (optional)
+    vocab.txt            one word a line, in row order; "word<TAB>count" when counts are known
+    README.md            model card
+
+The command ``ctxmodels neighbours --model DIR_OR_FILE WORD ...`` prints nearest neighbours by cosine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import gzip
+import json
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+
+MODEL_TYPE = "static"
+INPUT_KEY = "input_embeddings.weight"
+OUTPUT_KEY = "output_embeddings.weight"
+
+
+class UnknownWordError(ValueError, KeyError):
+    """A word that is not in the vocabulary. A ValueError (the CLI reports it) and a KeyError (dict-like use)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message; print it as written
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass
+class StaticConfig:
+    vocab_size: int = 30000  # rows of the tables (the training vocabulary, after --min-count and --vocab-size)
+    dim: int = 100
+    window: int = 5  # largest distance of a context word; each centre draws its own window in 1..window
+    negatives: int = 5  # noise words per (centre, context) pair
+    min_count: int = 5
+    subsample: float = 1e-4  # word2vec's frequent-word subsampling threshold t; 0 turns it off
+    lowercase: bool = True  # words are lower-cased before lookup (training and queries alike)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "dim", "window", "negatives", "min_count"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"StaticConfig.{name} must be a positive integer, got {value!r}")
+        if not (isinstance(self.subsample, (int, float)) and 0 <= self.subsample < 1):
+            raise ValueError(f"StaticConfig.subsample must be in [0, 1), got {self.subsample!r}")
+
+    def to_dict(self) -> dict:
+        return {"model_type": MODEL_TYPE, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config") -> StaticConfig:
+        kind = d.get("model_type", MODEL_TYPE)
+        if kind != MODEL_TYPE:
+            raise CheckpointError(f"{source}: model_type is {kind!r}, not a static-vector model ({MODEL_TYPE!r})")
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in d.items() if k in known})
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"{source}: invalid static-vector config ({e})") from e
+
+
+class StaticVectors(nn.Module):
+    """A vocabulary with an input (word) table and, when trained by us, an output (context) table.
+
+    ``forward(center, context, negatives)`` gives the skip-gram scores; everything else is for using the
+    vectors: :meth:`vector`, :meth:`vectors`, :meth:`most_similar`, :meth:`similarity`, :meth:`save`, :meth:`load`.
+    """
+
+    def __init__(self, config: StaticConfig, words: Sequence[str], counts: Sequence[int] | None = None,
+                 with_output: bool = True):
+        super().__init__()
+        words = list(words)
+        if len(words) != config.vocab_size:
+            raise ValueError(f"{len(words)} words given for a config with vocab_size={config.vocab_size}")
+        if counts is not None and len(counts) != len(words):
+            raise ValueError(f"{len(counts)} counts given for {len(words)} words")
+        self.config = config
+        self.words = words
+        self.counts = None if counts is None else [int(c) for c in counts]
+        self._index = _build_index(words)
+        self.input_embeddings = nn.Embedding(config.vocab_size, config.dim)
+        self.output_embeddings = nn.Embedding(config.vocab_size, config.dim) if with_output else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # word2vec's initialisation: small random input vectors, zero output vectors.
+        bound = 0.5 / self.config.dim
+        nn.init.uniform_(self.input_embeddings.weight, -bound, bound)
+        if self.output_embeddings is not None:
+            nn.init.zeros_(self.output_embeddings.weight)
+
+    # -- training -------------------------------------------------------------------------------------------
+
+    def forward(self, center: torch.Tensor, context: torch.Tensor, negatives: torch.Tensor):
+        """Scores of the true context word [N] and of the noise words [N, K] for each centre word [N]."""
+        if self.output_embeddings is None:
+            raise ValueError("this model has no output (context) vectors, so it cannot be trained further")
+        v = self.input_embeddings(center)  # [N, D]
+        pos = (v * self.output_embeddings(context)).sum(-1)
+        neg = torch.bmm(self.output_embeddings(negatives), v.unsqueeze(-1)).squeeze(-1)
+        return pos, neg
+
+    # -- lookups --------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self._normalize(word) in self._index
+
+    @property
+    def dim(self) -> int:
+        return self.config.dim
+
+    def _normalize(self, word: str) -> str:
+        return word.lower() if self.config.lowercase else word
+
+    def index(self, word: str) -> int:
+        """Row of ``word`` (lower-cased first when the model is); UnknownWordError if it is not there."""
+        i = self._index.get(self._normalize(word))
+        if i is None:
+            raise UnknownWordError(self._unknown_message([word]))
+        return i
+
+    def _unknown_message(self, unknown: list[str]) -> str:
+        parts = []
+        for w in unknown:
+            close = self.close_matches(w)
+            parts.append(f"{w!r}" + (f" (close: {', '.join(close)})" if close else ""))
+        what = "is" if len(unknown) == 1 else "are"
+        return (f"{'; '.join(parts)} {what} not in the vocabulary of this static model ({len(self):,} words"
+                f"{', lower-cased' if self.config.lowercase else ''})")
+
+    def close_matches(self, word: str, n: int = 3) -> list[str]:
+        """A few vocabulary words spelled like ``word`` (cheap: only words with the same first letter)."""
+        w = self._normalize(word)
+        if not w:
+            return []
+        found = [w.lower()] if w.lower() != w and w.lower() in self._index else []
+        same_start = [v for v in self.words if v[:1].lower() == w[:1].lower()]
+        found += [v for v in difflib.get_close_matches(w, same_start, n=n, cutoff=0.75) if v not in found]
+        return found[:n]
+
+    def _matrix(self) -> np.ndarray:
+        return self.input_embeddings.weight.detach().cpu().float().numpy()
+
+    def vector(self, word: str) -> np.ndarray:
+        """The word's vector, float32 [dim] (a copy)."""
+        return self._matrix()[self.index(word)].copy()
+
+    def vectors(self, words: Iterable[str]) -> np.ndarray:
+        """Vectors of several words, float32 [n, dim]; one error lists every unknown word."""
+        words = list(words)
+        rows = [self._index.get(self._normalize(w)) for w in words]
+        unknown = [w for w, r in zip(words, rows) if r is None]
+        if unknown:
+            raise UnknownWordError(self._unknown_message(unknown))
+        return self._matrix()[np.asarray(rows, dtype=np.int64)].copy().reshape(len(words), self.dim)
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two words."""
+        va, vb = self.vectors([a, b])
+        return float(va @ vb / max(np.linalg.norm(va) * np.linalg.norm(vb), 1e-12))
+
+    def most_similar(self, word: str, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` nearest other words by cosine similarity, best first."""
+        i = self.index(word)
+        return self.nearest(self._matrix()[i], k=k, exclude=[i])
+
+    def nearest(self, vector: np.ndarray | torch.Tensor, k: int = 10,
+                exclude: Iterable[int | str] = ()) -> list[tuple[str, float]]:
+        """The ``k`` words nearest to any vector (cosine), leaving out ``exclude`` (rows or words)."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        q = np.asarray(vector.detach().cpu() if isinstance(vector, torch.Tensor) else vector, dtype=np.float32)
+        if q.shape != (self.dim,):
+            raise ValueError(f"expected a vector of shape ({self.dim},), got {q.shape}")
+        m = self._matrix()
+        norms = np.linalg.norm(m, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
+        sims = (m @ q) / np.maximum(norms, 1e-12)
+        for e in exclude:
+            sims[e if isinstance(e, int) else self.index(e)] = -np.inf
+        k = min(k, int(np.isfinite(sims).sum()))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        top = top[np.argsort(-sims[top], kind="stable")][:k]
+        return [(self.words[j], float(sims[j])) for j in top]
+
+    # -- construction, saving, loading ----------------------------------------------------------------------
+
+    @classmethod
+    def from_vectors(cls, words: Sequence[str], vectors: np.ndarray | torch.Tensor,
+                     counts: Sequence[int] | None = None, lowercase: bool = False) -> StaticVectors:
+        """Wrap any word list and [V, D] table (e.g. BERT's input token embeddings) as a static model."""
+        table = torch.as_tensor(np.asarray(vectors, dtype=np.float32) if not isinstance(vectors, torch.Tensor)
+                                else vectors.detach().float().cpu())
+        if table.ndim != 2 or table.shape[0] != len(words) or table.shape[0] == 0:
+            raise ValueError(f"expected a [{len(words)}, dim] table for {len(words)} words, got {tuple(table.shape)}")
+        config = StaticConfig(vocab_size=len(words), dim=int(table.shape[1]), lowercase=lowercase)
+        model = cls(config, words, counts, with_output=False)
+        with torch.no_grad():
+            model.input_embeddings.weight.copy_(table)
+        return model
+
+    def save(self, directory: str | Path, card: str | None = None) -> None:
+        """Write config.json, model.safetensors, vocab.txt and README.md (a short card unless ``card`` is given)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        write_json(directory / "config.json", self.config.to_dict())
+        save_tensors(directory / "model.safetensors", self.state_dict(), metadata={"format": "pt"})
+        if self.counts is None:
+            vocab = "".join(w + "\n" for w in self.words)
+        else:
+            vocab = "".join(f"{w}\t{c}\n" for w, c in zip(self.words, self.counts))
+        write_text_atomic(directory / "vocab.txt", vocab)
+        write_text_atomic(directory / "README.md", card if card is not None else model_card(self))
+
+    @classmethod
+    def load(cls, directory: str | Path) -> StaticVectors:
+        """Load a directory written by :meth:`save` (or by ``ctxmodels train static``)."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise CheckpointError(f"{directory}: not a directory (for a word2vec/GloVe text file use "
+                                  "load_text_vectors)")
+        config = StaticConfig.from_dict(read_json(directory / "config.json"), source=str(directory / "config.json"))
+        words, counts = _read_vocab(directory / "vocab.txt")
+        tensors = load_tensors(directory / "model.safetensors")
+        weights = directory / "model.safetensors"
+        if INPUT_KEY not in tensors:
+            raise CheckpointError(f"{weights}: no {INPUT_KEY!r} tensor (found {sorted(tensors)[:5]})")
+        table = tensors[INPUT_KEY]
+        expected = (config.vocab_size, config.dim)
+        if tuple(table.shape) != expected:
+            raise CheckpointError(f"{weights}: {INPUT_KEY} has shape {tuple(table.shape)}, but config.json says "
+                                  f"vocab_size={config.vocab_size}, dim={config.dim}")
+        if len(words) != config.vocab_size:
+            raise CheckpointError(f"{directory / 'vocab.txt'}: {len(words)} words, but config.json says "
+                                  f"vocab_size={config.vocab_size}")
+        out = tensors.get(OUTPUT_KEY)
+        if out is not None and tuple(out.shape) != expected:
+            raise CheckpointError(f"{weights}: {OUTPUT_KEY} has shape {tuple(out.shape)}, expected {expected}")
+        model = cls(config, words, counts, with_output=out is not None)
+        with torch.no_grad():
+            model.input_embeddings.weight.copy_(table.float())
+            if out is not None:
+                model.output_embeddings.weight.copy_(out.float())
+        return model
+
+
+def _build_index(words: list[str]) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if not w or any(c in w for c in "\t\n\r"):
+            raise ValueError(f"word {i} ({w!r}) is empty or holds a tab or line break")
+        if w in index:
+            raise ValueError(f"word {w!r} appears twice (rows {index[w]} and {i})")
+        index[w] = i
+    return index
+
+
+def _read_vocab(path: Path) -> tuple[list[str], list[int] | None]:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file not found")
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"{path}: not UTF-8 text ({e})") from e
+    if lines and lines[-1] == "":
+        lines.pop()
+    words, counts = [], []
+    for n, line in enumerate(lines, 1):
+        word, tab, count = line.partition("\t")
+        if not word:
+            raise CheckpointError(f"{path}: line {n} is empty; expected one word a line")
+        if tab:
+            try:
+                counts.append(int(count))
+            except ValueError:
+                raise CheckpointError(f"{path}: line {n}: count {count!r} is not an integer") from None
+        words.append(word)
+    if counts and len(counts) != len(words):
+        raise CheckpointError(f"{path}: some lines have a count and some do not")
+    if len(set(words)) != len(words):
+        seen: set[str] = set()
+        dup = next(w for w in words if w in seen or seen.add(w))
+        raise CheckpointError(f"{path}: word {dup!r} appears more than once")
+    return words, (counts or None)
+
+
+def sgns_loss(pos: torch.Tensor, neg: torch.Tensor, neg_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean over pairs of -log σ(pos) - Σ_k log σ(-neg_k): the skip-gram negative-sampling objective.
+
+    ``neg_mask`` [N, K] (True = keep) drops noise words that happen to be the true context word.
+    """
+    if pos.numel() == 0:
+        raise ValueError("no (centre, context) pairs to score")
+    neg_term = F.logsigmoid(-neg)
+    if neg_mask is not None:
+        neg_term = neg_term * neg_mask.to(neg_term.dtype)
+    return -(F.logsigmoid(pos) + neg_term.sum(-1)).mean()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# word2vec / GloVe text files
+
+
+def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int | None = None) -> StaticVectors:
+    """Read ``word v1 v2 ... vD`` lines (word2vec text output or GloVe; ``.gz`` too).
+
+    A first line of two integers ``N D`` (word2vec's header) is optional. Malformed lines raise a
+    ValueError naming the line. A repeated word keeps its first vector, with a warning.
+    ``lowercase=True`` makes lookups case-insensitive (only sensible for lower-cased vectors).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: file not found")
+    words: list[str] = []
+    rows: list[list[float]] = []
+    seen: dict[str, int] = {}
+    dim: int | None = None
+    header_count: int | None = None
+    duplicates = 0
+    with _open_text(path) as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip()
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}: line {n} is not UTF-8 text (binary word2vec files are not supported; "
+                                 "convert them to the text format)") from None
+            if not line:
+                continue
+            if n == 1 and _is_header(line):
+                header_count, dim = (int(x) for x in line.split())
+                continue
+            if dim is None:
+                dim = len(line.split()) - 1
+                if dim < 1:
+                    raise ValueError(f"{path}: line {n}: expected a word followed by numbers, found {line[:60]!r}")
+            word, values = _parse_vector_line(line, dim, path, n)
+            if word in seen:
+                duplicates += 1
+                continue
+            seen[word] = len(words)
+            words.append(word)
+            rows.append(values)
+            if max_words is not None and len(words) >= max_words:
+                break
+    if not words:
+        raise ValueError(f"{path}: no vectors found (expected lines 'word v1 v2 ...')")
+    if header_count is not None and max_words is None and len(words) + duplicates != header_count:
+        raise ValueError(f"{path}: the header announces {header_count} vectors but the file has "
+                         f"{len(words) + duplicates}; the file may be truncated")
+    if duplicates:
+        warnings.warn(f"{path}: {duplicates} repeated word(s); kept the first vector of each", stacklevel=2)
+    return StaticVectors.from_vectors(words, np.asarray(rows, dtype=np.float32), lowercase=lowercase)
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _is_header(line: str) -> bool:
+    parts = line.split()
+    return len(parts) == 2 and all(p.isdigit() for p in parts) and int(parts[1]) > 0
+
+
+def _parse_vector_line(line: str, dim: int, path: Path, n: int) -> tuple[str, list[float]]:
+    # Split from the right so that a word holding a space (GloVe has a few) stays whole.
+    parts = line.rsplit(maxsplit=dim)
+    word, values = parts[0], parts[1:]
+    if len(values) < dim:
+        raise ValueError(f"{path}: line {n}: expected a word and {dim} numbers, found {len(parts)} field(s)")
+    if " " in word or "\t" in word:
+        last = word.split()[-1]
+        if _is_number(last):
+            raise ValueError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
+    try:
+        floats = [float(v) for v in values]
+    except ValueError:
+        bad = next(v for v in values if not _is_number(v))
+        raise ValueError(f"{path}: line {n}: {bad!r} is not a number") from None
+    if not all(math.isfinite(x) for x in floats):
+        raise ValueError(f"{path}: line {n}: the vector of {word!r} holds NaN or infinity")
+    return word, floats
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def load_static(path: str | Path) -> StaticVectors:
+    """A saved directory (:meth:`StaticVectors.load`) or a word2vec/GloVe text file (:func:`load_text_vectors`)."""
+    path = Path(path)
+    if path.is_dir():
+        return StaticVectors.load(path)
+    if path.is_file():
+        return load_text_vectors(path)
+    raise ValueError(f"{path}: no such file or directory")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# model card
+
+PROBE_WORDS = ["man", "woman", "house", "money", "river", "light", "good", "king", "mother", "eyes",
+               "bank", "run", "day", "love", "water", "horse", "church", "door", "black", "ship"]
+
+
+def probe_words(model: StaticVectors, n: int = 10) -> list[str]:
+    """Ten familiar words to show neighbours of: a fixed list first, then frequent longer words."""
+    chosen = [w for w in PROBE_WORDS if w in model._index][:n]
+    for w in model.words:  # trained vocabularies are sorted by frequency
+        if len(chosen) >= n:
+            break
+        if len(w) >= 4 and w.isalpha() and w not in chosen:
+            chosen.append(w)
+    return chosen
+
+
+def neighbours_table(model: StaticVectors, words: list[str], k: int = 8) -> str:
+    rows = [f"| {w} | {', '.join(f'{n} ({s:.2f})' for n, s in model.most_similar(w, k))} |" for w in words]
+    return "| word | nearest neighbours (cosine) |\n|---|---|\n" + "\n".join(rows)
+
+
+def model_card(model: StaticVectors, extra: str = "") -> str:
+    c = model.config
+    words = probe_words(model)
+    return f"""# Static word vectors (ctxmodels)
+
+One {c.dim}-dimensional vector per word for {len(model):,} words{' (lower-cased)' if c.lowercase else ''}.
+Skip-gram with negative sampling: window {c.window}, {c.negatives} negatives, min count {c.min_count},
+subsampling t={c.subsample:g}. Output (context) vectors {'included' if model.output_embeddings is not None
+else 'not included'}.
+
+{extra}
+## Nearest neighbours
+
+{neighbours_table(model, words) if words else '(no words to show)'}
+
+## Use
+
+```python
+from ctxmodels.static import StaticVectors
+m = StaticVectors.load("this/folder")
+m.most_similar("{words[0] if words else 'word'}")
+```
+
+or `ctxmodels neighbours --model this/folder WORD`.
+"""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CLI: ctxmodels neighbours --model DIR WORD [WORD...]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a static-vector folder, or a word2vec/GloVe text file")
+    p.add_argument("words", nargs="+", metavar="WORD", help="words to find neighbours of")
+    p.add_argument("--k", type=int, default=10, help="neighbours per word (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON {word: [[neighbour, cosine], ...]}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.k < 1:
+        raise ValueError(f"--k must be at least 1, got {args.k}")
+    model = load_static(args.model)
+    model.vectors(args.words)  # one clear error naming every unknown word before printing anything
+    result = {w: model.most_similar(w, args.k) for w in args.words}
+    if args.json:
+        print(json.dumps({w: [[n, round(s, 6)] for n, s in ns] for w, ns in result.items()}, ensure_ascii=False))
+        return 0
+    for w, ns in result.items():
+        print(f"{w}:")
+        for rank, (n, s) in enumerate(ns, 1):
+            print(f"  {rank:>3}  {s:+.3f}  {n}")
+    return 0

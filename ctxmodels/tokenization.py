@@ -1,0 +1,422 @@
+"""WordPiece tokenizer (BERT style) over the ``tokenizers`` library, keeping piece -> word -> character alignment.
+
+Every :class:`Encoded` says which word each piece came from (``word_ids``) and which characters of its
+segment's text it covers (``offsets``), so analyses can pool word pieces back into words.
+
+What a "word" is: for a string, the pre-tokenizer's words (whitespace and punctuation split, as BERT does:
+"don't" is the three words ``don ' t``); for a list of strings, exactly the given words (their text is then
+``" ".join(words)`` for offsets).
+
+The tokenizer is saved as ``vocab.txt`` (one piece a line, id = line number; what the original BERT and
+``transformers.BertTokenizer`` read) and ``tokenizer.json`` (the full ``tokenizers`` pipeline), plus
+``tokenizer_config.json`` (``do_lower_case``), so Hugging Face tools can read our directories too.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers.models import WordPiece
+from tokenizers.trainers import WordPieceTrainer
+
+from .checkpoint import CheckpointError, write_json, write_text_atomic
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = [PAD, UNK, CLS, SEP, MASK]  # in this order, so [PAD] = 0 in vocabularies we train
+
+
+@dataclass
+class Encoded:
+    """One encoded text (or text pair), [CLS] and [SEP] included."""
+
+    ids: list[int]
+    tokens: list[str]
+    type_ids: list[int]
+    word_ids: list[int | None]  # word index of each piece; None for specials; segment B continues after A
+    offsets: list[tuple[int, int]]  # character span in its own segment's text; (0, 0) for specials
+    sequence_ids: list[int | None]  # 0 = segment A, 1 = segment B, None = special
+    words: list[str]  # the words, A's then B's, as written in the input (original case and accents)
+    truncated: bool = False
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def word_pieces(self, word: int) -> list[int]:
+        """Positions of the pieces of word ``word``."""
+        return [i for i, w in enumerate(self.word_ids) if w == word]
+
+
+class WordPieceTokenizer:
+    """BERT's WordPiece: BertNormalizer (clean text, CJK split, lowercase + strip accents when uncased),
+    whitespace/punctuation pre-tokenisation, greedy longest-match pieces with the ``##`` prefix."""
+
+    def __init__(self, tokenizer: Tokenizer, lowercase: bool = True, max_length: int | None = None):
+        # We add [CLS]/[SEP] and truncate ourselves, so a loaded tokenizer.json's own settings must not act.
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tk = tokenizer
+        self._lowercase = lowercase
+        #: default for encode(max_length=None); load_bert sets it to the model's max_position_embeddings
+        self.max_length = max_length
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}; BERT needs {SPECIAL_TOKENS}")
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (vocab[t] for t in SPECIAL_TOKENS)
+        self._special_ids = {self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id}
+        # [MASK] typed in a text must stay one token, whatever the vocabulary learnt.
+        self._tk.add_special_tokens(SPECIAL_TOKENS)
+
+    # -- building -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _pipeline(model: WordPiece, lowercase: bool) -> Tokenizer:
+        tk = Tokenizer(model)
+        # strip_accents=None follows lowercase, as in BERT: uncased models also drop accents.
+        tk.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
+        )
+        tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tk.decoder = decoders.WordPiece(prefix="##")
+        return tk
+
+    @classmethod
+    def train(
+        cls, texts: Iterable[str], vocab_size: int = 16000, lowercase: bool = True, min_frequency: int = 2
+    ) -> WordPieceTokenizer:
+        """Learn a vocabulary of at most ``vocab_size`` pieces from ``texts``; [PAD] = 0, then the other specials."""
+        if vocab_size < len(SPECIAL_TOKENS) + 1:
+            raise ValueError(f"vocab_size must be more than {len(SPECIAL_TOKENS)} (the special tokens)")
+        tk = cls._pipeline(WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
+        trainer = WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=SPECIAL_TOKENS,
+            continuing_subword_prefix="##",
+            show_progress=False,
+        )
+        tk.train_from_iterator(texts, trainer=trainer)
+        if tk.get_vocab_size() <= len(SPECIAL_TOKENS):
+            raise ValueError("the training text gave an empty vocabulary: is the corpus empty?")
+        return cls(tk, lowercase=lowercase)
+
+    @classmethod
+    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> WordPieceTokenizer:
+        """Build from a BERT ``vocab.txt`` (one piece a line; the id is the line number)."""
+        path = Path(vocab_file)
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CheckpointError(f"{path}: cannot read the vocabulary ({e})") from e
+        if lines and lines[-1] == "":
+            lines.pop()
+        vocab: dict[str, int] = {}
+        for i, tok in enumerate(lines):
+            vocab.setdefault(tok.rstrip("\r"), i)
+        if UNK not in vocab:
+            raise CheckpointError(f"{path}: no {UNK} token; is this a WordPiece vocab.txt?")
+        tk = cls._pipeline(WordPiece(vocab=vocab, unk_token=UNK, max_input_chars_per_word=100), lowercase)
+        try:
+            return cls(tk, lowercase=lowercase)
+        except ValueError as e:
+            raise CheckpointError(f"{path}: {e}") from e
+
+    @classmethod
+    def load(cls, directory_or_file: str | Path) -> WordPieceTokenizer:
+        """Read ``tokenizer.json`` (preferred) or ``vocab.txt``; ``tokenizer_config.json`` gives do_lower_case."""
+        path = Path(directory_or_file)
+        directory = path if path.is_dir() else path.parent
+        config = {}
+        if (directory / "tokenizer_config.json").is_file():
+            try:
+                config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise CheckpointError(f"{directory / 'tokenizer_config.json'}: not valid JSON ({e})") from e
+        max_length = config.get("model_max_length")
+        max_length = max_length if isinstance(max_length, int) and 0 < max_length < 1_000_000 else None
+        if path.is_dir():
+            if (path / "tokenizer.json").is_file():
+                path = path / "tokenizer.json"
+            elif (path / "vocab.txt").is_file():
+                path = path / "vocab.txt"
+            else:
+                raise CheckpointError(f"{directory}: no tokenizer.json or vocab.txt")
+        if not path.is_file():
+            raise CheckpointError(f"{path}: file not found")
+        if path.suffix == ".txt":
+            tok = cls.from_vocab(path, lowercase=bool(config.get("do_lower_case", True)))
+        else:
+            tok = cls._from_tokenizer_json(path, config)
+        tok.max_length = max_length
+        return tok
+
+    @classmethod
+    def _from_tokenizer_json(cls, path: Path, config: dict) -> WordPieceTokenizer:
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            tk = Tokenizer.from_str(json.dumps(spec))
+        except Exception as e:  # tokenizers raises plain Exceptions for malformed files
+            raise CheckpointError(f"{path}: not a readable tokenizer.json ({e})") from e
+        kind = (spec.get("model") or {}).get("type")
+        if kind != "WordPiece":
+            raise CheckpointError(f"{path}: the tokenizer model is {kind}, not WordPiece")
+        norm = spec.get("normalizer") or {}
+        lowercase = bool(norm.get("lowercase", config.get("do_lower_case", True)))
+        # The post-processor (specials) is ours; the normaliser / pre-tokeniser of the file are kept as they are.
+        tk.post_processor = None
+        try:
+            return cls(tk, lowercase=lowercase)
+        except ValueError as e:
+            raise CheckpointError(f"{path}: {e}") from e
+
+    def save(self, directory: str | Path) -> None:
+        """Write ``vocab.txt``, ``tokenizer.json`` and ``tokenizer_config.json``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        inv = self._id_to_token_table()
+        write_text_atomic(directory / "vocab.txt", "".join(t + "\n" for t in inv))
+        write_text_atomic(directory / "tokenizer.json", self._tk.to_str(pretty=True))
+        config = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": self._lowercase,
+            "strip_accents": None,
+            "tokenize_chinese_chars": True,
+            "unk_token": UNK,
+            "sep_token": SEP,
+            "pad_token": PAD,
+            "cls_token": CLS,
+            "mask_token": MASK,
+        }
+        if self.max_length:
+            config["model_max_length"] = self.max_length
+        write_json(directory / "tokenizer_config.json", config)
+        write_json(directory / "special_tokens_map.json",
+                   {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK})
+
+    def _id_to_token_table(self) -> list[str]:
+        vocab = self._tk.get_vocab(with_added_tokens=True)
+        table = [""] * (max(vocab.values()) + 1)
+        for tok, i in vocab.items():
+            table[i] = tok
+        for i, t in enumerate(table):
+            if not t:  # a hole in a hand-made vocabulary; keep line numbers = ids
+                table[i] = f"[unused{i}]"
+        return table
+
+    # -- vocabulary --------------------------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tk.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def lowercase(self) -> bool:
+        return self._lowercase
+
+    @property
+    def backend(self) -> Tokenizer:
+        """The underlying ``tokenizers.Tokenizer`` (no truncation, no padding, no special tokens added)."""
+        return self._tk
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._tk.token_to_id(token)
+
+    def id_to_token(self, i: int) -> str:
+        tok = self._tk.id_to_token(int(i))
+        if tok is None:
+            raise ValueError(f"id {i} is outside the vocabulary (size {self.vocab_size})")
+        return tok
+
+    def is_special(self, i: int) -> bool:
+        return int(i) in self._special_ids
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return self._tk.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    # -- encoding ---------------------------------------------------------------------------------------------
+
+    def tokenize_words(self, text: str) -> list[list[int]]:
+        """Piece ids of each word of ``text``, no special tokens (used to build pre-training data)."""
+        enc = self._tk.encode(text, add_special_tokens=False)
+        words: list[list[int]] = []
+        last = None
+        for i, w in zip(enc.ids, enc.word_ids):
+            if w is None:  # a [MASK]-like special typed in the text counts as its own word
+                words.append([i])
+                last = None
+                continue
+            if w != last:
+                words.append([])
+                last = w
+            words[-1].append(i)
+        return words
+
+    def _segment(self, text: str | list[str]) -> _Segment:
+        if isinstance(text, str):
+            enc = self._tk.encode(text, add_special_tokens=False)
+            return _Segment.from_text(text, enc)
+        if not all(isinstance(w, str) for w in text):
+            raise ValueError("a pre-split text must be a list of strings")
+        # Word i of the encoding is word i of the list, even for a word that gives no pieces ("" or a
+        # control character): callers align results with their own word lists.
+        words = list(text)
+        enc = self._tk.encode(words, is_pretokenized=True, add_special_tokens=False) if words else None
+        return _Segment.from_words(words, enc)
+
+    def encode(
+        self,
+        text: str | list[str],
+        pair: str | list[str] | None = None,
+        max_length: int | None = None,
+    ) -> Encoded:
+        """[CLS] text [SEP] (pair [SEP]); longer than ``max_length`` (default ``self.max_length``) pieces ->
+        truncated (longest segment first) with a warning."""
+        enc, n_full = self._encode(text, pair, max_length)
+        if enc.truncated:
+            warnings.warn(
+                f"text of {n_full} word pieces (with [CLS]/[SEP]) truncated to {len(enc)} (max_length)",
+                stacklevel=2,
+            )
+        return enc
+
+    def encode_batch(
+        self,
+        texts: Sequence[str | list[str]],
+        pairs: Sequence[str | list[str] | None] | None = None,
+        max_length: int | None = None,
+    ) -> list[Encoded]:
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} pairs")
+        out, n_trunc, longest = [], 0, 0
+        for i, t in enumerate(texts):
+            enc, n_full = self._encode(t, pairs[i] if pairs is not None else None, max_length)
+            if enc.truncated:
+                n_trunc += 1
+                longest = max(longest, n_full)
+            out.append(enc)
+        if n_trunc:
+            warnings.warn(
+                f"{n_trunc} of {len(texts)} texts truncated to max_length (longest had {longest} word pieces)",
+                stacklevel=2,
+            )
+        return out
+
+    def _encode(self, text, pair, max_length) -> tuple[Encoded, int]:
+        max_length = max_length if max_length is not None else self.max_length
+        a = self._segment(text)
+        b = self._segment(pair) if pair is not None else None
+        n_special = 3 if b is not None else 2
+        n_full = len(a) + (len(b) if b is not None else 0) + n_special
+        truncated = False
+        if max_length is not None and n_full > max_length:
+            if max_length < n_special:
+                raise ValueError(f"max_length {max_length} leaves no room for [CLS]/[SEP]")
+            budget = max_length - n_special
+            na, nb = len(a), len(b) if b is not None else 0
+            while na + nb > budget:  # longest first, as BERT's pre-processing does
+                if na >= nb:
+                    na -= 1
+                else:
+                    nb -= 1
+            a = a.cut(na)
+            b = b.cut(nb) if b is not None else None
+            truncated = True
+        return self._assemble(a, b, truncated), n_full
+
+    def _assemble(self, a: _Segment, b: _Segment | None, truncated: bool) -> Encoded:
+        ids, tokens, types = [self.cls_id], [CLS], [0]
+        word_ids: list[int | None] = [None]
+        offsets = [(0, 0)]
+        seq_ids: list[int | None] = [None]
+        segments = [a] if b is None else [a, b]
+        n_words = 0
+        words: list[str] = []
+        for s, seg in enumerate(segments):
+            ids += seg.ids + [self.sep_id]
+            tokens += seg.tokens + [SEP]
+            types += [s] * (len(seg) + 1)
+            word_ids += [w + n_words if w is not None else None for w in seg.word_ids] + [None]
+            offsets += seg.offsets + [(0, 0)]
+            seq_ids += [s] * len(seg) + [None]
+            n_words += len(seg.words)
+            words += seg.words
+        return Encoded(ids, tokens, types, word_ids, offsets, seq_ids, words, truncated)
+
+    def collate(
+        self, encodings: Sequence[Encoded], device: torch.device | str | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Pad a batch to its longest member: input_ids, token_type_ids, attention_mask (1 = real token)."""
+        if not encodings:
+            raise ValueError("collate needs at least one encoding")
+        T = max(len(e) for e in encodings)
+        ids = torch.full((len(encodings), T), self.pad_id, dtype=torch.long)
+        types = torch.zeros((len(encodings), T), dtype=torch.long)
+        mask = torch.zeros((len(encodings), T), dtype=torch.long)
+        for i, e in enumerate(encodings):
+            n = len(e)
+            ids[i, :n] = torch.tensor(e.ids)
+            types[i, :n] = torch.tensor(e.type_ids)
+            mask[i, :n] = 1
+        batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        return {k: v.to(device) for k, v in batch.items()} if device is not None else batch
+
+
+@dataclass
+class _Segment:
+    """One segment's pieces without specials; word ids are local (0-based), words compact."""
+
+    ids: list[int]
+    tokens: list[str]
+    word_ids: list[int | None]
+    offsets: list[tuple[int, int]]
+    words: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_text(cls, text: str, enc) -> _Segment:
+        word_ids: list[int | None] = []
+        spans: list[list[int]] = []  # [start, end] per word, in order of appearance
+        remap: dict[int, int] = {}
+        for w, (s, e) in zip(enc.word_ids, enc.offsets):
+            if w is None:  # special token typed in the text ([MASK]): a word of its own
+                spans.append([s, e])
+                word_ids.append(len(spans) - 1)
+                continue
+            if w not in remap:
+                remap[w] = len(spans)
+                spans.append([s, e])
+            k = remap[w]
+            spans[k][0], spans[k][1] = min(spans[k][0], s), max(spans[k][1], e)
+            word_ids.append(k)
+        words = [text[s:e] for s, e in spans]
+        return cls(list(enc.ids), list(enc.tokens), word_ids, [tuple(o) for o in enc.offsets], words)
+
+    @classmethod
+    def from_words(cls, words: list[str], enc) -> _Segment:
+        if enc is None:
+            return cls([], [], [], [], [])
+        # Offsets from tokenizers are per word; shift them into " ".join(words).
+        starts, pos = [], 0
+        for w in words:
+            starts.append(pos)
+            pos += len(w) + 1
+        word_ids: list[int | None] = []
+        offsets = []
+        for w, (s, e) in zip(enc.word_ids, enc.offsets):
+            word_ids.append(w)
+            offsets.append((starts[w] + s, starts[w] + e) if w is not None else (0, 0))
+        return cls(list(enc.ids), list(enc.tokens), word_ids, offsets, list(words))
+
+    def cut(self, n: int) -> _Segment:
+        """The first ``n`` pieces; words after the last kept piece are dropped (a word cut in half is kept)."""
+        word_ids = self.word_ids[:n]
+        last = max((w for w in word_ids if w is not None), default=-1)
+        return _Segment(self.ids[:n], self.tokens[:n], word_ids, self.offsets[:n], self.words[: last + 1])

@@ -1,0 +1,291 @@
+"""`ctxmodels eval wsd|wic`: the formats, the measures (worked out by hand), the CLI with real tiny models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ctxmodels.analysis import evaluation as ev
+from ctxmodels.cli import main
+from ctxmodels.loading import LoadedModel
+
+# Context vectors of a few words: a target's contextual vector is the sum over the other words of its sentence.
+CONTEXT = {"money": (1.0, 0.0), "cash": (0.9, 0.1), "river": (0.0, 1.0), "water": (0.1, 0.9),
+           "loan": (0.8, 0.3), "mud": (0.6, 0.5)}
+
+
+class FakeModel(LoadedModel):
+    """Layer "static": (1, 1) for every word. Layer "context": the sum of CONTEXT over the other words."""
+
+    kind = "fake"
+
+    def __init__(self, name: str = "fake"):
+        super().__init__(name, None, None, {}, ["static", "context"], 2)
+
+    def _embed(self, sentences, pooling, batch_size):
+        out = []
+        for s in sentences:
+            v = np.zeros((2, len(s), 2), np.float32)
+            v[0] = 1.0
+            for i in range(len(s)):
+                v[1, i] = sum((np.array(CONTEXT.get(w, (0.0, 0.0))) for j, w in enumerate(s) if j != i),
+                              np.zeros(2))
+            out.append(v)
+        return out
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def write_wsd_word(root: Path, word: str, train: list[tuple[int, str, str]], test: list[tuple[int, str, str]],
+                   classes: dict[str, str]) -> None:
+    for split, rows in (("train", train), ("test", test)):
+        write_lines(root / word / f"{split}.data.txt", [f"{i}\t{s}" for i, s, _ in rows])
+        write_lines(root / word / f"{split}.gold.txt", [g for _, _, g in rows])
+    (root / word / "classes_map.txt").write_text(json.dumps(classes), encoding="utf-8")
+
+
+BANK_TRAIN = [(0, "bank money", "0"), (0, "bank cash", "0"), (0, "bank river", "1"), (0, "bank water", "1")]
+BANK_TEST = [(0, "bank loan", "0"), (0, "bank mud", "1"), (1, "the bank river", "1")]
+
+
+@pytest.fixture()
+def wsd_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "coarsewsd"
+    write_wsd_word(root, "bank", BANK_TRAIN, BANK_TEST, {"0": "bank_(finance)", "1": "bank_(river)"})
+    # plant: the context layer gets both right, the static layer predicts the first train line's class for both.
+    write_wsd_word(root, "plant", [(1, "a plant money", "1"), (1, "a plant river", "0")],
+                   [(0, "plant cash", "1"), (0, "plant water", "0")], {"0": "plant_(factory)", "1": "plant_(flora)"})
+    return root
+
+
+def test_wsd_by_hand(wsd_dir: Path):
+    words = ev.read_wsd_dataset(wsd_dir)
+    assert [w.word for w in words] == ["bank", "plant"]
+    assert words[0].classes == {"0": "bank_(finance)", "1": "bank_(river)"}
+    records = ev.evaluate_wsd(words, [FakeModel()])
+    by = {(r["model"], r["layer"], r["word"]): r for r in records}
+    # bank, context layer: loan -> nearest "cash" (0, right); mud (0.6, 0.5) -> nearest "cash" (0, wrong);
+    # "the bank river" (index 1) -> "river" (1, right). Gold [0,1,1], predicted [0,0,1]: F1 2/3 for both classes.
+    r = by[("fake", "context", "bank")]
+    assert r["n_test"] == 3
+    assert r["accuracy"] == pytest.approx(2 / 3) and r["macro_f1"] == pytest.approx(2 / 3)
+    # static layer: all cosines equal, the first train line wins: predicted [0,0,0]; F1 class 0 = 2/4, class 1 = 0.
+    r = by[("fake", "static", "bank")]
+    assert r["accuracy"] == pytest.approx(1 / 3) and r["macro_f1"] == pytest.approx(0.25)
+    assert by[("fake", "context", "plant")]["accuracy"] == 1.0
+    assert by[("fake", "static", "plant")]["accuracy"] == 0.5
+    # ALL: accuracy over the 5 test occurrences, macro-F1 the mean over words.
+    r = by[("fake", "context", "ALL")]
+    assert r["n_test"] == 5 and r["accuracy"] == pytest.approx(4 / 5)
+    assert r["macro_f1"] == pytest.approx((2 / 3 + 1.0) / 2)
+    # the most-frequent-sense baseline: bank's train classes tie 2-2, the first seen (0) wins
+    assert by[(ev.MFS_MODEL, "-", "bank")]["accuracy"] == pytest.approx(1 / 3)
+    assert ev.best_layers("wsd", records)["fake"]["layer"] == "context"
+    table = ev.format_table("wsd", records)
+    assert "best layer of fake: context" in table
+
+
+def test_nearest_neighbour_skips_missing_vectors():
+    train = np.array([[1.0, 0.0], [np.nan, np.nan], [0.0, 1.0], [0.0, 1.0]])
+    test = np.array([[0.1, 1.0], [np.nan, 0.0]])
+    # the NaN train row is no candidate; the NaN test row gets the most frequent train label ("b")
+    assert ev.nearest_neighbour(train, ["a", "a", "b", "b"], test) == ["b", "a"]
+    assert ev.nearest_neighbour(train, ["a", "b", "b", "c"], test) == ["b", "b"]
+
+
+def test_occurrence_vectors_take_the_indexed_word():
+    class Positions(FakeModel):
+        def _embed(self, sentences, pooling, batch_size):
+            return [np.stack([np.stack([np.arange(len(s)), [len(w) for w in s]], -1)] * 2).astype(np.float32)
+                    for s in sentences]
+
+    occ = [ev.Occurrence(["a", "bank", "x"], 1), ev.Occurrence(["the", "riverbank"], 1),
+           ev.Occurrence(["a", "bank", "x"], 0)]
+    v = ev.occurrence_vectors(Positions(), occ)
+    assert v.shape == (3, 2, 2)
+    assert v[:, 0].tolist() == [[1, 4], [1, 9], [0, 1]]
+
+
+def test_choose_threshold_by_hand():
+    scores = np.array([0.1, 0.4, 0.35, 0.8, 0.9])
+    labels = [False, False, True, True, True]
+    # sorted: .1F .35T .4F .8T .9T; 4 of 5 right between .1/.35 and between .4/.8: the lower one is taken
+    t, acc = ev.choose_threshold(scores, labels)
+    assert t == pytest.approx(0.225) and acc == pytest.approx(0.8)
+    # all True above everything
+    t, acc = ev.choose_threshold(np.array([0.2, 0.5]), [True, True])
+    assert t == pytest.approx(0.2) and acc == 1.0
+    t, acc = ev.choose_threshold(np.array([0.2, 0.5]), [False, False])
+    assert t > 0.5 and acc == 1.0
+    # equal scores cannot be split
+    t, acc = ev.choose_threshold(np.array([0.5, 0.5, 0.5]), [True, False, True])
+    assert acc == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="no scores"):
+        ev.choose_threshold(np.array([np.nan]), [True])
+
+
+def test_macro_f1_by_hand():
+    assert ev.macro_f1(["a", "a", "b"], ["a", "b", "b"]) == pytest.approx((2 / 3 + 2 / 3) / 2)
+    # a class only predicted counts too (F1 0)
+    assert ev.macro_f1(["a", "a"], ["a", "c"]) == pytest.approx((2 / 3 + 0) / 2)
+
+
+def write_wic_split(root: Path, split: str, rows: list[tuple[str, str, str, str]], gold: bool = True) -> None:
+    write_lines(root / split / f"{split}.data.txt",
+                [f"bank\tN\t{idx}\t{s1}\t{s2}" for idx, s1, s2, _ in rows])
+    if gold:
+        write_lines(root / split / f"{split}.gold.txt", [g for *_, g in rows])
+
+
+WIC_TRAIN = [("0-0", "bank money", "bank cash", "T"), ("0-1", "bank river", "the bank water", "T"),
+             ("0-0", "bank money", "bank river", "F"), ("0-0", "bank cash", "bank water", "F"),
+             ("0-0", "bank loan", "bank money", "T")]
+WIC_TEST = [("0-0", "bank loan", "bank cash", "T"), ("0-0", "bank loan", "bank water", "F"),
+            ("1-0", "the bank river", "bank money", "F"), ("0-0", "bank mud", "bank river", "T")]
+
+
+def test_wic_by_hand(tmp_path: Path):
+    root = tmp_path / "wic"
+    write_wic_split(root, "train", WIC_TRAIN)
+    write_wic_split(root, "dev", WIC_TRAIN[:2])
+    write_wic_split(root, "test", WIC_TEST)
+    fit, test = ev.read_wic_dataset(root)
+    assert fit.name == "train" and len(test.first) == 4 and test.second[2].index == 0
+    records = ev.evaluate_wic(fit, test, [FakeModel()])
+    by = {r["layer"]: r for r in records}
+    assert set(records[0]) == {"model", "layer", "threshold", "train_accuracy", "test_accuracy"}
+    # context layer, train cosines: T pairs .994, .994, .936; F pairs 0 and .220 -> threshold (.220 + .936) / 2
+    r = by["context"]
+    assert r["train_accuracy"] == 1.0 and r["threshold"] == pytest.approx((0.18 / 0.82 + 0.8 / 0.73 ** 0.5) / 2)
+    # test cosines: .969 (T), .452 (F), 0 (F), .640 (T): all on the right side of .578
+    assert r["test_accuracy"] == 1.0
+    # static layer: every cosine is 1, so "all True" (3 of 5 on train) is best; test has 2 of 4 True
+    r = by["static"]
+    assert r["train_accuracy"] == pytest.approx(0.6) and r["test_accuracy"] == pytest.approx(0.5)
+    assert "best layer of fake: context" in ev.format_table("wic", records)
+
+
+def test_wic_uses_dev_without_train(tmp_path: Path):
+    root = tmp_path / "wic"
+    write_wic_split(root, "dev", WIC_TRAIN)
+    write_wic_split(root, "test", WIC_TEST)
+    fit, _ = ev.read_wic_dataset(root)
+    assert fit.name == "dev"
+
+
+@pytest.mark.parametrize("name, lines, message", [
+    ("train.data.txt", ["0\tbank money", "x\tbank cash"], r"train.data.txt, line 2: token index 'x'"),
+    ("train.data.txt", ["0\tbank money", "5\tbank cash"], r"line 2: token index 5 is outside"),
+    ("train.data.txt", ["0 bank money"], r"line 1: expected 'token_index<TAB>sentence'"),
+    ("train.gold.txt", ["0", "0", "1"], r"train.gold.txt has 3 labels but train.data.txt has 4"),
+    ("test.gold.txt", ["0", "7", "1"], r"test.gold.txt, line 2: label '7' is not one of 0, 1"),
+])
+def test_wsd_format_errors(wsd_dir: Path, name: str, lines: list[str], message: str):
+    write_lines(wsd_dir / "bank" / name, lines)
+    with pytest.raises(ev.DataFormatError, match=message):
+        ev.read_wsd_dataset(wsd_dir)
+
+
+def test_wsd_missing_things(tmp_path: Path, wsd_dir: Path):
+    with pytest.raises(ev.DataFormatError, match="no word folders"):
+        ev.read_wsd_dataset(tmp_path)  # holds coarsewsd/, not word folders
+    (wsd_dir / "plant" / "test.gold.txt").unlink()
+    with pytest.raises(ev.DataFormatError, match="plant: missing test.gold.txt"):
+        ev.read_wsd_dataset(wsd_dir)
+    with pytest.raises(ev.DataFormatError, match="no folder for apple"):
+        ev.read_wsd_dataset(wsd_dir, words=["apple"])
+    (wsd_dir / "bank" / "classes_map.txt").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ev.DataFormatError, match="classes_map.txt: not valid JSON"):
+        ev.read_wsd_word(wsd_dir / "bank")
+    # a single word's folder works as DIR
+    (wsd_dir / "bank" / "classes_map.txt").unlink()
+    assert ev.read_wsd_dataset(wsd_dir / "bank")[0].classes == {"0": "0", "1": "1"}
+
+
+@pytest.mark.parametrize("line, message", [
+    ("bank\tN\t0-0\tbank money", r"line 2: expected 5 tab-separated fields"),
+    ("bank\tN\t0\tbank money\tbank cash", r"line 2: indices '0' are not 'i1-i2'"),
+    ("bank\tN\t0-4\tbank money\tbank cash", r"line 2: token index 4 is outside"),
+])
+def test_wic_format_errors(tmp_path: Path, line: str, message: str):
+    root = tmp_path / "wic"
+    write_wic_split(root, "train", WIC_TRAIN)
+    write_wic_split(root, "test", WIC_TEST[:1])
+    write_lines(root / "test" / "test.data.txt", ["bank\tN\t0-0\tbank loan\tbank cash", line])
+    write_lines(root / "test" / "test.gold.txt", ["T", "F"])
+    with pytest.raises(ev.DataFormatError, match=message):
+        ev.read_wic_dataset(root)
+
+
+def test_wic_missing_things(tmp_path: Path):
+    root = tmp_path / "wic"
+    write_wic_split(root, "train", WIC_TRAIN)
+    with pytest.raises(ev.DataFormatError, match="expected train/ .or dev/. and test/"):
+        ev.read_wic_dataset(root)
+    write_wic_split(root, "test", WIC_TEST, gold=False)
+    with pytest.raises(ev.DataFormatError, match="no \\*.gold.txt"):
+        ev.read_wic_dataset(root)
+    write_lines(root / "test" / "test.gold.txt", ["T", "F", "X", "T"])
+    with pytest.raises(ev.DataFormatError, match="test.gold.txt, line 3: label 'X' is not one of F, T"):
+        ev.read_wic_dataset(root)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the command line with real (tiny, random) models
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    from ctxmodels.elmo import ElmoConfig, ElmoLanguageModel
+    from ctxmodels.formats.allennlp import save_elmo
+
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    save_elmo(ElmoLanguageModel(ElmoConfig.preset("tiny")), root / "elmo-tiny")
+    words = ["bank", "money", "cash", "river", "water", "loan", "the", "a", "plant"]
+    rng = np.random.default_rng(0)
+    lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) for w in words]
+    (root / "static.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"elmo": root / "elmo-tiny", "static": root / "static.txt"}
+
+
+def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys):
+    out = tmp_path / "wsd.json"
+    rc = main(["eval", "wsd", "--data", str(wsd_dir), "--model", str(tiny_models["elmo"]),
+               "--model", str(tiny_models["static"]), "--json", str(out)])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert set(result) == {"task", "results"} and result["task"] == "wsd"
+    recs = result["results"]
+    assert all(set(r) == {"model", "layer", "word", "n_test", "accuracy", "macro_f1"} for r in recs)
+    models = {r["model"] for r in recs}
+    assert len(models) == 3 and ev.MFS_MODEL in models
+    layers = {(r["model"], r["layer"]) for r in recs}
+    elmo_name = next(m for m, lay in layers if lay == "layer 1 (LSTM)")
+    assert {lay for m, lay in layers if m == elmo_name} == {"layer 0 (char CNN)", "layer 1 (LSTM)", "layer 2 (LSTM)"}
+    static_name = (models - {elmo_name, ev.MFS_MODEL}).pop()
+    assert {lay for m, lay in layers if m == static_name} == {"static"}
+    assert all(0.0 <= r["accuracy"] <= 1.0 for r in recs)
+    printed = capsys.readouterr().out
+    assert f"best layer of {elmo_name}:" in printed and "best overall:" in printed
+
+
+def test_cli_wic_and_errors(tiny_models, tmp_path: Path, capsys):
+    root = tmp_path / "wic"
+    write_wic_split(root, "train", WIC_TRAIN)
+    write_wic_split(root, "test", WIC_TEST)
+    out = tmp_path / "wic.json"
+    assert main(["eval", "wic", "--data", str(root), "--model", str(tiny_models["elmo"]), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["task"] == "wic" and len(result["results"]) == 3
+    capsys.readouterr()
+    write_lines(root / "test" / "test.gold.txt", ["T"])
+    assert main(["eval", "wic", "--data", str(root), "--model", str(tiny_models["elmo"])]) == 2
+    assert "test.gold.txt has 1 labels but test.data.txt has 4" in capsys.readouterr().err
