@@ -1,0 +1,213 @@
+"""Pure figure functions for the explorer: data in, ``plotly.graph_objects.Figure`` out.
+
+No Streamlit here, so tests can check every figure without a browser. Colours are fixed per sense label
+(sorted), so the same sense keeps its colour across panels that show the same occurrences.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+           "#7f7f7f"]
+UNLABELLED = "(no label)"
+
+
+def sense_colours(labels: Sequence[str | None]) -> dict[str, str]:
+    names = sorted({lab or UNLABELLED for lab in labels})
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def highlight(sentence: str, span: tuple[int, int] | None, width: int = 70) -> str:
+    """Hover text: the sentence with the target word in bold, wrapped for the tooltip."""
+    if span is None:
+        text = html.escape(sentence)
+    else:
+        a, b = span
+        text = html.escape(sentence[:a]) + "<b>" + html.escape(sentence[a:b]) + "</b>" + html.escape(sentence[b:])
+    # Wrap on spaces outside tags so long sentences don't make a tooltip wider than the plot.
+    out, line = [], 0
+    for word in text.split(" "):
+        visible = len(word.replace("<b>", "").replace("</b>", ""))
+        if line and line + visible > width:
+            out.append("<br>")
+            line = 0
+        elif out:
+            out.append(" ")
+            line += 1
+        out.append(word)
+        line += visible
+    return "".join(out)
+
+
+def sense_scatter(
+    coords: np.ndarray,
+    labels: Sequence[str | None],
+    hover: Sequence[str],
+    title: str = "",
+    colours: dict[str, str] | None = None,
+    marker_size: int = 9,
+) -> go.Figure:
+    """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
+
+    ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence.
+    """
+    coords = np.asarray(coords, dtype=float)
+    if coords.ndim != 2 or coords.shape[1] not in (2, 3):
+        raise ValueError(f"coords must be [n, 2] or [n, 3], got {coords.shape}")
+    if not (len(labels) == len(hover) == len(coords)):
+        raise ValueError("coords, labels and hover must have the same length")
+    colours = colours or sense_colours(labels)
+    names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
+    fig = go.Figure()
+    for name in sorted(set(names)):
+        idx = np.flatnonzero(names == name)
+        common = dict(
+            name=name, mode="markers", customdata=idx, text=[hover[i] for i in idx],
+            hovertemplate="%{text}<extra>" + html.escape(str(name)) + "</extra>",
+            marker=dict(size=marker_size, color=colours.get(name, "#333"), line=dict(width=0.5, color="white")),
+        )
+        if coords.shape[1] == 3:
+            fig.add_trace(go.Scatter3d(x=coords[idx, 0], y=coords[idx, 1], z=coords[idx, 2], **common))
+        else:
+            fig.add_trace(go.Scatter(x=coords[idx, 0], y=coords[idx, 1], **common))
+    fig.update_layout(title=title, legend_title_text="sense", margin=dict(l=10, r=10, t=40, b=10), height=420,
+                      clickmode="event+select")
+    fig.update_xaxes(showticklabels=False, title=None, zeroline=False)
+    fig.update_yaxes(showticklabels=False, title=None, zeroline=False)
+    return fig
+
+
+def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:
+    """Draw one occurrence's path through the layers (points fitted in the same projection)."""
+    path = np.asarray(path, dtype=float)
+    fig.add_trace(go.Scatter(
+        x=path[:, 0], y=path[:, 1], mode="lines+markers+text", name="path through layers",
+        text=[str(i) for i in range(len(path))], textposition="top center", hovertext=list(layer_names),
+        hoverinfo="text", line=dict(color=colour, width=2, dash="dot"), marker=dict(size=6, symbol="diamond"),
+    ))
+    return fig
+
+
+def layer_lines(
+    rows: Sequence[dict], metric: str, title: str | None = None, baseline: dict[str, float] | None = None
+) -> go.Figure:
+    """One line per model of ``metric`` across its layers. ``rows`` carry model, layer (index), layer_name, metric.
+
+    ``baseline`` maps a label (e.g. "most frequent sense") to a constant drawn as a dashed line.
+    """
+    fig = go.Figure()
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for i, model in enumerate(models):
+        rs = sorted((r for r in rows if r["model"] == model), key=lambda r: r["layer"])
+        fig.add_trace(go.Scatter(
+            x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=model,
+            text=[r.get("layer_name", str(r["layer"])) for r in rs],
+            hovertemplate="%{text}: %{y:.3f}<extra>" + html.escape(model) + "</extra>",
+            line=dict(color=PALETTE[i % len(PALETTE)]),
+        ))
+    for label, value in (baseline or {}).items():
+        fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=label)
+    fig.update_layout(title=title or metric.replace("_", " "), xaxis_title="layer", yaxis_title=metric,
+                      margin=dict(l=10, r=10, t=40, b=10), height=300)
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def mix_weights_bars(
+    layer_names: Sequence[str], weights: Sequence[float], gamma: float, layer_accuracy: Sequence[float] | None = None,
+    title: str = "",
+) -> go.Figure:
+    """Scalar-mix weights s_j as bars, each layer's own probe accuracy as a line on a second axis."""
+    fig = go.Figure(go.Bar(x=list(layer_names), y=list(weights), name="s_j (mix weight)", marker_color=PALETTE[0],
+                           text=[f"{w:.2f}" for w in weights], textposition="outside"))
+    if layer_accuracy is not None:
+        fig.add_trace(go.Scatter(x=list(layer_names), y=list(layer_accuracy), name="probe accuracy of the layer alone",
+                                 mode="lines+markers", yaxis="y2", line=dict(color=PALETTE[1])))
+    fig.update_layout(
+        title=f"{title} (γ = {gamma:.2f})" if title else f"γ = {gamma:.2f}", yaxis=dict(title="s_j", range=[0, 1]),
+        yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
+        margin=dict(l=10, r=10, t=40, b=10), height=320, legend=dict(orientation="h", y=-0.2),
+    )
+    return fig
+
+
+def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to: Sequence[str] | None = None,
+                      title: str = "") -> go.Figure:
+    """One attention map: rows attend (from), columns are attended to."""
+    tokens_to = tokens_from if tokens_to is None else tokens_to
+    # Duplicate token strings would merge heatmap categories; suffix positions to keep them apart.
+    ys = [f"{t} ·{i}" for i, t in enumerate(tokens_from)]
+    xs = [f"{t} ·{i}" for i, t in enumerate(tokens_to)]
+    fig = go.Figure(go.Heatmap(z=np.asarray(matrix), x=xs, y=ys, colorscale="Blues", zmin=0,
+                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=max(300, 14 * len(ys) + 120), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
+    """Layer x head overview of small maps ([layers, heads, T, T]); long inputs are cut to keep it light."""
+    from plotly.subplots import make_subplots
+
+    maps = np.asarray(maps)
+    L, H = maps.shape[:2]
+    maps = maps[:, :, :max_tokens, :max_tokens]
+    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.01, vertical_spacing=0.01,
+                        row_titles=[f"L{i + 1}" for i in range(L)], column_titles=[f"H{j + 1}" for j in range(H)])
+    for i in range(L):
+        for j in range(H):
+            fig.add_trace(go.Heatmap(z=maps[i, j], colorscale="Blues", showscale=False, zmin=0,
+                                     hovertemplate=f"layer {i + 1} head {j + 1}<extra></extra>"), row=i + 1, col=j + 1)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False, autorange="reversed")
+    fig.update_layout(height=max(250, 110 * L), margin=dict(l=30, r=10, t=30, b=10))
+    return fig
+
+
+def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float = 0.05, title: str = "") -> go.Figure:
+    """Lines from each token (left) to the tokens it attends to (right); opacity follows the weight."""
+    m = np.asarray(matrix)
+    n = len(tokens)
+    y = np.arange(n)[::-1]
+    fig = go.Figure()
+    for i in range(n):
+        for j in range(n):
+            w = float(m[i, j])
+            if w >= threshold:
+                colour = f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})"
+                fig.add_trace(go.Scatter(x=[0, 1], y=[y[i], y[j]], mode="lines", hoverinfo="skip", showlegend=False,
+                                         line=dict(color=colour, width=1 + 4 * w)))
+    for x, anchor in ((0, "right"), (1, "left")):
+        fig.add_trace(go.Scatter(x=[x] * n, y=y, mode="text", text=list(tokens), textposition=f"middle {anchor}",
+                                 hoverinfo="skip", showlegend=False))
+    fig.update_layout(title=title, height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(visible=False, range=[-0.6, 1.6])
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None) -> go.Figure:
+    """Top-k predictions of one mask as horizontal bars, best on top; the true word (if any) highlighted."""
+    toks = [p["token"] for p in predictions][::-1]
+    probs = [p["prob"] for p in predictions][::-1]
+    colours = [PALETTE[1] if truth is not None and t == truth else PALETTE[0] for t in toks]
+    fig = go.Figure(go.Bar(x=probs, y=toks, orientation="h", marker_color=colours,
+                           text=[f"{p:.1%}" for p in probs], textposition="auto"))
+    fig.update_layout(title=title, xaxis=dict(title="probability", range=[0, 1]), height=60 + 28 * len(toks),
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:
+    """Training loss over steps from metrics.jsonl records (other records, e.g. evaluations, are skipped)."""
+    train = [r for r in records if "loss" in r]
+    fig = go.Figure(go.Scatter(x=[r["step"] for r in train], y=[r["loss"] for r in train], mode="lines",
+                               name="train loss"))
+    fig.update_layout(title=title, xaxis_title="step", yaxis_title="loss", height=300,
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig

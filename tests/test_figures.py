@@ -1,0 +1,60 @@
+"""The app's figure functions are pure: data in, a Plotly figure out, checkable without a browser."""
+
+import numpy as np
+import pytest
+
+from app import figures
+
+
+def test_sense_scatter_one_trace_per_sense_and_indices_kept():
+    coords = np.array([[0, 0], [1, 1], [2, 2], [3, 3]], dtype=float)
+    fig = figures.sense_scatter(coords, ["river", "money", "river", None], ["a", "b", "c", "d"])
+    names = [t.name for t in fig.data]
+    assert names == sorted(["river", "money", figures.UNLABELLED])
+    river = next(t for t in fig.data if t.name == "river")
+    assert list(river.customdata) == [0, 2] and list(river.x) == [0, 2]
+
+
+def test_sense_scatter_3d_and_bad_shapes():
+    fig = figures.sense_scatter(np.zeros((3, 3)), ["a", "a", "b"], ["x", "y", "z"])
+    assert fig.data[0].type == "scatter3d"
+    with pytest.raises(ValueError):
+        figures.sense_scatter(np.zeros((3, 4)), ["a"] * 3, ["x"] * 3)
+    with pytest.raises(ValueError):
+        figures.sense_scatter(np.zeros((3, 2)), ["a"] * 2, ["x"] * 3)
+
+
+def test_highlight_bolds_the_span_and_escapes_html():
+    s = "The <bank> of the river"
+    assert figures.highlight(s, (4, 10)) == "The <b>&lt;bank&gt;</b> of the river"
+
+
+def test_layer_lines_one_trace_per_model_sorted_by_layer():
+    rows = [{"model": "bert", "layer": 1, "acc": 0.9}, {"model": "bert", "layer": 0, "acc": 0.5},
+            {"model": "elmo", "layer": 0, "acc": 0.4}]
+    fig = figures.layer_lines(rows, "acc", baseline={"most frequent sense": 0.5})
+    assert [t.name for t in fig.data] == ["bert", "elmo"]
+    assert list(fig.data[0].y) == [0.5, 0.9]
+
+
+def test_attention_figures_shapes():
+    m = np.eye(3)
+    heat = figures.attention_heatmap(m, ["a", "b", "a"])
+    assert len(set(heat.data[0].y)) == 3  # duplicate tokens stay separate rows
+    grid = figures.attention_grid(np.random.rand(2, 3, 4, 4))
+    assert len(grid.data) == 6
+    lines = figures.attention_lines(m, ["a", "b", "c"], threshold=0.5)
+    assert sum(1 for t in lines.data if t.mode == "lines") == 3
+
+
+def test_fill_bars_best_on_top_and_truth_highlighted():
+    fig = figures.fill_bars([{"token": "bank", "prob": 0.6}, {"token": "box", "prob": 0.1}], truth="box")
+    assert list(fig.data[0].y) == ["box", "bank"]
+    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1]
+
+
+def test_mix_weights_bars_and_loss_chart():
+    fig = figures.mix_weights_bars(["l0", "l1", "l2"], [0.2, 0.5, 0.3], 1.3, [0.6, 0.8, 0.7])
+    assert "1.30" in fig.layout.title.text and len(fig.data) == 2
+    chart = figures.loss_chart([{"step": 1, "loss": 3.0}, {"step": 2, "eval": {}}, {"step": 3, "loss": 2.0}])
+    assert list(chart.data[0].x) == [1, 3]
