@@ -482,6 +482,12 @@ class BertTrainSettings:
     warmup: int | None = None
     weight_decay: float | None = None
     bf16: bool | None = None
+    # Bookkeeping that does not change the numbers: stored for --resume, but may be changed there.
+    save_every: int | None = None
+    eval_every: int | None = None
+    log_every: int | None = None
+
+    RUNTIME = ("save_every", "eval_every", "log_every")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BertTrainSettings:
@@ -510,6 +516,9 @@ class BertTrainSettings:
         s.warmup = max(1, min(10_000, s.steps // 10)) if s.warmup is None else s.warmup
         s.weight_decay = 0.01 if s.weight_decay is None else s.weight_decay
         s.bf16 = bool(s.bf16)
+        s.save_every = 500 if s.save_every is None else s.save_every
+        s.eval_every = 500 if s.eval_every is None else s.eval_every
+        s.log_every = s.log_every or 10
         for name in ("vocab_size", "max_seq_len", "batch_size", "max_predictions", "steps"):
             if getattr(s, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(s, name)}")
@@ -521,7 +530,7 @@ class BertTrainSettings:
         """The stored run's settings; any setting given now must equal the stored one."""
         conflicts = []
         for name, value in self.__dict__.items():
-            if value is not None and name in stored and stored[name] != value:
+            if value is not None and name in stored and stored[name] != value and name not in self.RUNTIME:
                 conflicts.append(f"--{name.replace('_', '-')} {value} (the run used {stored[name]})")
         if conflicts:
             raise ValueError(
@@ -529,13 +538,14 @@ class BertTrainSettings:
                 "Drop them to resume, or start a new run with another --out"
             )
         known = {k: v for k, v in stored.items() if k in self.__dataclass_fields__}
+        known.update({k: getattr(self, k) for k in self.RUNTIME if getattr(self, k) is not None})
         return BertTrainSettings(**known)
 
     def train_config(self, args: argparse.Namespace) -> TrainConfig:
         limit = getattr(args, "time_limit", None)
         return TrainConfig(
             max_steps=self.steps, lr=self.lr, warmup_steps=self.warmup, weight_decay=self.weight_decay,
-            bf16=self.bf16, save_every=args.save_every, eval_every=args.eval_every, log_every=args.log_every,
+            bf16=self.bf16, save_every=self.save_every, eval_every=self.eval_every, log_every=self.log_every,
             seed=self.seed, time_limit_s=None if limit is None else 60.0 * limit,
             progress=not getattr(args, "no_progress", False),
         )
@@ -811,7 +821,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-sequences", type=int, default=None,
                    help="held-out sequences per evaluation (default 256; 0 = no evaluation)")
     # None = "not given", so that --resume can tell a conflicting value from a default.
-    p.set_defaults(seed=None, weight_decay=None, bf16=None)
+    p.set_defaults(seed=None, weight_decay=None, bf16=None, save_every=None, eval_every=None, log_every=None)
 
 
 def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConfig]:
@@ -835,9 +845,8 @@ def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConf
 
     if info.is_main:
         data = prepare_data(out, settings, resume=args.resume)
-        if not args.resume:
-            settings.heldout_docs = len(data.meta["heldout_indices"])
-            write_json(settings_path, {"kind": "bert", "settings": settings.__dict__})
+        settings.heldout_docs = len(data.meta["heldout_indices"])
+        write_json(settings_path, {"kind": "bert", "settings": settings.__dict__})
     if info.world_size > 1:
         import torch.distributed as dist
 

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "embed": ("ctxmodels.analysis.vectors", "per-layer word vectors of sentences, saved as .npz"),
     "neighbours": ("ctxmodels.static", "nearest neighbours of a word in a static-vector model"),
     "eval": ("ctxmodels.analysis.evaluation", "evaluate on WSD (CoarseWSD-20) or WiC data"),
+    "probe": ("ctxmodels.analysis.probes", "layer-weight probes (part of speech, word sense) on SemCor"),
     "export-elmo": ("ctxmodels.formats.allennlp", "export our ELMo to options.json + weights.hdf5"),
 }
 

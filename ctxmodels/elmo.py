@@ -148,9 +148,6 @@ class ElmoConfig:
         # bilm-tf trains with 261 and reads with 262 (the extra row is the padding id 0); both mean the same.
         if n_characters == N_CHARACTERS - 1:
             n_characters = N_CHARACTERS
-        lstm_dim = _get(lstm, "dim", int, "lstm.", default=None) or _get(lstm, "lstm_dim", int, "lstm.", default=None)
-        if lstm_dim is None:
-            raise _options_error("missing required field 'lstm.dim'")
         return cls(
             char_cnn=CharCNNConfig(
                 embedding_dim=_get(emb, "dim", int, "char_cnn.embedding."),
@@ -161,9 +158,9 @@ class ElmoConfig:
                 max_characters_per_token=_get(cnn, "max_characters_per_token", int, "char_cnn.", default=MAX_CHARS),
             ),
             lstm=LSTMConfig(
-                dim=lstm_dim,
+                dim=_get(lstm, "dim", int, "lstm."),
                 projection_dim=_get(lstm, "projection_dim", int, "lstm."),
-                n_layers=_get(lstm, "n_layers", int, "lstm.", default=2),
+                n_layers=_get(lstm, "n_layers", int, "lstm.", default=1),  # bilm-tf's default
                 cell_clip=_clip_value(lstm, "cell_clip"),
                 proj_clip=_clip_value(lstm, "proj_clip"),
                 use_skip_connections=_get(lstm, "use_skip_connections", bool, "lstm.", default=False),
@@ -242,7 +239,7 @@ PRESETS: dict[str, ElmoConfig] = {
         CharCNNConfig(16, [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 256]], n_highway=1),
         LSTMConfig(dim=1024, projection_dim=128),
     ),
-    # The published AllenNLP models ("small", "medium", "original" 5.5B share the original's size).
+    # The sizes of the published AllenNLP models (the "5.5B" one has the original's size).
     "published-small": ElmoConfig(
         CharCNNConfig(16, _PUBLISHED_FILTERS, n_highway=1),
         LSTMConfig(dim=1024, projection_dim=128),
@@ -308,7 +305,7 @@ class ProjectedLSTMLayer(nn.Module):
 
     Gate order of ``input_linear`` / ``recurrent_weight`` rows is (i, f, o, g): the three sigmoid gates come
     first so one sigmoid call covers them. The forget-gate bias includes TensorFlow's ``forget_bias`` (1.0),
-    which the published files keep outside ``B``. The step itself runs in :func:`run_lstm_stack`, which
+    which the published files keep outside ``B``. The step itself runs in :func:`_run_lstm_pair`, which
     handles both directions of a layer in one batched call.
     """
 
@@ -350,17 +347,20 @@ def _run_lstm_pair(
     fwd, bwd = layers
     H = fwd.cell_dim
     # The input half of every gate for all time steps in one matmul; the loop only adds the recurrent half.
-    w_in = torch.stack([fwd.input_linear.weight, bwd.input_linear.weight])  # [2, 4H, D]
-    b_in = torch.stack([fwd.input_linear.bias, bwd.input_linear.bias])  # [2, 4H]
-    x_gates = torch.matmul(x, w_in.transpose(1, 2)[:, None]) + b_in[:, None, None, :]  # [2, B, T, 4H]
+    # Time-major and unbound once, so each step reads a contiguous slice and autograd stacks the step
+    # gradients in one go (indexing x_gates[t] in the loop would make every step's backward zero-fill it all).
+    w_in = torch.stack([fwd.input_linear.weight, bwd.input_linear.weight]).transpose(1, 2)  # [2, D, 4H]
+    b_in = torch.stack([fwd.input_linear.bias, bwd.input_linear.bias])[:, None, :]  # [2, 1, 4H]
+    x_gates = torch.baddbmm(b_in, x.flatten(1, 2), w_in).view(2, x.shape[1], x.shape[2], 4 * H)
+    x_gates = x_gates.permute(2, 0, 1, 3).contiguous().unbind(0)  # T x [2, B, 4H]
     w_rec = torch.stack([fwd.recurrent_weight, bwd.recurrent_weight]).transpose(1, 2)  # [2, P, 4H]
     w_proj = torch.stack([fwd.projection.weight, bwd.projection.weight]).transpose(1, 2)  # [2, H, P]
     outputs = []
-    for t in range(x.shape[2]):
-        gates = torch.baddbmm(x_gates[:, :, t], h, w_rec)
-        sig = torch.sigmoid(gates[..., : 3 * H])
-        i, f, o = sig[..., :H], sig[..., H : 2 * H], sig[..., 2 * H :]
-        new_c = torch.addcmul(f * c, i, torch.tanh(gates[..., 3 * H :]))
+    for t, x_t in enumerate(x_gates):
+        gates = torch.baddbmm(x_t, h, w_rec)
+        sig, g = gates.split([3 * H, H], dim=-1)
+        i, f, o = torch.sigmoid(sig).chunk(3, dim=-1)
+        new_c = torch.addcmul(f * c, i, torch.tanh(g))
         if cell_clip is not None:
             new_c = new_c.clamp(-cell_clip, cell_clip)
         new_h = torch.bmm(o * torch.tanh(new_c), w_proj)
@@ -371,6 +371,8 @@ def _run_lstm_pair(
             new_c = torch.where(step_mask[t], new_c, c)
         h, c = new_h, new_c
         outputs.append(h)
+    if not outputs:  # a batch of empty rows
+        return x.new_zeros(2, x.shape[1], 0, h.shape[-1]), h, c
     return torch.stack(outputs, dim=2), h, c
 
 
@@ -411,13 +413,16 @@ class ElmoBiLM(nn.Module):
 
     @torch.no_grad()
     def _init_token_encoder(self) -> None:
-        # bilm-tf's initialisation: small uniform characters, He-like convolutions, highway gate bias -2
-        # (so each highway layer starts out mostly passing its input through).
-        enc = self.token_encoder
+        # bilm-tf's initialisation: uniform characters, convolutions as Kim et al. (relu) or Glorot (tanh),
+        # highway gate bias -2 (so each highway layer starts out mostly passing its input through).
+        enc, cnn = self.token_encoder, self.config.char_cnn
         nn.init.uniform_(enc.char_embedding.weight, -1.0, 1.0)
         enc.char_embedding.weight[0].zero_()
-        for conv, (width, _) in zip(enc.convs, self.config.char_cnn.filters):
-            nn.init.normal_(conv.weight, std=(1.0 / (width * self.config.char_cnn.embedding_dim)) ** 0.5)
+        for conv, (width, _) in zip(enc.convs, cnn.filters):
+            if cnn.activation == "relu":
+                nn.init.uniform_(conv.weight, -0.05, 0.05)
+            else:
+                nn.init.normal_(conv.weight, std=(1.0 / (width * cnn.embedding_dim)) ** 0.5)
             conv.bias.zero_()
         for hw in enc.highways:
             dim = hw.carry.in_features
@@ -536,10 +541,10 @@ class ElmoLanguageModel(nn.Module):
     ``vocab`` (the output words, index = softmax row) is set by the loader when the checkpoint has one.
     """
 
-    def __init__(self, config: ElmoConfig):
+    def __init__(self, config: ElmoConfig, bilm: ElmoBiLM | None = None):
         super().__init__()
         self.config = config
-        self.bilm = ElmoBiLM(config)
+        self.bilm = bilm if bilm is not None else ElmoBiLM(config)  # an existing biLM is wrapped, not copied
         P = config.lstm.projection_dim
         self.softmax = nn.Linear(P, config.n_tokens_vocab) if config.n_tokens_vocab > 0 else None
         if self.softmax is not None:

@@ -472,7 +472,7 @@ class ElmoLMTask(TrainTask):
         length = min(self.seq_len, n_tokens - 2)
         if eval_tokens <= 0 or length < 1:
             return np.zeros(0, dtype=np.int64), 0
-        available = (n_tokens - 1) // length - 1
+        available = (n_tokens - 2) // length  # windows starting at 1, 1 + length, ... with both neighbours
         n = min(available, max(1, math.ceil(eval_tokens / length)))
         picks = np.unique(np.round(np.linspace(0, available - 1, n)).astype(np.int64))
         return 1 + length * picks, length

@@ -40,7 +40,7 @@ def coarse_pos(penn: str) -> str:
     return COARSE_POS.get(penn, penn)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Tag:
     """One sense-tagged token."""
 
@@ -57,7 +57,7 @@ class Tag:
         return self.sense_keys[0]
 
 
-@dataclass
+@dataclass(slots=True)
 class Sentence:
     uid: str
     tokens: list[str]                      # as in the file; multi-word expressions joined with "_"

@@ -118,9 +118,11 @@ class StaticVectors(nn.Module):
         if self.output_embeddings is None:
             raise ValueError("this model has no output (context) vectors, so it cannot be trained further")
         v = self.input_embeddings(center)  # [N, D]
-        pos = (v * self.output_embeddings(context)).sum(-1)
-        neg = torch.bmm(self.output_embeddings(negatives), v.unsqueeze(-1)).squeeze(-1)
-        return pos, neg
+        # One lookup for the true and the noise words: one gradient scatter into the output table, not two.
+        targets = torch.cat([context.unsqueeze(-1), negatives], dim=-1)  # [N, 1 + K]
+        # multiply-and-sum: on CPU, bmm over thousands of 1-row matrices is about twice as slow
+        scores = (self.output_embeddings(targets) * v.unsqueeze(1)).sum(-1)
+        return scores[:, 0], scores[:, 1:]
 
     # -- lookups --------------------------------------------------------------------------------------------
 
@@ -315,10 +317,11 @@ def sgns_loss(pos: torch.Tensor, neg: torch.Tensor, neg_mask: torch.Tensor | Non
     """
     if pos.numel() == 0:
         raise ValueError("no (centre, context) pairs to score")
-    neg_term = F.logsigmoid(-neg)
+    # log σ(x) = -softplus(-x); softplus because torch's CPU logsigmoid is far slower on small tensors
+    neg_term = F.softplus(neg)
     if neg_mask is not None:
         neg_term = neg_term * neg_mask.to(neg_term.dtype)
-    return -(F.logsigmoid(pos) + neg_term.sum(-1)).mean()
+    return (F.softplus(-pos) + neg_term.sum(-1)).mean()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -354,7 +357,7 @@ def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int 
                 header_count, dim = (int(x) for x in line.split())
                 continue
             if dim is None:
-                dim = len(line.split()) - 1
+                dim = _trailing_numbers(line.split())
                 if dim < 1:
                     raise ValueError(f"{path}: line {n}: expected a word followed by numbers, found {line[:60]!r}")
             word, values = _parse_vector_line(line, dim, path, n)
@@ -403,6 +406,14 @@ def _parse_vector_line(line: str, dim: int, path: Path, n: int) -> tuple[str, li
     if not all(math.isfinite(x) for x in floats):
         raise ValueError(f"{path}: line {n}: the vector of {word!r} holds NaN or infinity")
     return word, floats
+
+
+def _trailing_numbers(fields: list[str]) -> int:
+    """How many fields at the end of the first line are numbers (at most all but one): the vector size."""
+    n = 0
+    while n < len(fields) - 1 and _is_number(fields[-1 - n]):
+        n += 1
+    return n
 
 
 def _is_number(s: str) -> bool:

@@ -18,7 +18,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import tempfile
 import warnings
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ import torch
 
 from .checkpoint import read_json
 from .corpus import read_documents, split_documents
+from .elmo_data import tokenize as word_tokenize
 from .static import StaticConfig, StaticVectors, model_card, sgns_loss
 from .trainer import TrainConfig, TrainTask
 
@@ -42,12 +42,11 @@ NOISE_POWER = 0.75
 # Stream tags, so that the random numbers of different purposes never coincide.
 _SUBSAMPLE, _BATCH, _HELDOUT = 1, 2, 3
 
-# The fallback word tokenizer: words with inner apostrophes or hyphens stay whole, other punctuation splits off.
-_WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]")
 
 
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
-    tokens = _WORD_RE.findall(text)
+    """The project's word tokenizer (the one ELMo uses), lower-cased unless asked not to."""
+    tokens = word_tokenize(text)
     return [t.lower() for t in tokens] if lowercase else tokens
 
 

@@ -18,8 +18,10 @@ What the function does beyond calling the library, and why:
 * Large inputs: UMAP and t-SNE first reduce to ``pre_pca`` (50) dimensions with PCA when the vectors are wider
   than that and there are more points than that (the usual scanpy / openTSNE practice; fitting cost grows
   with the width, and the discarded directions are mostly noise).
-* t-SNE runs with at most half the CPU cores for OpenMP: on a small, shared machine sklearn's Barnes-Hut loop
-  with every core busy-waits and gets 10-20x slower (measured here: 300 points, 3.2 s with 1 thread vs 26 s).
+* BLAS and OpenMP (PCA, t-SNE) run with at most half the CPU cores (``n_threads``) while fitting: on a small,
+  shared machine every core busy-waiting gets 10-30x slower (measured on the 2-core dev box under load: PCA of
+  300 x 512 0.2 s with 1 thread vs 6 s with 2; t-SNE of 300 points 3.2 s vs 26 s). threadpoolctl's limit is
+  process-wide while it lasts.
 
 Start-up cost of UMAP: ``import umap`` takes 15-35 s on a cold machine and the first fit compiles numba code
 (10-13 s). ``umap`` is therefore imported lazily inside :func:`project`, and a server should call
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 METHODS = ("umap", "pca", "tsne")
 METRICS = ("cosine", "euclidean")
@@ -88,11 +91,12 @@ def project(
     """Project vectors to ``n_components`` (1-3) dimensions; see the module docstring for the details.
 
     vectors: ``[n, d]`` array, or a list of such arrays (same ``d``) fitted jointly so they share axes.
-    method: "umap" | "pca" | "tsne".  seed: makes every method reproducible (same input, same seed -> same output).
+    method: "umap" | "pca" | "tsne".  seed: makes every method reproducible (same input, same seed -> same output);
+        t-SNE starts from the PCA layout (sklearn's default), so its result does not depend on the seed at all.
     n_neighbors, min_dist: UMAP.  perplexity, max_iter: t-SNE (sklearn's default 1000 iterations when None).
     metric: "cosine" (rows L2-normalised first) or "euclidean".
     pre_pca: width to reduce to with PCA before UMAP / t-SNE when ``d`` and ``n`` both exceed it; None or 0: never.
-    n_threads: OpenMP threads for t-SNE (default: half the CPU cores, at least 1).
+    n_threads: BLAS/OpenMP threads while fitting (default: half the CPU cores, at least 1).
     dim: alias of ``n_components``.
     """
     if dim is not None:
@@ -113,8 +117,11 @@ def project(
     params: dict[str, Any] = {"n_components": n_components, "seed": seed, "metric": metric,
                               "input_dim": X.shape[1], "n_points": int(len(Xv)), "n_dropped": n_dropped}
 
-    used, Y, explained = _fit(Xv, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca, max_iter,
-                              n_threads, params, notes)
+    threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+    params["threads"] = threads
+    with threadpool_limits(threads):
+        used, Y, explained = _fit(Xv, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca,
+                                  max_iter, params, notes)
     params["method"] = used
 
     full = np.full((len(X), n_components), np.nan)
@@ -128,8 +135,7 @@ def project(
                       params=params, notes=notes, explained_variance=explained)
 
 
-def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca, max_iter, n_threads, params,
-         notes):
+def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_pca, max_iter, params, notes):
     """Dispatch on size and method; returns (method used, coords [n, n_components], explained variance or None)."""
     n = len(X)
     if n == 0:
@@ -157,7 +163,7 @@ def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_p
         params["pre_pca"] = None
     if method == "umap":
         return "umap", _umap(X, n_components, seed, n_neighbors, min_dist, params, notes), None
-    return "tsne", _tsne(X, n_components, seed, perplexity, max_iter, n_threads, params, notes), None
+    return "tsne", _tsne(X, n_components, seed, perplexity, max_iter, params, notes), None
 
 
 def _pca(X: np.ndarray, n_components: int, seed: int, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -209,9 +215,8 @@ def _umap(X, n_components, seed, n_neighbors, min_dist, params, notes) -> np.nda
     return np.asarray(Y, dtype=np.float64)
 
 
-def _tsne(X, n_components, seed, perplexity, max_iter, n_threads, params, notes) -> np.ndarray:
+def _tsne(X, n_components, seed, perplexity, max_iter, params, notes) -> np.ndarray:
     from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
 
     n, d = X.shape
     # sklearn needs perplexity < n; (n-1)/3 keeps the 3*perplexity neighbours it uses within the data.
@@ -219,13 +224,12 @@ def _tsne(X, n_components, seed, perplexity, max_iter, n_threads, params, notes)
     if p != perplexity:
         notes.append(f"t-SNE perplexity clipped from {perplexity:g} to {p:g} for {n} points")
     init = "pca" if d >= n_components else "random"
-    threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
-    params.update(perplexity=p, init=init, threads=threads)
+    params.update(perplexity=p, init=init)
     kwargs = {"max_iter": max_iter} if max_iter else {}
     tsne = TSNE(n_components=n_components, perplexity=p, init=init, learning_rate="auto", random_state=seed,
                 method="barnes_hut" if n_components < 4 else "exact", **kwargs)
     params["max_iter"] = tsne.max_iter
-    with threadpool_limits(threads, user_api="openmp"), _notes_from_warnings(notes, "t-SNE"):
+    with _notes_from_warnings(notes, "t-SNE"):
         return np.asarray(tsne.fit_transform(X), dtype=np.float64)
 
 

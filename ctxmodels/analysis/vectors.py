@@ -419,9 +419,9 @@ def word_vectors(
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     found = find_occurrences(sentences, target, inflections=inflections)
     chosen = _select_layers(model.layer_names, layers)
-    needed = sorted({o.sentence_index for o in found.occurrences})
-    arrays = embed_sentences(model, [found.words[i] for i in needed], pooling=pooling, batch_size=batch_size)
-    by_sentence = dict(zip(needed, arrays))
+    # Every sentence is embedded (and cached), not only those with the target: the next target word asked
+    # for in the same sentences then costs nothing.
+    by_sentence = embed_sentences(model, found.words, pooling=pooling, batch_size=batch_size)
     if found.occurrences:
         vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
     else:

@@ -15,6 +15,7 @@ Command line: ``ctxmodels export-elmo --model DIR --out DIR`` writes ours in the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -187,10 +188,8 @@ def _as_lm(model: ElmoLanguageModel | ElmoBiLM) -> ElmoLanguageModel:
     if isinstance(model, ElmoLanguageModel):
         return model
     if isinstance(model, ElmoBiLM):
-        lm = ElmoLanguageModel.__new__(ElmoLanguageModel)
-        torch.nn.Module.__init__(lm)
-        lm.config, lm.bilm, lm.softmax, lm.vocab = model.config, model, None, None
-        return lm
+        # A bare biLM has no head, whatever its config says about the vocabulary it was trained with.
+        return ElmoLanguageModel(dataclasses.replace(model.config, n_tokens_vocab=0), bilm=model)
     raise ValueError(f"expected an ElmoLanguageModel or ElmoBiLM, got {type(model).__name__}")
 
 
@@ -209,9 +208,8 @@ def export_published(model: ElmoLanguageModel | ElmoBiLM, directory: str | Path)
     cfg = bilm.config
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    options = cfg.to_options()
-    options.pop("model_type")
-    options["n_tokens_vocab"] = 0
+    # Exactly the two sections the published options files have.
+    options = {key: cfg.to_options()[key] for key in ("lstm", "char_cnn")}
     # bilm-tf reads a missing clip as "no clipping" but chokes on null; write 0 for "off".
     options["lstm"]["cell_clip"] = options["lstm"]["cell_clip"] or 0
     options["lstm"]["proj_clip"] = options["lstm"]["proj_clip"] or 0
@@ -319,17 +317,6 @@ def _load_ours(directory: Path) -> ElmoLanguageModel:
         model.vocab = vocab
     model.eval()
     return model
-
-
-def is_elmo_dir(directory: str | Path) -> bool:
-    """True for a directory holding our ELMo or a published one."""
-    directory = Path(directory)
-    if (directory / CONFIG_FILE).is_file():
-        try:
-            return read_json(directory / CONFIG_FILE).get("model_type") == "elmo"
-        except CheckpointError:
-            return False
-    return any(directory.glob("*options*.json")) and any(directory.glob("*.hdf5"))
 
 
 def load_elmo(directory: str | Path) -> ElmoLanguageModel:

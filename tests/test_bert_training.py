@@ -1,0 +1,469 @@
+"""BERT pre-training: masking, next-sentence pairs, determinism, learning, exact resume, bad input, the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ctxmodels import bert_data, cli
+from ctxmodels.bert_data import (
+    PretrainingData,
+    TokenizedDocuments,
+    VocabInfo,
+    collate,
+    mask_tokens,
+    split_sentences,
+    tokenize_documents,
+)
+from ctxmodels.trainer import Trainer
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+PAD, UNK, CLS, SEP, MASK = range(5)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def synthetic_corpus(n_docs: int = 12, paragraphs: int = 20, seed: int = 0) -> str:
+    """A small language with structure an MLM can learn: fixed sentence frames, number agreement between noun
+    and verb ("-s" on one of them), and a topic per document that fixes which nouns, verbs and adjectives occur.
+    Words are made of syllables, so WordPiece splits the rarer ones into several pieces."""
+    rng = random.Random(seed)
+    syllables = ["ka", "lo", "mi", "ta", "re", "su", "no", "vi", "de", "po", "ga", "bu"]
+
+    def word() -> str:
+        return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 3)))
+
+    topics = [{k: [word() for _ in range(6)] for k in ("nouns", "verbs", "adjs")} for _ in range(4)]
+    docs = []
+    for d in range(n_docs):
+        t = topics[d % len(topics)]
+        paras = []
+        for _ in range(paragraphs):
+            sents = []
+            for _ in range(rng.randint(2, 4)):
+                adj, n1, n2, verb = (rng.choice(t[k]) for k in ("adjs", "nouns", "nouns", "verbs"))
+                if rng.random() < 0.5:
+                    sents.append(f"The {adj} {n1} {verb}s the {n2}.")
+                else:
+                    sents.append(f"The {adj} {n1}s {verb} the {n2}s.")
+            paras.append(" ".join(sents))
+        docs.append("\n".join(paras))
+    return "\n\n".join(docs) + "\n"
+
+
+def unique_corpus(n_docs: int = 20, n_sents: int = 40, seed: int = 0, lengths=(3, 15)):
+    """Token ids that are unique across the corpus and consecutive within a document, so an example's tokens
+    say which document and which place they came from."""
+    rng = np.random.default_rng(seed)
+    docs, next_id, doc_first = [], len(SPECIALS), []
+    for _ in range(n_docs):
+        doc_first.append(next_id)
+        sents = []
+        for _ in range(n_sents):
+            n = int(rng.integers(*lengths))
+            sents.append(list(range(next_id, next_id + n)))
+            next_id += n
+        docs.append(sents)
+    vocab = VocabInfo.from_tokens(SPECIALS + [f"t{i}" for i in range(len(SPECIALS), next_id)])
+    return TokenizedDocuments.from_lists(docs), vocab, np.asarray(doc_first)
+
+
+def original_ids(ex) -> np.ndarray:
+    ids = ex.input_ids.copy()
+    ids[ex.positions] = ex.labels
+    return ids
+
+
+def segments(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    seps = np.flatnonzero(ids == SEP)
+    assert ids[0] == CLS and len(seps) == 2 and seps[1] == len(ids) - 1
+    return ids[1 : seps[0]], ids[seps[0] + 1 : -1]
+
+
+def parse_bert_args(argv: list[str]) -> argparse.Namespace:
+    """The arguments `ctxmodels train bert` would parse, for driving build_task directly."""
+    p = argparse.ArgumentParser()
+    cli._add_common_train_arguments(p)
+    bert_data.add_train_arguments(p)
+    return p.parse_args(argv)
+
+
+def losses(out: Path) -> dict[int, float]:
+    recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in recs if "loss" in r}
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    rc = cli.main(argv)
+    return rc, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "synthetic.txt"
+    path.write_text(synthetic_corpus(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory, corpus_file) -> Path:
+    from ctxmodels.corpus import read_documents
+    from ctxmodels.tokenization import WordPieceTokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer")
+    texts = [p for d in read_documents(corpus_file) for p in d]
+    WordPieceTokenizer.train(texts, vocab_size=150).save(out)
+    return out
+
+
+TINY = ["--preset", "tiny", "--max-seq-len", "32", "--batch-size", "8", "--eval-sequences", "8",
+        "--no-progress", "--threads", "2"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# masking
+
+
+def _random_sequences(n: int, rng: np.random.Generator, vocab_size: int):
+    for _ in range(n):
+        length = int(rng.integers(20, 128))
+        ids = rng.integers(len(SPECIALS), vocab_size, size=length)
+        ids[0], ids[length // 2], ids[-1] = CLS, SEP, SEP
+        yield ids
+
+
+def test_masking_statistics_on_a_large_sample():
+    vocab = VocabInfo.from_tokens(SPECIALS + [f"w{i}" for i in range(995)])
+    rng = np.random.default_rng(0)
+    chosen = candidates = to_mask = to_random = kept = 0
+    for ids in _random_sequences(4000, rng, vocab.size):
+        maskable = ids > MASK
+        out, pos, labels = mask_tokens(ids, maskable, rng, vocab, max_predictions=1000)
+        n_cand = int(maskable.sum())
+        assert len(pos) == max(1, int(n_cand * 0.15 + 0.5))
+        assert maskable[pos].all(), "special tokens are never chosen"
+        assert (labels == ids[pos]).all() and (np.diff(pos) > 0).all()
+        untouched = np.ones(len(ids), bool)
+        untouched[pos] = False
+        assert (out[untouched] == ids[untouched]).all()
+        chosen += len(pos)
+        candidates += n_cand
+        to_mask += int((out[pos] == MASK).sum())
+        kept += int((out[pos] == ids[pos]).sum())
+        to_random += int(((out[pos] != MASK) & (out[pos] != ids[pos])).sum())
+        assert out[pos][out[pos] != MASK].min(initial=99) > MASK, "random replacements are never specials"
+    assert chosen / candidates == pytest.approx(0.15, abs=0.003)
+    assert to_mask / chosen == pytest.approx(0.8, abs=0.01)
+    assert to_random / chosen == pytest.approx(0.1, abs=0.008)
+    assert kept / chosen == pytest.approx(0.1, abs=0.008)
+
+
+def test_cap_on_predictions_per_sequence():
+    vocab = VocabInfo.from_tokens(SPECIALS + [f"w{i}" for i in range(95)])
+    rng = np.random.default_rng(1)
+    for ids in _random_sequences(500, rng, vocab.size):
+        maskable = ids > MASK
+        _, pos, _ = mask_tokens(ids, maskable, rng, vocab, max_predictions=5)
+        assert len(pos) == min(5, max(1, int(maskable.sum() * 0.15 + 0.5)))
+
+
+def test_whole_word_masking_masks_whole_words():
+    # ids 5..54 start words, 55..104 are "##" continuations
+    tokens = SPECIALS + [f"w{i}" for i in range(50)] + [f"##c{i}" for i in range(50)]
+    vocab = VocabInfo.from_tokens(tokens)
+    rng = np.random.default_rng(2)
+    chosen = candidates = 0
+    for _ in range(1000):
+        words = [[int(rng.integers(5, 55))] + list(rng.integers(55, 105, size=int(rng.integers(0, 3))))
+                 for _ in range(int(rng.integers(10, 60)))]
+        ids = np.array([CLS] + [p for w in words for p in w] + [SEP])
+        maskable = ids > MASK
+        out, pos, _ = mask_tokens(ids, maskable, rng, vocab, max_predictions=20, word_start=~vocab.continuation[ids])
+        n_pred = min(20, max(1, int(maskable.sum() * 0.15 + 0.5)))
+        assert len(pos) <= n_pred and maskable[pos].all()
+        picked = np.zeros(len(ids), bool)
+        picked[pos] = True
+        start = 1
+        for w in words:
+            span = picked[start : start + len(w)]
+            assert span.all() or not span.any(), "a word is masked whole or not at all"
+            start += len(w)
+        chosen += len(pos)
+        candidates += int(maskable.sum())
+    assert chosen / candidates == pytest.approx(0.15, abs=0.01)
+
+
+def test_whole_word_masking_in_built_examples():
+    docs, vocab, _ = unique_corpus(n_docs=6, n_sents=30)
+    vocab.continuation[len(SPECIALS) :: 3] = True  # every third id continues a word
+    data = PretrainingData(docs, vocab, max_seq_len=48, max_predictions=7, batch_size=16, whole_word_masking=True)
+    for index in range(data.num_batches):
+        for ex in data.examples(0, index):
+            ids = original_ids(ex)
+            picked = np.zeros(len(ids), bool)
+            picked[ex.positions] = True
+            real = (ids != CLS) & (ids != SEP)
+            word_start = ~vocab.continuation[ids] | ~np.roll(real, 1)
+            word = np.cumsum(word_start | ~real)
+            for w in np.unique(word[real]):
+                span = picked[(word == w) & real]
+                assert span.all() or not span.any()
+            assert len(ex.positions) <= 7 and not picked[~real].any()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# next-sentence pairs and packing
+
+
+def test_nsp_pairs_are_half_random_and_random_segments_come_from_another_document():
+    docs, vocab, doc_first = unique_corpus()
+    data = PretrainingData(docs, vocab, max_seq_len=32, max_predictions=5, batch_size=32)
+    doc_of = lambda ids: np.searchsorted(doc_first, ids, side="right") - 1  # noqa: E731
+    n_random = n = 0
+    for epoch in range(4):
+        for index in range(data.num_batches):
+            for ex in data.examples(epoch, index):
+                ids = original_ids(ex)
+                assert len(ids) <= 32
+                a, b = segments(ids)
+                assert len(a) and len(b)
+                assert (ex.token_type_ids == (np.arange(len(ids)) > len(a) + 1)).all()
+                assert (np.diff(a) == 1).all() and (np.diff(b) == 1).all(), "segments are consecutive text"
+                assert len(set(doc_of(a))) == 1 and len(set(doc_of(b))) == 1
+                if ex.is_random_next:
+                    assert doc_of(b)[0] != doc_of(a)[0], "a random segment comes from another document"
+                else:
+                    assert b[0] == a[-1] + 1, "the true next segment continues A"
+                n_random += ex.is_random_next
+                n += 1
+    assert n > 800
+    assert n_random / n == pytest.approx(0.5, abs=0.05)
+
+
+def test_sequences_are_packed_up_to_the_maximum_length():
+    docs, vocab, _ = unique_corpus(n_docs=5, n_sents=300, lengths=(3, 8))
+    data = PretrainingData(docs, vocab, max_seq_len=64, max_predictions=10, batch_size=32)
+    lengths = [len(ex.input_ids) for i in range(data.num_batches) for ex in data.examples(0, i)]
+    # Most sequences come close to the limit (sentences are 3-7 tokens, so a chunk stops at most 6 short);
+    # about 10% get a shorter random target, as in BERT, and a document's last chunk may be short.
+    assert max(lengths) <= 64
+    assert np.mean(np.array(lengths) >= 64 - 7) > 0.75
+
+
+def test_masks_are_fresh_each_epoch_and_reproducible():
+    docs, vocab, _ = unique_corpus(n_docs=8)
+    make = lambda seed=0: PretrainingData(docs, vocab, max_seq_len=48, max_predictions=7,  # noqa: E731
+                                          batch_size=16, seed=seed)
+    a, b = make(), make()
+    for epoch, index in [(0, 0), (0, 3), (2, 1)]:
+        x, y = a.batch(epoch, index), b.batch(epoch, index)
+        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+    assert not torch.equal(a.batch(0, 0)["input_ids"], make(seed=1).batch(0, 0)["input_ids"][: len(a.batch(0, 0))])
+
+    def masks(epoch: int) -> dict[int, tuple]:
+        return {ex.chunk: tuple(original_ids(ex)[ex.positions]) + tuple(ex.positions)
+                for i in range(a.num_batches) for ex in a.examples(epoch, i)}
+
+    m0, m1 = masks(0), masks(1)
+    assert sorted(m0) == sorted(m1) == list(range(a.num_chunks)), "every chunk once per epoch"
+    same = sum(m0[c] == m1[c] for c in m0)
+    assert same < 0.1 * len(m0), "masks (and pair splits) are drawn afresh each epoch"
+    assert not np.array_equal(a.epoch_order(0), a.epoch_order(1))
+
+
+def test_over_long_sentence_is_truncated_with_a_warning():
+    docs = TokenizedDocuments.from_lists([
+        [list(range(5, 505)), [7, 8, 9]],  # a 500-token sentence
+        [[10, 11, 12, 13], [14, 15]],
+        [list(range(20, 90))],
+    ])
+    vocab = VocabInfo.from_tokens(SPECIALS + [f"t{i}" for i in range(5, 505)])
+    with pytest.warns(UserWarning, match="2 sentence\\(s\\) longer than 29 tokens will be truncated"):
+        data = PretrainingData(docs, vocab, max_seq_len=32, max_predictions=5, batch_size=2)
+    for epoch in range(5):
+        for index in range(data.num_batches):
+            batch = data.batch(epoch, index)
+            assert batch["input_ids"].shape[1] <= 32
+            assert int(batch["mlm_positions"].max()) < batch["input_ids"].shape[1]
+
+
+def test_too_few_documents_for_nsp_is_a_clear_error():
+    docs = TokenizedDocuments.from_lists([[[5, 6, 7], [8, 9]]])
+    vocab = VocabInfo.from_tokens(SPECIALS + [f"t{i}" for i in range(5, 10)])
+    with pytest.raises(ValueError, match="at least 2 documents.*blank lines"):
+        PretrainingData(docs, vocab, max_seq_len=16)
+    # a held-out set with one document draws its random segments from another pool
+    pool = TokenizedDocuments.from_lists([[[5, 6]], [[7, 8, 9]]])
+    data = PretrainingData(docs, vocab, max_seq_len=16, random_pool=pool, batch_size=4)
+    assert len(data.fixed_batches(4, 2)) == 1
+
+
+def test_collate_pads_predictions_with_ignore_index():
+    docs, vocab, _ = unique_corpus(n_docs=4, n_sents=10)
+    data = PretrainingData(docs, vocab, max_seq_len=40, max_predictions=6, batch_size=8)
+    examples = data.examples(0, 0)
+    batch = collate(examples, PAD)
+    B, T = batch["input_ids"].shape
+    assert B == len(examples) and T == max(len(e.input_ids) for e in examples)
+    for i, e in enumerate(examples):
+        n, p = len(e.input_ids), len(e.positions)
+        assert batch["attention_mask"][i].sum() == n and (batch["input_ids"][i, n:] == PAD).all()
+        assert (batch["mlm_labels"][i, p:] == -100).all() and (batch["mlm_positions"][i, p:] == 0).all()
+        assert (batch["mlm_labels"][i, :p].numpy() == e.labels).all()
+    assert batch["next_sentence_label"].tolist() == [int(e.is_random_next) for e in examples]
+
+
+def test_fixed_eval_set_is_identical_every_time():
+    docs, vocab, _ = unique_corpus(n_docs=4, n_sents=40)
+    data = PretrainingData(docs, vocab, max_seq_len=40, max_predictions=6, batch_size=8)
+    assert data.num_chunks > 20
+    first, again = data.fixed_batches(20, 8), data.fixed_batches(20, 8)
+    assert [b["input_ids"].shape[0] for b in first] == [8, 8, 4]
+    assert all(torch.equal(x[k], y[k]) for x, y in zip(first, again) for k in x)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# sentences and tokenisation
+
+
+def test_split_sentences():
+    text = 'Mr. Smith came in. "Who are you?" she asked. He left! 3 days later, Dr. Watson... came. end'
+    assert split_sentences(text) == [
+        "Mr. Smith came in.", '"Who are you?" she asked.', "He left!", "3 days later, Dr. Watson... came. end"
+    ]
+    assert split_sentences("   ") == []
+
+
+def test_tokenize_documents_keeps_document_and_sentence_boundaries():
+    def encode(texts):  # a stand-in tokenizer: one id per word, punctuation-only sentences give nothing
+        return [[len(w) + 5 for w in t.split() if w.strip(".!?")] for t in texts]
+
+    docs = [["One two. Three four five.", "Six."], ["!!!"], ["Seven eight nine ten."]]
+    tok = tokenize_documents(docs, encode, batch_sentences=2)
+    assert tok.n_docs == 3 and tok.n_sentences == 4
+    assert tok.doc_offsets.tolist() == [0, 3, 3, 4]
+    assert tok.sentence_lengths().tolist() == [2, 3, 1, 4]
+    assert tok.sentence(1).tolist() == [10, 9, 10]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the command line and the trainer
+
+
+@pytest.mark.slow
+def test_cli_trains_end_to_end_and_writes_a_loadable_model(tmp_path, corpus_file, capsys):
+    from ctxmodels.formats.huggingface import load_bert
+
+    out = tmp_path / "run"
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(out), "--vocab-size", "150",
+                       "--steps", "4", "--log-every", "1", *TINY], capsys)
+    assert rc == 0, err
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "README.md",
+                 "train_args.json", "data/meta.json", "checkpoint/trainer_state.pt"):
+        assert (out / name).is_file(), name
+    recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in recs if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2, 3, 4]
+    assert all(r["loss"] == pytest.approx(r["mlm_loss"] + r["nsp_loss"], rel=1e-5) for r in steps)
+    final = [r["eval"] for r in recs if "eval" in r][-1]
+    assert set(final) == {"mlm_loss", "mlm_perplexity", "mlm_accuracy", "mlm_top5_accuracy", "nsp_accuracy"}
+    assert final["mlm_perplexity"] == pytest.approx(np.exp(final["mlm_loss"]))
+    card = (out / "README.md").read_text()
+    assert "synthetic.txt" in card and "held-out documents" in card and "mlm_accuracy" in card
+    assert "tiny: 2 layers, hidden 128" in card and "WordPiece trained on the 10 training documents" in card
+
+    model, tok = load_bert(out)
+    assert tok.vocab_size == model.config.vocab_size == json.loads((out / "config.json").read_text())["vocab_size"]
+    assert model.config.num_hidden_layers == 2 and model.has_mlm_head and model.has_nsp_head
+
+    # the same --out again without --resume is refused before anything is overwritten
+    args_before = (out / "train_args.json").read_text()
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(out), "--steps", "9", *TINY],
+                      capsys)
+    assert rc == 2 and "already holds a training run" in err
+    assert (out / "train_args.json").read_text() == args_before
+
+
+@pytest.mark.slow
+def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, tokenizer_dir, capsys):
+    common = ["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--steps", "8",
+              "--log-every", "1", "--eval-every", "3", *TINY]
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert run_cli([*common, "--out", str(full)], capsys)[0] == 0
+    # --time-limit 0 stops cleanly (with a checkpoint) after the first step
+    assert run_cli([*common, "--out", str(part), "--time-limit", "0"], capsys)[0] == 0
+    assert max(losses(part)) == 1
+    # resume needs no repeated settings; changing one is refused
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(part), "--resume",
+                       "--batch-size", "4", "--seed", "3"], capsys)
+    assert rc == 2 and "--batch-size 4 (the run used 8)" in err and "--seed 3 (the run used 0)" in err
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(part), "--resume",
+                       "--no-progress", "--threads", "2"], capsys)
+    assert rc == 0, err
+    assert "tokenising" not in err, "resume reuses the cached pre-training data"
+    a, b = losses(full), losses(part)
+    assert sorted(a) == sorted(b) == list(range(1, 9))
+    for step in a:
+        assert b[step] == pytest.approx(a[step], abs=1e-6), step
+
+
+def test_resume_without_a_run_is_a_clear_error(tmp_path, corpus_file, capsys):
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(tmp_path / "none"), "--resume"],
+                      capsys)
+    assert rc == 2 and "no BERT run to resume" in err
+
+
+@pytest.mark.parametrize("text, extra, message", [
+    ("", [], "the corpus is empty"),
+    ("Just one line of text.\n", [], "leaves none to train on"),
+    ("Just one line of text.\n", ["--heldout-docs", "0"], "at least 2 documents"),
+    (None, ["--max-seq-len", "600"], "exceeds the model's 512 positions"),
+])
+def test_bad_input_gives_a_clear_error(tmp_path, corpus_file, capsys, text, extra, message):
+    path = corpus_file
+    if text is not None:
+        path = tmp_path / "bad.txt"
+        path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # --heldout-docs 0 warns first
+        rc, err = run_cli(["train", "bert", "--corpus", str(path), "--out", str(tmp_path / "o"), "--steps", "2",
+                           "--vocab-size", "100", *TINY, *extra], capsys)
+    assert rc == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_over_long_sentence_in_a_corpus_trains_with_a_warning(tmp_path, capsys):
+    long_sentence = " ".join(f"word{i % 50}" for i in range(400)) + "."
+    text = synthetic_corpus(n_docs=4, paragraphs=3) + "\n" + long_sentence + "\n"
+    path = tmp_path / "long.txt"
+    path.write_text(text)
+    with pytest.warns(UserWarning, match="longer than 29 tokens will be truncated"):
+        rc, err = run_cli(["train", "bert", "--corpus", str(path), "--out", str(tmp_path / "o"), "--steps", "3",
+                           "--vocab-size", "120", "--heldout-docs", "1", *TINY], capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.slow
+def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
+    corpus = tmp_path / "synthetic.txt"
+    corpus.write_text(synthetic_corpus(n_docs=16, paragraphs=30, seed=1))
+    args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--preset", "tiny",
+                            "--vocab-size", "200", "--max-seq-len", "64", "--batch-size", "16", "--steps", "150",
+                            "--eval-every", "0", "--eval-sequences", "64", "--no-progress"])
+    task, cfg = bert_data.build_task(args)
+    task.model.eval()
+    with torch.no_grad():
+        before = task.evaluate(task.model)
+    after = Trainer(task, cfg, args.out, command="test").train()
+    assert before["mlm_loss"] > 0.9 * np.log(task.tokenizer.vocab_size)  # untrained: close to uniform
+    assert after["mlm_loss"] < 0.6 * before["mlm_loss"]
+    assert after["mlm_accuracy"] > 0.3 and after["mlm_top5_accuracy"] > after["mlm_accuracy"]

@@ -1,0 +1,419 @@
+"""ELMo training: tokenisation, vocabulary, window batches, the sampled softmax, exact perplexity, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ctxmodels.char_ids import word_to_char_ids
+from ctxmodels.checkpoint import CheckpointError, load_tensors
+from ctxmodels.cli import main
+from ctxmodels.elmo import ElmoConfig
+from ctxmodels.elmo_data import (
+    BOS_TYPE,
+    EOS_TYPE,
+    IGNORE,
+    ElmoLMTask,
+    EncodedCorpus,
+    LogUniformSampler,
+    Vocabulary,
+    sampled_softmax_loss,
+    sentences,
+    split_sentences,
+    tokenize,
+    tokenize_with_offsets,
+)
+from ctxmodels.formats.allennlp import load_elmo
+
+# ----------------------------------------------------------------------------------------------------------
+# a generated language with plenty of structure, so that a tiny model learns it in seconds
+
+NAMES = ["Anna", "Ben", "Clara", "David", "Emma", "Frank", "Grace", "Henry"]
+VERBS = ["sees", "likes", "finds", "takes", "paints", "sells", "buys", "hides"]
+ADJS = ["red", "old", "small", "green", "heavy", "bright"]
+NOUNS = ["box", "horse", "letter", "garden", "river", "bank", "lamp", "coat", "ship", "bird"]
+
+
+def generated_paragraph(rng: random.Random, n_sentences: int = 6) -> str:
+    out = []
+    for _ in range(n_sentences):
+        if rng.random() < 0.5:
+            out.append(f"{rng.choice(NAMES)} {rng.choice(VERBS)} the {rng.choice(ADJS)} {rng.choice(NOUNS)}.")
+        else:
+            out.append(f"The {rng.choice(NOUNS)} is {rng.choice(ADJS)}, said {rng.choice(NAMES)}!")
+    return " ".join(out)
+
+
+def write_corpus(path: Path, n_docs: int = 4, paragraphs: int = 40, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    docs = ["\n".join(generated_paragraph(rng) for _ in range(paragraphs)) for _ in range(n_docs)]
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return path
+
+
+def tiny_config() -> ElmoConfig:
+    return ElmoConfig.preset("tiny")
+
+
+def make_task(train_docs, heldout_docs, vocab_size=100, **kw) -> ElmoLMTask:
+    corpus = EncodedCorpus.build(train_docs, heldout_docs, vocab_size)
+    kw = {"seq_len": 8, "batch_size": 4, "n_samples": 16, "eval_tokens": 400, **kw}
+    return ElmoLMTask(corpus, tiny_config(), **kw)
+
+
+def run_cli(*args: str) -> int:
+    return main(["train", "elmo", "--no-progress", "--threads", "1", *args])
+
+
+def losses(out: Path) -> dict[int, float]:
+    recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in recs if "loss" in r}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# tokenisation
+
+
+def test_tokenize_splits_punctuation_and_keeps_words_whole():
+    text = 'Mr. Dowling said, "Don’t go to the drawing-room!" It cost 1,000 pounds at 10:30 — 3.5 times more.'
+    assert tokenize(text) == [
+        "Mr.", "Dowling", "said", ",", '"', "Don’t", "go", "to", "the", "drawing-room", "!", '"', "It", "cost",
+        "1,000", "pounds", "at", "10:30", "—", "3.5", "times", "more", ".",
+    ]
+    for word, start, end in tokenize_with_offsets(text):
+        assert text[start:end] == word
+
+
+def test_tokenize_odd_input():
+    assert tokenize("") == [] and tokenize("   \n\t ") == []
+    assert tokenize("café naïve Zürich") == ["café", "naïve", "Zürich"]
+    assert tokenize("cafe\u0301!") == ["cafe\u0301", "!"]  # a combining accent stays inside its word
+    assert tokenize("I ❤ it 👍🏽") == ["I", "❤", "it", "👍", "🏽"]  # symbols and emoji are tokens of their own
+    assert tokenize("x" * 100) == ["x" * 100]
+    assert tokenize("'tis the dogs' bone") == ["'", "tis", "the", "dogs", "'", "bone"]
+    with pytest.raises(ValueError, match="str"):
+        tokenize(["not", "text"])  # type: ignore[arg-type]
+
+
+def test_split_sentences():
+    text = 'He came. "Who is it?" she asked. Mr. Smith smiled... And then? no! It rained'
+    assert sentences(text) == [
+        ["He", "came", "."],
+        ['"', "Who", "is", "it", "?", '"', "she", "asked", "."],
+        ["Mr.", "Smith", "smiled", ".", ".", "."],
+        ["And", "then", "?", "no", "!"],  # "no" is lower case: not a new sentence
+        ["It", "rained"],
+    ]
+    # an opening quote after a full stop starts the next sentence; a touching one closes the current one
+    assert sentences('He said. "Go."') == [["He", "said", "."], ['"', "Go", ".", '"']]
+    assert split_sentences([]) == []
+    long = " ".join(["word"] * 2000)
+    assert sentences(long) == [["word"] * 2000]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# vocabulary and the encoded corpus
+
+
+def test_vocabulary_order_unk_and_round_trip(tmp_path):
+    vocab = Vocabulary.from_counts({"b": 5, "a": 5, "c": 9, "d": 1, "<UNK>": 100}, max_words=3)
+    assert vocab.words == ["<S>", "</S>", "<UNK>", "c", "a", "b"]  # by count, ties alphabetically
+    assert vocab.encode(["c", "d", "zzz", "<S>"]) == [3, 2, 2, 0]
+    assert "d" not in vocab and len(vocab) == 6
+    vocab.save(tmp_path / "vocab.txt")
+    assert Vocabulary.load(tmp_path / "vocab.txt").words == vocab.words
+    with pytest.raises(ValueError, match="must start with"):
+        Vocabulary(["a", "b"])
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["<S>", "</S>", "<UNK>", "a", "a"])
+    with pytest.raises(ValueError, match="at least 1"):
+        Vocabulary.from_counts({"a": 1}, 0)
+    (tmp_path / "bad.txt").write_text("the\nof\n")
+    with pytest.raises(CheckpointError, match="bad.txt"):
+        Vocabulary.load(tmp_path / "bad.txt")
+
+
+def test_encoded_corpus_stream_vocab_and_cache(tmp_path):
+    train = [["The cat sat. The cat ran."], ["A dog sat."]]
+    heldout = [["The zebra sat zebra zebra."]]
+    enc = EncodedCorpus.build(train, heldout, vocab_size=3)
+    types = enc.types
+    assert [types[t] for t in enc.train] == [
+        "<S>", "The", "cat", "sat", ".", "</S>", "<S>", "The", "cat", "ran", ".", "</S>",
+        "<S>", "A", "dog", "sat", ".", "</S>",
+    ]
+    # The vocabulary counts the training documents only: "zebra" is frequent in held-out text but not a word.
+    assert enc.vocab.words == ["<S>", "</S>", "<UNK>", ".", "The", "cat"]
+    assert [enc.vocab.words[enc.type_to_vocab[t]] for t in enc.heldout] == [
+        "<S>", "The", "<UNK>", "<UNK>", "<UNK>", "<UNK>", ".", "</S>"]
+    assert enc.oov_rate(enc.heldout) == pytest.approx(4 / 6)
+    for t, word in enumerate(types):  # character ids per type, including the boundaries' special ids
+        assert enc.type_chars[t].tolist() == word_to_char_ids(word)
+    assert types[BOS_TYPE] == "<S>" and types[EOS_TYPE] == "</S>"
+
+    key = {"version": 1, "what": "test"}
+    enc.save(tmp_path / "cache", key)
+    again = EncodedCorpus.load(tmp_path / "cache", key)
+    assert again is not None and again.types == enc.types and again.vocab.words == enc.vocab.words
+    assert np.array_equal(again.train, enc.train) and np.array_equal(again.type_chars, enc.type_chars)
+    assert EncodedCorpus.load(tmp_path / "cache", {**key, "what": "other"}) is None
+    assert EncodedCorpus.load(tmp_path / "nothing", key) is None
+
+
+def test_batches_are_pure_functions_with_right_targets():
+    rng = random.Random(1)
+    train = [[generated_paragraph(rng) for _ in range(10)] for _ in range(2)]
+    task = make_task(train, [[generated_paragraph(rng)]], seq_len=7, batch_size=3, seed=5)
+    other = make_task(train, [[generated_paragraph(rng)]], seq_len=7, batch_size=3, seed=5)
+    a, b = task.get_batch(2, 4), other.get_batch(2, 4)
+    task.get_batch(0, 0)  # a different epoch in between must not matter
+    c = task.get_batch(2, 4)
+    for k in a:
+        assert torch.equal(a[k], b[k]) and torch.equal(a[k], c[k])
+    assert not torch.equal(task.get_batch(3, 4)["char_ids"], a["char_ids"])
+
+    enc, V = task.corpus, task.corpus.vocab
+    starts = task._epoch_starts(2)[12:15]
+    for row, s in enumerate(starts):
+        for j in range(7):
+            t = enc.train[s + j]
+            assert a["char_ids"][row, j].tolist() == word_to_char_ids(enc.types[t])
+            nxt, prev = enc.train[s + j + 1], enc.train[s + j - 1]
+            want_f = IGNORE if nxt == BOS_TYPE else V.id(enc.types[nxt])
+            want_b = IGNORE if prev == EOS_TYPE else V.id(enc.types[prev])
+            assert a["fwd_targets"][row, j] == want_f and a["bwd_targets"][row, j] == want_b
+    # an epoch visits disjoint windows that all lie inside the stream
+    all_starts = task._epoch_starts(2)
+    assert len(set(all_starts.tolist())) == len(all_starts)
+    assert all_starts.min() >= 1 and all_starts.max() + 7 <= len(enc.train) - 1
+    assert len(a["candidates"]) == 16 and len(set(a["candidates"].tolist())) == 16
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the softmax
+
+
+def test_sampled_softmax_with_every_class_is_the_full_softmax():
+    torch.manual_seed(0)
+    V, P, N = 30, 8, 50
+    states = torch.randn(N, P, requires_grad=True)
+    weight, bias = torch.randn(V, P, requires_grad=True), torch.randn(V, requires_grad=True)
+    targets = torch.randint(V, (N,))
+    full = F.cross_entropy(states @ weight.t() + bias, targets, reduction="none")
+    sampled = sampled_softmax_loss(states, targets, weight, bias, torch.randperm(V))
+    torch.testing.assert_close(sampled, full, atol=1e-5, rtol=1e-5)
+    g_full = torch.autograd.grad(full.sum(), (states, weight, bias))
+    g_sampled = torch.autograd.grad(sampled.sum(), (states, weight, bias))
+    for x, y in zip(g_full, g_sampled):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-5)
+
+
+def test_sampled_softmax_approaches_full_softmax_as_samples_grow():
+    torch.manual_seed(0)
+    V, P, N = 400, 16, 64
+    states, weight, bias = torch.randn(N, P), torch.randn(V, P) * 0.5, torch.zeros(V)
+    targets = torch.randint(V, (N,))
+    full = F.cross_entropy(states @ weight.t() + bias, targets).item()
+    sampler = LogUniformSampler(V)
+
+    def gap(n: int) -> float:
+        values = []
+        for seed in range(20):
+            cand, tries = sampler.sample(n, np.random.default_rng(seed))
+            loss = sampled_softmax_loss(states, targets, weight, bias, cand, sampler.log_expected_count(cand, tries),
+                                        sampler.log_expected_count(targets, tries))
+            values.append(loss.mean().item())
+        return abs(float(np.mean(values)) - full)
+
+    gaps = [gap(n) for n in (20, 100, 399)]
+    assert gaps[0] > gaps[1] > gaps[2]
+    assert gaps[2] < 0.01 * full
+
+
+def test_log_uniform_sampler():
+    V = 50
+    sampler = LogUniformSampler(V)
+    p = sampler.prob(torch.arange(V))
+    assert float(p.sum()) == pytest.approx(1.0, abs=1e-12)
+    assert bool((p[:-1] > p[1:]).all())  # Zipfian: frequent (low) ids more likely
+    # Inclusion frequencies over many samples match the predicted inclusion probabilities. The prediction,
+    # 1 - (1 - p)^tries, is TensorFlow's approximation (it ignores that the last draw is always new), hence
+    # the tolerance.
+    rng = np.random.default_rng(0)
+    hits, predicted = np.zeros(V), np.zeros(V)
+    for _ in range(2000):
+        cand, tries = sampler.sample(10, rng)
+        assert len(cand) == 10 and len(set(cand.tolist())) == 10
+        hits[cand.numpy()] += 1
+        predicted += sampler.log_expected_count(torch.arange(V), tries).exp().numpy()
+    np.testing.assert_allclose(hits / 2000, predicted / 2000, atol=0.05)
+    assert np.abs(hits - predicted).mean() / 2000 < 0.015
+    with pytest.raises(ValueError, match="distinct"):
+        sampler.sample(V, rng)
+
+
+def test_full_softmax_perplexity_by_hand():
+    train = [["One two three four. Five six seven eight."] * 5, ["Nine ten one two."] * 5]
+    task = make_task(train, [["one two zebra."]], seq_len=16, n_samples=0)
+    torch.manual_seed(0)
+    torch.nn.init.normal_(task.model.softmax.weight, std=0.5)  # make the output distribution far from uniform
+    task.model.eval()
+    got = task.evaluate(task.model)
+
+    # The held-out stream is <S> one two zebra . </S>; the one window covers "one two zebra ." (no boundaries
+    # inside it), from a zero state. Score it by hand from the model's top layer and the softmax weights.
+    words = ["one", "two", "zebra", "."]
+    vocab = task.corpus.vocab
+    with torch.no_grad():
+        out = task.model(torch.tensor([[word_to_char_ids(w) for w in words]]))
+        W, b = task.model.softmax.weight, task.model.softmax.bias
+
+        def mean_nll(states, targets):
+            total = 0.0
+            for s, t in zip(states[0], targets):
+                logits = W @ s + b
+                total += (torch.log(torch.exp(logits - logits.max()).sum()) + logits.max() - logits[t]).item()
+            return total / len(targets)
+
+        fwd = mean_nll(out.forward_layers[-1], vocab.encode(["two", "zebra", ".", "</S>"]))
+        bwd = mean_nll(out.backward_layers[-1], vocab.encode(["<S>", "one", "two", "zebra"]))
+    assert vocab.id("zebra") == vocab.unk_id  # "zebra" only occurs in held-out text: scored as <UNK>
+    assert got["fwd_ppl"] == pytest.approx(math.exp(fwd), rel=1e-5)
+    assert got["bwd_ppl"] == pytest.approx(math.exp(bwd), rel=1e-5)
+    assert got["ppl"] == pytest.approx(math.exp((fwd + bwd) / 2), rel=1e-5)
+    assert got["fwd_ppl"] != pytest.approx(got["bwd_ppl"], rel=1e-3)
+
+
+def test_loss_ignores_boundary_transitions_and_full_softmax_equals_cross_entropy():
+    rng = random.Random(2)
+    train = [[generated_paragraph(rng) for _ in range(5)] for _ in range(2)]
+    task = make_task(train, [], n_samples=0)
+    task.model.eval()  # no dropout: the loss is a deterministic function of the batch
+    batch = task.get_batch(0, 0)
+    loss, stats = task.loss(task.model, batch)
+    assert stats["tokens"] == 4 * 8
+    with torch.no_grad():
+        out = task.model(batch["char_ids"])
+        fwd = F.cross_entropy(task.model.full_softmax_logits(out.forward_layers[-1]).flatten(0, 1),
+                              batch["fwd_targets"].flatten(), ignore_index=IGNORE)
+        bwd = F.cross_entropy(task.model.full_softmax_logits(out.backward_layers[-1]).flatten(0, 1),
+                              batch["bwd_targets"].flatten(), ignore_index=IGNORE)
+    assert (batch["fwd_targets"] == IGNORE).any()  # the generated text has sentence boundaries inside windows
+    assert loss.item() == pytest.approx(0.5 * (fwd + bwd).item(), rel=1e-5)
+    assert stats["fwd_loss"] == pytest.approx(fwd.item(), rel=1e-5)
+    assert task.evaluate(task.model) == {}  # no held-out documents: nothing to report
+
+
+# ----------------------------------------------------------------------------------------------------------
+# training
+
+
+@pytest.mark.slow
+def test_training_clearly_lowers_heldout_perplexity(tmp_path):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=4, paragraphs=60)
+    out = tmp_path / "run"
+    code = run_cli("--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--steps", "150",
+                   "--lr", "1e-2", "--warmup", "10", "--batch-size", "16", "--seq-len", "20", "--n-samples", "20",
+                   "--eval-every", "1000", "--save-every", "1000", "--heldout-docs", "1", "--eval-tokens", "2000")
+    assert code == 0
+    recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    final = [r["eval"] for r in recs if "eval" in r][-1]
+
+    # perplexity of the same untrained model (same seed gives the same initial weights)
+    from ctxmodels.elmo_data import load_corpus
+
+    run = json.loads((out / "elmo_run.json").read_text())
+    enc, _ = load_corpus(corpus, 1, 0, run["vocab_size"], run["corpus_sha256"], out / "data_cache")
+    fresh = ElmoLMTask(enc, tiny_config(), seq_len=20, batch_size=16, n_samples=20, eval_tokens=2000)
+    fresh.model.eval()
+    before = fresh.evaluate(fresh.model)
+    assert before["ppl"] > 30  # about the vocabulary size (~45 words) when untrained
+    assert final["fwd_ppl"] < 0.25 * before["fwd_ppl"] and final["bwd_ppl"] < 0.25 * before["bwd_ppl"]
+
+    model = load_elmo(out)  # the result is a loadable ELMo with its LM head and vocabulary
+    assert model.has_lm_head and model.vocab == (out / "vocab.txt").read_text().splitlines()
+    card = (out / "README.md").read_text()
+    assert "gen.txt" in card and "preset `tiny`" in card and "fwd_ppl" in card and "Held-out" in card
+
+
+def test_cli_resume_equals_uninterrupted_run(tmp_path):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    common = ["--corpus", str(corpus), "--preset", "tiny", "--steps", "6", "--batch-size", "4", "--seq-len", "8",
+              "--n-samples", "10", "--log-every", "1", "--eval-every", "3", "--save-every", "100",
+              "--eval-tokens", "200"]
+    assert run_cli(*common, "--out", str(tmp_path / "full")) == 0
+    # --time-limit stops after the first step with a checkpoint; --resume with no other options continues
+    assert run_cli(*common, "--out", str(tmp_path / "cut"), "--time-limit", "1e-6") == 0
+    assert max(losses(tmp_path / "cut")) == 1
+    assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "cut"), "--resume", "--log-every", "1") == 0
+    full, cut = losses(tmp_path / "full"), losses(tmp_path / "cut")
+    assert sorted(full) == sorted(cut) == list(range(1, 7))
+    for step in full:
+        assert cut[step] == pytest.approx(full[step], abs=1e-6)
+    a, b = (load_tensors(tmp_path / name / "model.safetensors") for name in ("full", "cut"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # the encoded corpus was cached, and reused on resume
+    assert (tmp_path / "cut" / "data_cache" / "key.json").is_file()
+
+
+def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    out = tmp_path / "run"
+    common = ["--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--batch-size", "4", "--seq-len", "8",
+              "--n-samples", "10", "--eval-tokens", "100"]
+    assert run_cli(*common, "--steps", "2") == 0
+    capsys.readouterr()
+    assert run_cli(*common, "--steps", "2") == 2  # no --resume: refuses to overwrite the run
+    assert "--resume" in capsys.readouterr().err
+    assert run_cli(*common, "--steps", "4", "--seq-len", "16", "--resume") == 2
+    err = capsys.readouterr().err
+    assert "--seq-len 16 (the run used 8)" in err and "--steps 4 (the run used 2)" in err
+    assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "new"), "--resume") == 2
+    assert "elmo_run.json" in capsys.readouterr().err
+    corpus.write_text(corpus.read_text() + "\nMore text.\n")
+    assert run_cli("--corpus", str(corpus), "--out", str(out), "--resume") == 2
+    assert "corpus changed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("Just one line of text.\n", "leaves none to train on"),
+        ("A short document.\n\nAnother one.\n", "too few for one batch"),
+    ],
+)
+def test_cli_bad_corpus_gives_clear_error(tmp_path, capsys, text, message):
+    corpus = tmp_path / "bad.txt"
+    corpus.write_text(text, encoding="utf-8")
+    assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "out"), "--preset", "tiny") == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_missing_corpus_and_bad_sizes(tmp_path, capsys):
+    assert run_cli("--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")) == 2
+    assert "not found" in capsys.readouterr().err
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=2, paragraphs=5)
+    assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "o"), "--seq-len", "0") == 2
+    assert "--seq-len must be at least 1" in capsys.readouterr().err
+
+
+def test_long_sentences_emoji_and_long_words_train_and_evaluate(tmp_path):
+    rng = random.Random(3)
+    long_sentence = " ".join(rng.choice(NOUNS + ADJS) for _ in range(2000))
+    odd = "Emoji 👍🏽 and ❤ here, café naïve Zürich, " + "x" * 100 + " and " + "é" * 60 + "."
+    train = [[long_sentence, odd], [generated_paragraph(rng) for _ in range(10)]]
+    task = make_task(train, [[odd, long_sentence]], seq_len=16, batch_size=4)
+    assert any(len(t) == 100 for t in task.corpus.types)
+    loss, _ = task.loss(task.model, task.get_batch(0, 0))
+    assert torch.isfinite(loss)
+    loss.backward()
+    metrics = task.evaluate(task.model)
+    assert all(math.isfinite(v) and v > 1 for v in metrics.values())

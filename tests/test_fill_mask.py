@@ -1,0 +1,128 @@
+"""Fill-in: top-k guesses per [MASK] (checked against transformers' fill-mask pipeline), word scoring, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import transformers
+
+from ctxmodels.analysis.fill_in import fill_mask, mask_word
+from ctxmodels.bert import BertConfig, BertForPreTraining
+from ctxmodels.cli import main as cli_main
+from ctxmodels.formats.huggingface import save_pretrained
+from ctxmodels.tokenization import WordPieceTokenizer
+
+TEXTS = ["The bank of the river was steep.", "She put her money in the bank.", "Bankers lend money to rivers."] * 10
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    tok = WordPieceTokenizer.train(TEXTS, vocab_size=60, min_frequency=1)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=40, max_position_embeddings=64)
+    model = BertForPreTraining(config).eval()
+    with torch.no_grad():  # a peaked output distribution, so rankings are not ties
+        model.cls.predictions.bias.normal_(0, 2)
+        model.cls.predictions.transform.LayerNorm.weight.normal_(1, 1)
+    directory = tmp_path_factory.mktemp("bert")
+    save_pretrained(model, tok, directory)
+    return model, tok, directory
+
+
+def test_one_list_per_mask_best_first(saved):
+    model, tok, _ = saved
+    out = fill_mask(model, tok, "the [MASK] of the river and the [MASK]", top_k=4)
+    assert len(out) == 2
+    for guesses in out:
+        assert len(guesses) == 4 and set(guesses[0]) == {"token", "prob"}
+        probs = [g["prob"] for g in guesses]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
+        assert all(tok.token_to_id(g["token"]) is not None for g in guesses)
+
+
+@pytest.mark.slow
+def test_matches_transformers_fill_mask_pipeline(saved):
+    model, tok, directory = saved
+    pipe = transformers.pipeline("fill-mask", model=str(directory), tokenizer=str(directory), top_k=5, device="cpu")
+    for text in ["the [MASK] of the river", "she put [MASK] money in the [MASK] ."]:
+        ours = fill_mask(model, tok, text, top_k=5)
+        ref = pipe(text)
+        ref = [ref] if isinstance(ref[0], dict) else ref
+        assert len(ours) == len(ref)
+        for o, r in zip(ours, ref):
+            assert [g["token"] for g in o] == [tok.id_to_token(x["token"]) for x in r]
+            for g, x in zip(o, r):
+                assert g["prob"] == pytest.approx(x["score"], abs=1e-5)
+
+
+def test_mask_word_single_piece_agrees_with_fill_mask(saved):
+    model, tok, _ = saved
+    text = "the bank of the river"
+    full = fill_mask(model, tok, "the [MASK] of the river", top_k=tok.vocab_size)[0]
+    score = mask_word(model, tok, text, "bank")
+    assert score.pieces == ["bank"] and score.word == "bank" and score.word_index == 1
+    rank = [g["token"] for g in full].index("bank") + 1
+    assert score.rank == rank
+    assert score.prob == pytest.approx(full[rank - 1]["prob"], abs=1e-6)
+    assert score.top[0] == full[:5]
+
+
+def test_mask_word_masks_every_piece_of_a_split_word(saved):
+    model, tok, _ = saved
+    text = "the bankers lend money"
+    enc = tok.encode(text)
+    word = enc.words.index("bankers")
+    pieces = enc.word_pieces(word)
+    assert len(pieces) >= 2, enc.tokens  # the small vocabulary splits it
+    score = mask_word(model, tok, text, "Bankers")  # matched case-insensitively for an uncased model
+    ids = torch.tensor([enc.ids])
+    ids[0, pieces] = tok.mask_id
+    with torch.no_grad():
+        probs = model(ids).prediction_logits[0].softmax(-1)
+    expected = [probs[p, enc.ids[p]].item() for p in pieces]
+    assert score.piece_probs == pytest.approx(expected, abs=1e-6)
+    assert score.prob == pytest.approx(math.prod(expected), rel=1e-5)
+    ranks = [int((probs[p] > probs[p, enc.ids[p]]).sum()) + 1 for p in pieces]
+    assert score.piece_ranks == ranks and score.rank == max(ranks)
+    assert mask_word(model, tok, text.split(), 1).pieces == score.pieces  # pre-split words, by index
+
+
+def test_clear_errors(saved):
+    model, tok, _ = saved
+    with pytest.raises(ValueError, match=r"no \[MASK\]"):
+        fill_mask(model, tok, "the bank of the river")
+    with pytest.raises(ValueError, match="top_k"):
+        fill_mask(model, tok, "the [MASK]", top_k=0)
+    with pytest.raises(ValueError, match="'sea' occurs not at all"):
+        mask_word(model, tok, "the bank of the river", "sea")
+    with pytest.raises(ValueError, match="occurrence 2"):
+        mask_word(model, tok, "the bank of the river", "the", occurrence=2)
+    no_head = BertForPreTraining(model.config, mlm_head=False, nsp_head=False)
+    with pytest.raises(ValueError, match="no masked-LM head"):
+        fill_mask(no_head, tok, "the [MASK]")
+
+
+def test_cli_json_and_text_output(saved, capsys):
+    model, tok, directory = saved
+    assert cli_main(["fill-mask", "--model", str(directory), "--top-k", "3", "--json",
+                     "the [MASK] of the [MASK]"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == json.loads(json.dumps(fill_mask(model, tok, "the [MASK] of the [MASK]", top_k=3)))
+    assert len(out) == 2 and all(len(g) == 3 and set(g[0]) == {"token", "prob"} for g in out)
+    assert cli_main(["fill-mask", "--model", str(directory), "the", "[MASK]", "of", "the", "river"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("[MASK]:") and len(text.strip().splitlines()) == 6
+    assert cli_main(["fill-mask", "--model", str(directory), "--word", "bank", "the bank of the river"]) == 0
+    assert "rank" in capsys.readouterr().out
+
+
+def test_cli_reports_problems_without_a_traceback(saved, capsys, tmp_path):
+    _, _, directory = saved
+    assert cli_main(["fill-mask", "--model", str(directory), "no mask here"]) == 2
+    assert "no [MASK]" in capsys.readouterr().err
+    assert cli_main(["fill-mask", "--model", str(tmp_path / "missing"), "the [MASK]"]) == 2
+    assert "no such checkpoint" in capsys.readouterr().err
