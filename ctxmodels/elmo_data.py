@@ -377,7 +377,7 @@ class ElmoLMTask(TrainTask):
     name = "elmo"
 
     def __init__(self, corpus: EncodedCorpus, config: ElmoConfig, seq_len: int = 20, batch_size: int = 32,
-                 n_samples: int = 1024, eval_tokens: int = 20_000, seed: int = 0,
+                 n_samples: int = 1024, eval_tokens: int = 10_000, seed: int = 0,
                  card_info: dict[str, Any] | None = None):
         if seq_len < 1 or batch_size < 1:
             raise ValueError(f"--seq-len and --batch-size must be at least 1, got {seq_len} and {batch_size}")
@@ -397,8 +397,9 @@ class ElmoLMTask(TrainTask):
                 "--seq-len"
             )
         self._eval_starts, self._eval_len = self._eval_windows(eval_tokens)
-        torch.manual_seed(seed)  # the initial weights depend on the seed only
-        self.model = ElmoLanguageModel(self.config)
+        with torch.random.fork_rng(devices=[]):  # the initial weights depend on the seed only
+            torch.manual_seed(seed)
+            self.model = ElmoLanguageModel(self.config)
         self._epoch_cache: tuple[int, np.ndarray] | None = None
 
     # -- data ---------------------------------------------------------------------------------------------
@@ -549,7 +550,7 @@ RUN_FILE = "elmo_run.json"  # the settings of a run, so that --resume rebuilds i
 # Settings a resumed run must share with the original: (argparse dest, default when not given).
 _RUN_SETTINGS: dict[str, Any] = {
     "preset": DEFAULT_PRESET, "vocab_size": 30_000, "seq_len": 20, "batch_size": 32, "n_samples": 1024,
-    "heldout_docs": None, "eval_tokens": 20_000, "seed": 0,
+    "heldout_docs": None, "eval_tokens": 10_000, "seed": 0,
     "steps": 20_000, "lr": 2e-3, "warmup": 500, "weight_decay": 0.01, "bf16": False,
 }
 

@@ -153,7 +153,7 @@ class SemCor:
         self.sentences = sentences
         self.path = path
         self.index = {s.uid: i for i, s in enumerate(sentences)}
-        self._by_lemma: dict[str, list[tuple[int, int]]] | None = None
+        self._by_lemma: dict[str, list[tuple[int, Tag]]] | None = None
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -178,6 +178,14 @@ class SemCor:
             for t in sorted(s.tags):
                 yield i, s, s.tags[t]
 
+    def lemma_index(self) -> dict[str, list[tuple[int, Tag]]]:
+        """Lower-cased lemma -> [(sentence index, tag)] in corpus order; built once, on first use."""
+        if self._by_lemma is None:
+            self._by_lemma = {}
+            for i, _, tag in self.tagged():
+                self._by_lemma.setdefault(tag.lemma.lower(), []).append((i, tag))
+        return self._by_lemma
+
     def occurrences(self, lemma: str, pos: str | None = None, include_named_entities: bool = False) -> list[Occurrence]:
         """Every tagged occurrence of ``lemma`` (case-insensitive) with its first sense key.
 
@@ -185,14 +193,9 @@ class SemCor:
         """
         if pos is not None and pos not in ("n", "v", "a", "r"):
             raise ValueError(f"pos must be one of n, v, a, r (WordNet types), not {pos!r}")
-        if self._by_lemma is None:  # built on first use: one pass over the tags instead of one per lemma
-            self._by_lemma = {}
-            for i, s, tag in self.tagged():
-                self._by_lemma.setdefault(tag.lemma.lower(), []).append((i, tag.token_index))
         out = []
-        for i, t in self._by_lemma.get(lemma.lower(), []):
+        for i, tag in self.lemma_index().get(lemma.lower(), []):
             s = self.sentences[i]
-            tag = s.tags[t]
             if tag.pos.startswith("NNP") and not include_named_entities:
                 continue
             if pos is not None and _wordnet_type(tag.sense_key) != pos:
@@ -215,13 +218,10 @@ class SemCor:
         """
         if min_per_sense < 1 or min_senses < 1:
             raise ValueError("min_per_sense and min_senses must be at least 1")
-        counts: dict[str, Counter] = {}
-        for _, _, tag in self.tagged():
-            if tag.pos.startswith("NNP") or (pos is not None and _wordnet_type(tag.sense_key) != pos):
-                continue
-            counts.setdefault(tag.lemma.lower(), Counter())[tag.sense_key] += 1
         picked = []
-        for lemma, c in counts.items():
+        for lemma, entries in self.lemma_index().items():
+            c = Counter(tag.sense_key for _, tag in entries if not tag.pos.startswith("NNP")
+                        and (pos is None or _wordnet_type(tag.sense_key) == pos))
             kept = {k: n for k, n in c.most_common() if n >= min_per_sense}
             if len(kept) >= min_senses:
                 picked.append((lemma, kept))

@@ -179,7 +179,7 @@ class StaticVectors(nn.Module):
         unknown = [w for w, r in zip(words, rows) if r is None]
         if unknown:
             raise UnknownWordError(self._unknown_message(unknown))
-        return self._matrix()[np.asarray(rows, dtype=np.int64)].copy().reshape(len(words), self.dim)
+        return self._matrix()[np.asarray(rows, dtype=np.int64)].reshape(len(words), self.dim)  # indexing copies
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two words."""
@@ -205,6 +205,8 @@ class StaticVectors(nn.Module):
         for e in exclude:
             sims[e if isinstance(e, int) else self.index(e)] = -np.inf
         k = min(k, int(np.isfinite(sims).sum()))
+        if k == 0:
+            return []
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         top = top[np.argsort(-sims[top], kind="stable")][:k]
         return [(self.words[j], float(sims[j])) for j in top]

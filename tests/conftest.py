@@ -16,7 +16,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CTXMODELS_DATA", ROOT.parent / "shared" / "data"))
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Tests use tiny models: one thread is faster than two (no sync overhead) and robust to a busy machine.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

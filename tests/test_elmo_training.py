@@ -417,3 +417,28 @@ def test_long_sentences_emoji_and_long_words_train_and_evaluate(tmp_path):
     loss.backward()
     metrics = task.evaluate(task.model)
     assert all(math.isfinite(v) and v > 1 for v in metrics.values())
+
+
+@pytest.mark.slow
+def test_two_process_training_keeps_ranks_identical(tmp_path):
+    """build_task under torchrun; the shared softmax is used outside the model's forward, so this also checks
+    that DDP still averages its gradients (identical weights on both ranks afterwards)."""
+    import os
+    import subprocess
+    import sys
+
+    from test_distributed import RANK_SCRIPT  # the BERT engineer's rank wrapper: reports a hash of the weights
+
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    env = dict(os.environ, HASH_DIR=str(tmp_path), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
+           "train", "elmo", "--corpus", str(corpus), "--out", str(tmp_path / "run"), "--preset", "tiny",
+           "--steps", "3", "--batch-size", "4", "--seq-len", "8", "--n-samples", "10", "--lr", "1e-2",
+           "--warmup", "1", "--eval-tokens", "100", "--no-progress"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    reports = [(tmp_path / f"rank{r}.txt").read_text().split() for r in range(2)]
+    assert reports[0] == reports[1] and reports[0][0] == "2"
+    assert load_elmo(tmp_path / "run").has_lm_head

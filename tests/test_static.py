@@ -199,8 +199,9 @@ def test_one_line_corpus_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "one.txt").write_text("The river bank was green.\n")
     assert train_cli(tmp_path / "one.txt", tmp_path / "out", "--steps", "2") == 2
     assert "leaves none to train on" in capsys.readouterr().err
-    assert train_cli(tmp_path / "one.txt", tmp_path / "out", "--steps", "2", "--heldout-docs", "0",
-                     "--min-count", "5") == 2
+    with pytest.warns(UserWarning, match="no held-out"):
+        assert train_cli(tmp_path / "one.txt", tmp_path / "out", "--steps", "2", "--heldout-docs", "0",
+                         "--min-count", "5") == 2
     assert "lower --min-count" in capsys.readouterr().err
 
 
@@ -248,6 +249,7 @@ def test_lookups_and_most_similar_by_hand():
     assert [w for w, _ in top] == ["stream", "water", "bank"]
     assert top[2][1] == pytest.approx(np.sqrt(0.5))
     assert len(m.most_similar("river", k=100)) == 4  # all other words, never the word itself
+    assert StaticVectors.from_vectors(["alone"], np.ones((1, 3))).most_similar("alone") == []
     assert "Money" in m and "gold" not in m
 
 

@@ -169,6 +169,17 @@ def test_word_vectors_with_static_vectors_by_hand(static_dir):
     np.testing.assert_array_equal(inflected.vectors[:, 0, 0], [WORDS.index("run"), WORDS.index("ran")])
 
 
+def test_occurrences_without_vectors_warn_or_fail(static_dir, bert_dir):
+    static_dir_model = load(static_dir)
+    with pytest.raises(ValueError, match="has no vector for 'crane'"):
+        word_vectors(static_dir_model, ["A crane flew.", "The crane lifted it."], "crane")
+    # BERT: the occurrence beyond the 64 positions of the model has NaN rows, the other one a vector.
+    far = " ".join(["the"] * 80) + " bank"
+    with pytest.warns(UserWarning, match="1 of 2 occurrences of 'bank' have no vector"):
+        ov = word_vectors(load(bert_dir), ["the bank", far], "bank")
+    assert ov.finite.tolist() == [True, False] and np.isnan(ov.vectors[1]).all()
+
+
 def test_word_vectors_select_layers_and_pooling(bert_dir):
     model = load(bert_dir)
     sentences = ["the bank by the river", "money in the bank"]

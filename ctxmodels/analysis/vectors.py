@@ -21,6 +21,7 @@ import re
 import sys
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -362,18 +363,16 @@ class OccurrenceVectors:
     missing_sentences: list[str] = field(default_factory=list)
 
     def layer_index(self, layer: int | str) -> int:
-        if isinstance(layer, str):
-            if layer not in self.layer_names:
-                raise ValueError(f"no layer named {layer!r}; layers are {self.layer_names}")
-            return self.layer_names.index(layer)
-        n = len(self.layer_names)
-        if not -n <= layer < n:
-            raise ValueError(f"layer {layer} out of range: there are {n} layers {self.layer_names}")
-        return layer % n
+        return _layer_index(self.layer_names, layer)
 
     def layer(self, layer: int | str) -> np.ndarray:
         """[n_occurrences, dim] vectors of one layer, by index or by name."""
         return self.vectors[:, self.layer_index(layer)]
+
+    @property
+    def finite(self) -> np.ndarray:
+        """bool [n_occurrences]: the occurrence has a vector at every layer (no NaN: known word, within length)."""
+        return np.isfinite(self.vectors).all(axis=(1, 2))
 
     @property
     def labels(self) -> list[str | None]:
@@ -387,14 +386,23 @@ class OccurrenceVectors:
         return len(self.occurrences)
 
 
+def _layer_index(layer_names: list[str], layer: int | str) -> int:
+    if isinstance(layer, str):
+        if layer not in layer_names:
+            raise ValueError(f"no layer named {layer!r}; layers are {layer_names}")
+        return layer_names.index(layer)
+    n = len(layer_names)
+    if not isinstance(layer, (int, np.integer)) or not -n <= layer < n:
+        raise ValueError(f"layer {layer!r} out of range: there are {n} layers {layer_names}")
+    return int(layer) % n
+
+
 def _select_layers(layer_names: list[str], layers: Sequence[int | str] | int | str | None) -> list[int]:
     if layers is None:
         return list(range(len(layer_names)))
     if isinstance(layers, (int, str)):
         layers = [layers]
-    probe = OccurrenceVectors(np.zeros((0, len(layer_names), 0), np.float32), layer_names, [], "", frozenset(), "",
-                              "mean")
-    return [probe.layer_index(layer) for layer in layers]
+    return [_layer_index(layer_names, layer) for layer in layers]
 
 
 def word_vectors(
@@ -410,6 +418,8 @@ def word_vectors(
 
     ``model`` is a :class:`~ctxmodels.loading.LoadedModel` or anything :func:`ctxmodels.load` accepts.
     ``layers`` selects layers by index or name (default: all). See :func:`find_occurrences` for the rest.
+    Occurrences the model has no vector for (a word unknown to static vectors, a word beyond BERT's maximum
+    length) get NaN rows and a warning; if that is every occurrence, a ValueError says so.
     """
     if isinstance(model, (str, Path)):
         from ..loading import load
@@ -422,11 +432,8 @@ def word_vectors(
     # Every sentence is embedded (and cached), not only those with the target: the next target word asked
     # for in the same sentences then costs nothing.
     by_sentence = embed_sentences(model, found.words, pooling=pooling, batch_size=batch_size)
-    if found.occurrences:
-        vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
-    else:
-        vectors = np.zeros((0, len(chosen), model.dim), np.float32)
-    return OccurrenceVectors(
+    vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
+    result = OccurrenceVectors(
         vectors=vectors.astype(np.float32, copy=False),
         layer_names=[model.layer_names[i] for i in chosen],
         occurrences=found.occurrences,
@@ -437,6 +444,15 @@ def word_vectors(
         missing=found.missing,
         missing_sentences=found.missing_sentences,
     )
+    finite = result.finite
+    if not finite.any():
+        raise ValueError(f"{model.name} has no vector for {target!r} (an unknown word for static vectors?): "
+                         f"all {len(finite)} occurrences came out empty (NaN)")
+    if not finite.all():
+        warnings.warn(f"{int((~finite).sum())} of {len(finite)} occurrences of {target!r} have no vector in "
+                      f"{model.name} (unknown word, or beyond the model's maximum length): their rows are NaN; "
+                      "OccurrenceVectors.finite marks the others", stacklevel=2)
+    return result
 
 
 # ----------------------------------------------------------------------------------------------------------
