@@ -1,10 +1,49 @@
-"""Entry page of the explorer app (placeholder until the app issue lands)."""
+"""The explorer app: ``streamlit run app/Home.py`` from the repository root (see app/common.py for the settings).
 
-import streamlit as st
+This script only sets the page up and hands over to ``st.navigation``; each page lives in ``app/pages/``.
+"""
 
-st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide")
-st.title("ctxmodels explorer")
-st.write(
-    "See how contextual word representations work: ELMo, BERT and static word vectors side by side. "
-    "The explorer pages are being built; the model core is available from the `ctxmodels` command line."
-)
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app import ...` needs the root
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+
+from app import common  # noqa: E402
+
+present = common.presenting()
+st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide",
+                   initial_sidebar_state="collapsed" if present else "auto")
+common.umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("pages/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
+    st.Page("pages/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
+    st.Page("pages/fill_in.py", title="Fill in the blank", icon=":material/edit_note:", url_path="fill_in"),
+    st.Page("pages/models.py", title="Models", icon=":material/model_training:", url_path="models"),
+]
+page = st.navigation(PAGES, position="top" if present else "sidebar")
+
+if present:
+    st.markdown(common.PRESENTATION_CSS, unsafe_allow_html=True)
+else:
+    with st.sidebar:
+        st.toggle("Presentation mode", value=False, key="present_toggle", on_change=common.start_presenting,
+                  help="Larger text, no sidebar: for a projector. A link with ?present=1 opens in this mode.")
+        common.url_state("image_format", "png", options=["png", "svg"])
+        st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True,
+                 help="The camera icon above each figure downloads it in this format.")
+
+page.run()
+common.to_url("present")
+
+if present and st.button("Leave presentation mode", type="tertiary"):
+    st.session_state["present"] = False
+    st.session_state["present_toggle"] = False
+    common.to_url("present")
+    st.rerun()

@@ -211,3 +211,27 @@ def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figu
     fig.update_layout(title=title, xaxis_title="step", yaxis_title="loss", height=300,
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06) -> tuple[list[float], list[float]] | None:
+    """x and y axis ranges that hold every finite point of every set (for panels fitted jointly), or None."""
+    pts = [np.asarray(c, dtype=float)[:, :2] for c in coord_sets if len(c)]
+    if not pts:
+        return None
+    allp = np.concatenate(pts)
+    allp = allp[np.isfinite(allp).all(axis=1)]
+    if len(allp) == 0:
+        return None
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    lo, hi = lo - pad * span, hi + pad * span
+    return [float(lo[0]), float(hi[0])], [float(lo[1]), float(hi[1])]
+
+
+def set_ranges(fig: go.Figure, ranges: tuple[list[float], list[float]] | None) -> go.Figure:
+    """Fix a 2-D figure's axes, so panels that share a projection also share their axes."""
+    if ranges is not None:
+        fig.update_xaxes(range=ranges[0], autorange=False)
+        fig.update_yaxes(range=ranges[1], autorange=False)
+    return fig
+

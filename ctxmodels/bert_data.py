@@ -403,7 +403,7 @@ class PretrainingData:
         word_start = None
         if self.whole_word_masking:
             word_start = ~v.continuation[ids]
-            word_start[[1, len(a) + 2 if len(b) else 1]] = True  # a segment always starts a word
+            word_start[[1, len(a) + 2]] = True  # a segment always starts a word (B is never empty)
         masked, positions, labels = mask_tokens(
             ids, maskable, rng, v, self.max_predictions, word_start, self.mlm_probability
         )

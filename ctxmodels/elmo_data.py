@@ -275,6 +275,12 @@ class EncodedCorpus:
         return cls(types=types, vocab=vocab, **arrays)
 
 
+def _tokenizer_fingerprint() -> str:
+    """Changes whenever the tokenisation rules change, so a cache made with other rules is not reused."""
+    rules = "\n".join([TOKEN_PATTERN.pattern, *("".join(sorted(chars)) for chars in (_TERMINALS, _CLOSERS, _OPENERS))])
+    return hashlib.sha256(rules.encode()).hexdigest()[:16]
+
+
 def file_sha256(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -442,25 +448,28 @@ class ElmoLMTask(TrainTask):
 
     # -- objective ----------------------------------------------------------------------------------------
 
-    def _direction_loss(self, lm: ElmoLanguageModel, states: torch.Tensor, targets: torch.Tensor,
+    def _softmax_losses(self, head: nn.Linear, states: torch.Tensor, targets: torch.Tensor,
                         batch: Batch) -> torch.Tensor:
-        keep = targets != IGNORE
-        states, targets = states[keep], targets[keep]
-        head = lm.require_lm_head()
+        """Per-position loss: the exact cross-entropy, or the sampled softmax's estimate of it."""
         if self.sampler is None:
-            return F.cross_entropy(head(states), targets)
+            return F.cross_entropy(head(states), targets, reduction="none")
         target_log_q = self.sampler.log_expected_count(targets, int(batch["tries"])).to(states.device)
-        losses = sampled_softmax_loss(states, targets, head.weight, head.bias, batch["candidates"],
-                                      batch["candidate_log_q"], target_log_q)
-        return losses.mean()
+        return sampled_softmax_loss(states, targets, head.weight, head.bias, batch["candidates"],
+                                    batch["candidate_log_q"], target_log_q)
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         out = model(batch["char_ids"])
-        lm = _unwrap(model)
+        head = _unwrap(model).require_lm_head()
         # bilm-tf drops out the top LSTM output too (the model itself drops out only each layer's input).
-        p = self.config.dropout if model.training else 0.0
-        fwd = self._direction_loss(lm, F.dropout(out.forward_layers[-1], p), batch["fwd_targets"], batch)
-        bwd = self._direction_loss(lm, F.dropout(out.backward_layers[-1], p), batch["bwd_targets"], batch)
+        p, training = self.config.dropout, model.training
+        fwd_targets, bwd_targets = batch["fwd_targets"], batch["bwd_targets"]
+        fwd_keep, bwd_keep = fwd_targets != IGNORE, bwd_targets != IGNORE
+        # Both directions go through the one shared softmax in one call, sharing the sampled candidates.
+        states = torch.cat([F.dropout(out.forward_layers[-1], p, training)[fwd_keep],
+                            F.dropout(out.backward_layers[-1], p, training)[bwd_keep]])
+        losses = self._softmax_losses(head, states, torch.cat([fwd_targets[fwd_keep], bwd_targets[bwd_keep]]), batch)
+        n_fwd = int(fwd_keep.sum())
+        fwd, bwd = _mean(losses[:n_fwd]), _mean(losses[n_fwd:])
         loss = 0.5 * (fwd + bwd)
         return loss, {"tokens": batch["char_ids"].shape[0] * batch["char_ids"].shape[1],
                       "fwd_loss": fwd.item(), "bwd_loss": bwd.item()}
@@ -527,6 +536,10 @@ out-of-vocabulary rate {100 * self.corpus.oov_rate(self.corpus.heldout):.2f}%):
 
 {heldout}
 {credit}"""
+
+
+def _mean(x: torch.Tensor) -> torch.Tensor:
+    return x.mean() if x.numel() else x.sum()  # a batch with nothing to score adds 0, not NaN
 
 
 def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch.Tensor,
@@ -620,7 +633,8 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
     docs = read_documents(corpus)
     held = heldout_indices(len(docs), heldout_docs, seed)
     info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
-    key = {"version": CACHE_VERSION, "corpus_sha256": sha, "heldout": held, "vocab_size": vocab_size}
+    key = {"version": CACHE_VERSION, "tokenizer": _tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
+           "vocab_size": vocab_size}
     encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
     if encoded is None:
         held_set = set(held)

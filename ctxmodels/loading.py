@@ -372,6 +372,9 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
     path = Path(raw).expanduser()
     if path.exists():
         path = path.resolve()
+        if path.is_file() and path.suffix in (".json", ".safetensors", ".bin") and "options" not in path.name \
+                and (path.parent / "config.json").is_file():
+            path = path.parent  # config.json or the weights of a checkpoint directory: the directory
         if path.is_dir() and path.name.startswith("models--") and (path / "snapshots").exists():
             return hf_snapshot(path), _hf_name(path) or path.name
         # A published ELMo's options or weights file, or a config.json: the model is the folder.

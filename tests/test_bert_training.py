@@ -125,8 +125,17 @@ def tokenizer_dir(tmp_path_factory, corpus_file) -> Path:
     return out
 
 
+# One thread: on a machine shared with other jobs, two OpenMP threads can be ten times slower than one.
 TINY = ["--preset", "tiny", "--max-seq-len", "32", "--batch-size", "8", "--eval-sequences", "8",
-        "--no-progress", "--threads", "2"]
+        "--no-progress", "--threads", "1"]
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """`--threads` sets torch's global thread count; give other tests theirs back."""
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -407,7 +416,7 @@ def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, to
                        "--batch-size", "4", "--seed", "3"], capsys)
     assert rc == 2 and "--batch-size 4 (the run used 8)" in err and "--seed 3 (the run used 0)" in err
     rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(part), "--resume",
-                       "--no-progress", "--threads", "2"], capsys)
+                       "--no-progress", "--threads", "1"], capsys)
     assert rc == 0, err
     assert "tokenising" not in err, "resume reuses the cached pre-training data"
     a, b = losses(full), losses(part)
@@ -454,16 +463,18 @@ def test_over_long_sentence_in_a_corpus_trains_with_a_warning(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
+    torch.set_num_threads(1)
     corpus = tmp_path / "synthetic.txt"
     corpus.write_text(synthetic_corpus(n_docs=16, paragraphs=30, seed=1))
     args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--preset", "tiny",
-                            "--vocab-size", "200", "--max-seq-len", "64", "--batch-size", "16", "--steps", "150",
-                            "--eval-every", "0", "--eval-sequences", "64", "--no-progress"])
+                            "--vocab-size", "200", "--max-seq-len", "32", "--batch-size", "32", "--steps", "200",
+                            "--lr", "2e-3", "--eval-every", "0", "--eval-sequences", "64", "--no-progress"])
     task, cfg = bert_data.build_task(args)
     task.model.eval()
     with torch.no_grad():
         before = task.evaluate(task.model)
     after = Trainer(task, cfg, args.out, command="test").train()
     assert before["mlm_loss"] > 0.9 * np.log(task.tokenizer.vocab_size)  # untrained: close to uniform
+    # Predicting the unigram distribution alone gets about 3.6 here; context has to be used to go well below.
     assert after["mlm_loss"] < 0.6 * before["mlm_loss"]
-    assert after["mlm_accuracy"] > 0.3 and after["mlm_top5_accuracy"] > after["mlm_accuracy"]
+    assert after["mlm_accuracy"] > 0.35 and after["mlm_top5_accuracy"] > after["mlm_accuracy"]

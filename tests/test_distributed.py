@@ -10,7 +10,6 @@ import sys
 
 import pytest
 import torch
-
 from test_bert_training import synthetic_corpus
 
 # Each rank runs the real CLI; wrapping Trainer.train lets it report a hash of its own final weights.

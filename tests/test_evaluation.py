@@ -241,15 +241,6 @@ def test_wic_missing_things(tmp_path: Path):
 # the command line with real (tiny, random) models
 
 
-@pytest.fixture()
-def one_thread():
-    """Tiny models run their small matrix products faster on one thread (much faster on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
     from ctxmodels.elmo import ElmoConfig, ElmoLanguageModel
@@ -265,7 +256,7 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
     return {"elmo": root / "elmo-tiny", "static": root / "static.txt"}
 
 
-def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys, one_thread):
+def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys):
     out = tmp_path / "wsd.json"
     rc = main(["eval", "wsd", "--data", str(wsd_dir), "--model", str(tiny_models["elmo"]),
                "--model", str(tiny_models["static"]), "--json", str(out)])
@@ -286,7 +277,7 @@ def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys, one_thread)
     assert f"best layer of {elmo_name}:" in printed and "best overall:" in printed
 
 
-def test_cli_wic_and_errors(tiny_models, tmp_path: Path, capsys, one_thread):
+def test_cli_wic_and_errors(tiny_models, tmp_path: Path, capsys):
     root = tmp_path / "wic"
     write_wic_split(root, "train", WIC_TRAIN)
     write_wic_split(root, "test", WIC_TEST)

@@ -213,6 +213,7 @@ def test_each_path_is_loaded_once(tmp_path):
     d = make_bert_dir(tmp_path)
     a = load(d)
     assert load(str(d)) is a and load(d / ".." / d.name) is a
+    assert load(d / "config.json") is a and load(d / "model.safetensors") is a  # a file of the checkpoint
     assert load(d, reload=True) is not a
     b = load(d)
     # Retraining in place (a newer file) loads the new model.

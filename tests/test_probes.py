@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ctxmodels.analysis import probes
-from ctxmodels.analysis.probes import ProbeSettings, fit_probe, run_probe
+from ctxmodels.analysis.probes import ProbeSettings, fit_probes, run_probe
 from ctxmodels.loading import LoadedModel
 from ctxmodels.semcor import SemCor, load_semcor
 
@@ -20,24 +20,31 @@ from ctxmodels.semcor import SemCor, load_semcor
 # fit_probe on synthetic features
 
 
-def test_the_mix_goes_to_the_layer_that_carries_the_label():
-    rng = np.random.default_rng(0)
-    n, n_layers, dim, n_classes = 600, 3, 8, 3
+def synthetic(seed: int = 0, n: int = 600, n_layers: int = 3, dim: int = 8, n_classes: int = 3):
+    rng = np.random.default_rng(seed)
     labels = rng.integers(0, n_classes, n)
     feats = rng.normal(size=(n, n_layers, dim)).astype(np.float32)
     feats[:, 1, :n_classes] += 3.0 * np.eye(n_classes)[labels]      # only layer 1 knows the label
-    train = np.arange(n) < 450
-    settings = ProbeSettings()
-    groups, class_groups = np.zeros(n, int), np.zeros(n_classes, int)
-    mix = fit_probe(feats, labels, groups, class_groups, train, settings)
-    assert int(np.argmax(mix.weights)) == 1 and mix.weights[1] > 0.6
-    assert sum(mix.weights) == pytest.approx(1.0)
-    assert mix.test_accuracy > 0.9
-    single = [fit_probe(feats, labels, groups, class_groups, train, settings, fixed_layer=j) for j in range(3)]
-    assert single[1].test_accuracy > 0.9
-    assert single[0].test_accuracy < 0.6 and single[2].test_accuracy < 0.6   # chance is 1/3
-    # a fixed mix is exactly one-hot and not trained
-    assert single[2].weights == [0.0, 0.0, 1.0] and single[2].gamma == 1.0
+    return feats, labels, np.zeros(n, int), np.zeros(n_classes, int), np.arange(n) < n * 3 // 4
+
+
+def test_the_mix_goes_to_the_layer_that_carries_the_label():
+    feats, labels, groups, class_groups, train = synthetic()
+    fit = fit_probes(feats, labels, groups, class_groups, train, ProbeSettings())
+    assert int(np.argmax(fit.weights)) == 1 and fit.weights[1] > 0.6
+    assert sum(fit.weights) == pytest.approx(1.0)
+    assert fit.mix_accuracy > 0.9
+    assert fit.layer_accuracies[1] > 0.9
+    assert fit.layer_accuracies[0] < 0.6 and fit.layer_accuracies[2] < 0.6   # chance is 1/3
+    assert fit.layer_train_accuracies[1] > 0.9
+
+
+def test_single_layer_probes_train_as_if_alone():
+    feats, labels, groups, class_groups, train = synthetic(seed=3)
+    together = fit_probes(feats, labels, groups, class_groups, train, ProbeSettings())
+    for j in range(3):
+        alone = fit_probes(feats[:, j: j + 1], labels, groups, class_groups, train, ProbeSettings())
+        assert alone.layer_accuracies[0] == pytest.approx(together.layer_accuracies[j], abs=1 / 150)
 
 
 def test_grouped_classes_only_compete_within_their_group():
@@ -50,8 +57,9 @@ def test_grouped_classes_only_compete_within_their_group():
     feats = rng.normal(size=(n, 2, 4)).astype(np.float32)
     feats[:, 0, 0] += np.where(sense == 1, 3.0, -3.0)
     train = np.arange(n) < 300
-    fit = fit_probe(feats, labels, groups, np.array([0, 0, 1, 1]), train, ProbeSettings())
-    assert fit.test_accuracy > 0.95   # without the group mask it could not tell class 0 from class 2
+    fit = fit_probes(feats, labels, groups, np.array([0, 0, 1, 1]), train, ProbeSettings())
+    assert fit.mix_accuracy > 0.95   # without the group mask it could not tell class 0 from class 2
+    assert fit.layer_accuracies[0] > 0.95
     assert probes.baseline_accuracy(labels, groups, train) < 0.7
 
 
@@ -137,8 +145,9 @@ def test_pos_probe_prefers_the_word_layer(known):
 
 def test_wsd_probe_prefers_the_context_layer(known):
     model, semcor = known
-    result = run_probe(model, "wsd", ProbeSettings(**FAST, lemmas=("bank",)), semcor=semcor)
+    result = run_probe(model, "wsd", ProbeSettings(**FAST, lemmas=("bank",), max_per_sense=60), semcor=semcor)
     assert result.lemmas == ["bank"] and sorted(result.labels) == ["bank%1:14:00::", "bank%1:17:01::"]
+    assert result.n_train + result.n_test == 120     # every "bank", one per sentence
     # the word layer is the same for every "bank" (plus noise): about the most-frequent-sense baseline
     assert result.layer_accuracies[2] > 0.85 and result.best_layer == 2
     assert int(np.argmax(result.mix_weights)) == 2
@@ -195,17 +204,8 @@ def test_bad_input(known):
 # real tiny models on the real SemCor
 
 
-@pytest.fixture()
-def one_thread():
-    """Tiny models run their small matrix products faster on one thread (much faster on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.slow
-def test_tiny_elmo_and_bert_on_semcor(shared_data: Path, tmp_path: Path, monkeypatch, capsys, one_thread):
+def test_tiny_elmo_and_bert_on_semcor(shared_data: Path, tmp_path: Path, monkeypatch, capsys):
     from ctxmodels import load
     from ctxmodels.bert import BertConfig, BertForPreTraining
     from ctxmodels.cli import main

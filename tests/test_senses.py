@@ -105,6 +105,42 @@ def test_macro_f1_by_hand():
         macro_f1(["a"], ["a", "b"])
 
 
+def test_macro_f1_equals_sklearn():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    y_true = rng.choice(["a", "b", "c", "d"], size=60)
+    y_pred = rng.choice(["a", "b", "c", "x"], size=60)  # "x" is not a true sense; "d" is never predicted
+    expected = f1_score(y_true, y_pred, labels=np.unique(y_true), average="macro", zero_division=0)
+    assert macro_f1(y_true, y_pred) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_knn_and_centroid_agree_with_plain_loops(metric):
+    from sklearn.model_selection import LeaveOneOut, cross_val_predict
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 6)) + rng.choice([0.0, 1.5], size=(40, 1))
+    labels = list(rng.choice(["p", "q", "r"], size=39)) + ["lonely"]
+    # 1-NN: sklearn's LOO prediction (random continuous data has no ties)
+    sk = cross_val_predict(KNeighborsClassifier(1, metric=metric, algorithm="brute"), X, labels, cv=LeaveOneOut())
+    assert knn_sense_accuracy(X, labels, metric=metric).predictions == list(sk)
+
+    def distance(a, b):
+        if metric == "cosine":
+            return 1 - a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+        return np.linalg.norm(a - b)
+
+    correct = 0
+    for i in range(len(X)):  # centroids recomputed without point i, one at a time
+        rest = [j for j in range(len(X)) if j != i]
+        senses = sorted({labels[j] for j in rest})
+        centroid = {s: X[[j for j in rest if labels[j] == s]].mean(axis=0) for s in senses}
+        correct += min(senses, key=lambda s: distance(X[i], centroid[s])) == labels[i]
+    assert centroid_sense_accuracy(X, labels, metric=metric) == pytest.approx(correct / len(X))
+
+
 def test_silhouette_by_hand_and_undefined_cases():
     X = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 1.0, 0], [0, 1.0, 0]])
     value, reason = sense_silhouette(X, ["a", "a", "b", "b"])

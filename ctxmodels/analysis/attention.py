@@ -131,12 +131,14 @@ def merge_word_pieces(maps: AttentionMaps) -> AttentionMaps:
         key = ("word", w) if w is not None else ("special", pos)
         assign[pos] = groups.setdefault(key, len(groups))
     G = len(groups)
-    M = np.zeros((maps.n_tokens, G), dtype=np.float32)
-    M[np.arange(maps.n_tokens), assign] = 1.0
-    counts = M.sum(axis=0)
-
-    to_words = maps.attentions @ M  # [L, H, T, G]: sum over each word's columns
-    merged = np.swapaxes(M, 0, 1) @ to_words / counts[:, None]  # [L, H, G, G]: mean over each word's rows
+    counts = np.bincount(assign, minlength=G)
+    # Sum runs of positions with reduceat (a memory pass; a one-hot matmul costs T*T*G flops). Pieces of a word
+    # are contiguous in any encoding, so `order` is the identity unless word_ids say otherwise.
+    order = np.argsort(assign, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    A = maps.attentions if np.array_equal(order, np.arange(len(order))) else maps.attentions[..., order][..., order, :]
+    to_words = np.add.reduceat(A, starts, axis=-1)  # [L, H, T, G]: sum over each word's columns
+    merged = np.add.reduceat(to_words, starts, axis=-2) / counts[:, None]  # [L, H, G, G]: mean over its rows
 
     first = [int(np.flatnonzero(assign == g)[0]) for g in range(G)]
     tokens = []
@@ -150,7 +152,7 @@ def merge_word_pieces(maps: AttentionMaps) -> AttentionMaps:
             tokens.append("".join(maps.tokens[p].removeprefix("##") for p in np.flatnonzero(assign == g)))
     hidden = None
     if maps.hidden_share is not None:
-        hidden = (maps.hidden_share @ M) / counts
+        hidden = np.add.reduceat(maps.hidden_share[..., order], starts, axis=-1) / counts
     return maps.replace(
         attentions=merged.astype(np.float32),
         tokens=tokens,
@@ -174,8 +176,8 @@ def hide_special(maps: AttentionMaps, which: Sequence[str] = SPECIAL_TOKENS) -> 
     if hide.all():
         raise ValueError("hide_special would hide every position; there are no word tokens to show")
     keep = np.flatnonzero(~hide)
-    A = maps.attentions[:, :, keep][:, :, :, keep]
-    total = maps.attentions[:, :, keep].sum(axis=-1)  # row mass before hiding (1 for softmax rows)
+    A = maps.attentions[:, :, keep[:, None], keep[None, :]]
+    total = maps.attentions.sum(axis=-1)[:, :, keep]  # row mass before hiding (1 for softmax rows)
     kept_mass = A.sum(axis=-1)
     A = np.divide(A, kept_mass[..., None], out=np.zeros_like(A), where=kept_mass[..., None] > 0)
     hidden = np.divide(total - kept_mass, total, out=np.zeros_like(total), where=total > 0)
@@ -211,7 +213,7 @@ def attention_rollout(maps: AttentionMaps, residual: bool = True) -> AttentionMa
     """
     if maps.hidden_share is not None:
         raise ValueError("attention_rollout needs every position: roll out the maps first, then hide_special")
-    A = maps.attentions.astype(np.float64).mean(axis=1)  # [L, T, T]
+    A = maps.attentions.mean(axis=1, dtype=np.float64)  # [L, T, T]
     if residual:
         A = 0.5 * A + 0.5 * np.eye(maps.n_tokens)[None]
     rows = A.sum(axis=-1, keepdims=True)
@@ -233,9 +235,9 @@ def head_summaries(maps: AttentionMaps) -> pd.DataFrame:
     Rows with no mass at all (possible after :func:`hide_special`) are left out of the means.
     ``layer`` and ``head`` are numbered from 1; ``head_name`` is the head's name in the maps.
     """
-    A = maps.attentions.astype(np.float64)
+    A = maps.attentions
     L, H, T, _ = A.shape
-    live = A.sum(axis=-1) > 0  # [L, H, T]
+    live = A.sum(axis=-1, dtype=np.float64) > 0  # [L, H, T]
 
     def row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Mean of values [L, H, T] over the live rows selected by the boolean mask rows [T]; NaN if none."""
@@ -244,14 +246,16 @@ def head_summaries(maps: AttentionMaps) -> pd.DataFrame:
         return np.divide((values * w).sum(axis=-1), count, out=np.full(count.shape, np.nan), where=count > 0)
 
     all_rows = np.ones(T, dtype=bool)
-    entropy = -np.sum(A * np.log(np.where(A > 0, A, 1.0)), axis=-1)  # 0 log 0 = 0
+    log_a = np.zeros_like(A)
+    np.log(A, out=log_a, where=A > 0)  # 0 log 0 = 0
+    entropy = -np.einsum("lhij,lhij->lhi", A, log_a, dtype=np.float64)
     tok = np.array(maps.tokens, dtype=object)
     is_special = maps.special
 
     def to_columns(mask: np.ndarray) -> np.ndarray:
         if not mask.any():
             return np.full((L, H), np.nan)
-        return row_mean(A[..., mask].sum(axis=-1), all_rows)
+        return row_mean(A[..., mask].sum(axis=-1, dtype=np.float64), all_rows)
 
     idx = np.arange(T)
     diag = A[..., idx, idx]

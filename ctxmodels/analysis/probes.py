@@ -8,8 +8,9 @@ The setup (ELMo paper, section 5.2 style, on SemCor):
   weights compare what the layers carry, not their scales.
 * **Head.** ``ScalarMix`` over the layers (softmax weights ``s_j`` and a scale ``gamma``, both learned) followed by
   one linear layer, trained with cross-entropy (Adam, mini-batches, a fixed number of epochs).
-* **Single layers.** The same head with a fixed one-hot mix on layer ``j`` (nothing of the mix is trained), once
-  per layer: the accuracy a probe reaches from that layer alone.
+* **Single layers.** The same head with the mix fixed to one-hot on layer ``j`` (gamma 1, nothing of the mix
+  trained): the accuracy a probe reaches from that layer alone. All these probes train in one loop
+  (:class:`LayerProbes`), each exactly as it would alone.
 * **Split.** Sentences (not tokens) are split into train and test with ``seed``, so no sentence is in both.
 
 Tasks:
@@ -59,7 +60,7 @@ Progress = Callable[[float, str], None]
 
 @dataclass
 class ProbeSettings:
-    n_sentences: int = 1000        # SemCor sentences embedded (the main cost)
+    n_sentences: int = 600         # SemCor sentences embedded (the main cost)
     seed: int = 0
     test_fraction: float = 0.2     # share of the sentences held out for testing
     epochs: int = 10
@@ -70,10 +71,10 @@ class ProbeSettings:
     pooling: str = "mean"          # word pieces -> word (BERT)
     tagset: str = "coarse"         # pos: "coarse" | "penn"
     lemmas: tuple[str, ...] | None = None   # wsd: lemmas to use (None: chosen by the rules below)
-    n_lemmas: int = 30
-    min_per_sense: int = 10
+    n_lemmas: int = 10
+    min_per_sense: int = 20
     min_senses: int = 2
-    max_per_sense: int = 30
+    max_per_sense: int = 20
 
     def __post_init__(self) -> None:
         if self.lemmas is not None:
@@ -278,91 +279,105 @@ def standardise(feats: np.ndarray, train: np.ndarray) -> np.ndarray:
 # the head
 
 
-def _scalar_mix(n_layers: int, fixed_layer: int | None) -> nn.Module:
-    from ..scalar_mix import ScalarMix
+class LayerProbes(nn.Module):
+    """The scalar-mix probe and, beside it, one probe per single layer, trained in one loop.
 
-    if fixed_layer is None:
-        return ScalarMix(n_layers)
-    # A one-hot mix: softmax of (0, -1e4, ...) is exactly one-hot in float32; gamma stays 1.
-    scalars = [0.0 if j == fixed_layer else -1e4 for j in range(n_layers)]
-    return ScalarMix(n_layers, initial_scalars=scalars, trainable=False)
+    Mix probe: ``ScalarMix`` (s_j, gamma) then a linear layer. Single-layer probe j: the same head with the mix
+    fixed to one-hot on layer j and gamma = 1, i.e. a linear layer on layer j alone. The probes share no parameter
+    and Adam updates each parameter from its own gradient, so training them on the summed loss gives each exactly
+    the updates it would get alone, for the price of one loop. Logits of classes outside an item's group (another
+    lemma's senses) are masked.
+    """
 
-
-class MixProbe(nn.Module):
-    """ScalarMix over the layers, then one linear layer; logits of classes outside an item's group are masked."""
-
-    def __init__(self, n_layers: int, dim: int, n_classes: int, class_groups: torch.Tensor,
-                 fixed_layer: int | None = None):
+    def __init__(self, n_layers: int, dim: int, n_classes: int, class_groups: torch.Tensor):
         super().__init__()
-        self.mix = _scalar_mix(n_layers, fixed_layer)
-        self.classifier = nn.Linear(dim, n_classes)
-        # Start from zero: the first steps then train only the classifier (s_j and gamma get no gradient while
-        # the logits ignore the mix), so the mix moves by what a sensible classifier wants, not by its random start.
-        nn.init.zeros_(self.classifier.weight)
-        nn.init.zeros_(self.classifier.bias)
+        from ..scalar_mix import ScalarMix
+
+        self.mix = ScalarMix(n_layers)
+        self.mix_head = nn.Linear(dim, n_classes)
+        self.layer_weight = nn.Parameter(torch.zeros(n_layers, dim, n_classes))
+        self.layer_bias = nn.Parameter(torch.zeros(n_layers, n_classes))
+        # Start from zero: the first steps then train only the heads (s_j and gamma get no gradient while the
+        # logits ignore the mix), so the mix moves by what a sensible head wants, not by a random start.
+        nn.init.zeros_(self.mix_head.weight)
+        nn.init.zeros_(self.mix_head.bias)
         self.register_buffer("class_groups", class_groups)
 
-    def forward(self, feats: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
-        mixed = self.mix(feats.transpose(0, 1))  # [B, L, D] -> the mix takes [L, B, D]
-        logits = self.classifier(mixed)
-        return logits.masked_fill(self.class_groups[None, :] != groups[:, None], float("-inf"))
+    def forward(self, feats: torch.Tensor, groups: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """feats [B, L, D] -> (mix logits [B, C], single-layer logits [B, L, C])."""
+        masked = self.class_groups[None, :] != groups[:, None]                # [B, C]
+        mix_logits = self.mix_head(self.mix(feats.transpose(0, 1)))          # the mix takes [L, B, D]
+        layer_logits = torch.einsum("bld,ldc->blc", feats, self.layer_weight) + self.layer_bias
+        return (mix_logits.masked_fill(masked, float("-inf")),
+                layer_logits.masked_fill(masked[:, None, :], float("-inf")))
+
+    def params(self, settings: ProbeSettings) -> list[dict]:
+        heads = [self.mix_head.weight, self.mix_head.bias, self.layer_weight, self.layer_bias]
+        return [{"params": heads, "lr": settings.lr, "weight_decay": settings.weight_decay},
+                {"params": list(self.mix.parameters()), "lr": settings.mix_lr, "weight_decay": 0.0}]
 
 
 @dataclass
 class FitResult:
-    test_accuracy: float
-    train_accuracy: float
-    weights: list[float]
+    mix_accuracy: float                  # test accuracies
+    layer_accuracies: list[float]
+    mix_train_accuracy: float
+    layer_train_accuracies: list[float]
+    weights: list[float]                 # s_j
     gamma: float
 
 
-def fit_probe(feats: np.ndarray, labels: np.ndarray, groups: np.ndarray, class_groups: np.ndarray,
-              train: np.ndarray, settings: ProbeSettings, fixed_layer: int | None = None,
-              progress: Callable[[float], None] | None = None) -> FitResult:
-    """Train one probe on cached features; ``train`` is a boolean mask over items (the rest is the test set)."""
+def fit_probes(feats: np.ndarray, labels: np.ndarray, groups: np.ndarray, class_groups: np.ndarray,
+               train: np.ndarray, settings: ProbeSettings, progress: Callable[[float], None] | None = None
+               ) -> FitResult:
+    """Train the mix probe and the single-layer probes on cached features [N, L, D].
+
+    ``labels`` [N] class indices, ``groups`` [N] each item's group, ``class_groups`` [C] each class's group,
+    ``train`` [N] boolean (the rest is the test set). ``progress(fraction)`` after every epoch.
+    """
     threads = torch.get_num_threads()
-    # Tiny matrix products: one thread is faster, and far faster on a busy machine (no waits at OpenMP barriers).
+    # Small matrix products: one thread is faster, and far faster on a busy machine (no waits at OpenMP barriers).
     torch.set_num_threads(1)
     try:
-        return _fit(feats, labels, groups, class_groups, train, settings, fixed_layer, progress)
+        return _fit(feats, labels, groups, class_groups, train, settings, progress)
     finally:
         torch.set_num_threads(threads)
 
 
 def _fit(feats: np.ndarray, labels: np.ndarray, groups: np.ndarray, class_groups: np.ndarray, train: np.ndarray,
-         settings: ProbeSettings, fixed_layer: int | None, progress: Callable[[float], None] | None) -> FitResult:
+         settings: ProbeSettings, progress: Callable[[float], None] | None) -> FitResult:
     torch.manual_seed(settings.seed)
     x = torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
     g = torch.from_numpy(np.asarray(groups, dtype=np.int64))
     tr = torch.from_numpy(np.flatnonzero(train))
     te = torch.from_numpy(np.flatnonzero(~train))
-    probe = MixProbe(x.shape[1], x.shape[2], len(class_groups), torch.as_tensor(class_groups), fixed_layer)
-    params = [{"params": probe.classifier.parameters(), "lr": settings.lr, "weight_decay": settings.weight_decay}]
-    mix_params = [p for p in probe.mix.parameters() if p.requires_grad]
-    if mix_params:
-        params.append({"params": mix_params, "lr": settings.mix_lr, "weight_decay": 0.0})
-    opt = torch.optim.Adam(params)
+    n_layers = x.shape[1]
+    probe = LayerProbes(n_layers, x.shape[2], len(class_groups), torch.as_tensor(np.asarray(class_groups)))
+    opt = torch.optim.Adam(probe.params(settings))
     gen = torch.Generator().manual_seed(settings.seed)
-    probe.train()
     for epoch in range(settings.epochs):
         for batch in tr[torch.randperm(len(tr), generator=gen)].split(settings.batch_size):
-            loss = nn.functional.cross_entropy(probe(x[batch], g[batch]), y[batch])
+            mix_logits, layer_logits = probe(x[batch], g[batch])
+            target = y[batch]
+            loss = nn.functional.cross_entropy(mix_logits, target) + n_layers * nn.functional.cross_entropy(
+                layer_logits.flatten(0, 1), target.repeat_interleave(n_layers))   # the sum of the L layer losses
             opt.zero_grad()
             loss.backward()
             opt.step()
         if progress:
             progress((epoch + 1) / settings.epochs)
-    probe.eval()
 
-    def accuracy(idx: torch.Tensor) -> float:
+    def accuracies(idx: torch.Tensor) -> tuple[float, list[float]]:
         if len(idx) == 0:
-            return float("nan")
+            return float("nan"), [float("nan")] * n_layers
         with torch.no_grad():
-            pred = probe(x[idx], g[idx]).argmax(-1)
-        return float((pred == y[idx]).float().mean())
+            mix_logits, layer_logits = probe(x[idx], g[idx])
+        mix = float((mix_logits.argmax(-1) == y[idx]).float().mean())
+        return mix, (layer_logits.argmax(-1) == y[idx][:, None]).float().mean(0).tolist()
 
-    return FitResult(accuracy(te), accuracy(tr), [float(w) for w in probe.mix.weights()], float(probe.mix.gamma))
+    (mix_te, layers_te), (mix_tr, layers_tr) = accuracies(te), accuracies(tr)
+    return FitResult(mix_te, layers_te, mix_tr, layers_tr, probe.mix.weights(), probe.mix.gamma)
 
 
 def baseline_accuracy(labels: np.ndarray, groups: np.ndarray, train: np.ndarray) -> float:
@@ -431,21 +446,13 @@ def _compute(model: LoadedModel, task: str, settings: ProbeSettings, semcor: Sem
         raise ValueError(f"too few items for a {task} probe ({len(labels)}); raise n_sentences")
     feats = standardise(feats, train)
 
-    n_layers = feats.shape[1]
-    runs = [None, *range(n_layers)]
-    fits = []
     t1 = time.perf_counter()
-    for r, fixed in enumerate(runs):
-        label = "scalar mix" if fixed is None else model.layer_names[fixed]
-        step = (lambda f, r=r, label=label: progress(0.7 + 0.3 * (r + f) / len(runs), f"training probe: {label}")
-                ) if progress else None
-        fits.append(fit_probe(feats, labels, groups, np.asarray(data.class_groups), train, settings, fixed, step))
+    step = (lambda f: progress(0.7 + 0.3 * f, "training the probes")) if progress else None
+    fit = fit_probes(feats, labels, groups, np.asarray(data.class_groups), train, settings, step)
     t_train = time.perf_counter() - t1
-    mix = fits[0]
     return ProbeResult(
         task=task, model=model.name, layer_names=list(model.layer_names), labels=data.class_names,
-        mix_weights=mix.weights, gamma=mix.gamma, mix_accuracy=mix.test_accuracy,
-        layer_accuracies=[f.test_accuracy for f in fits[1:]],
+        mix_weights=fit.weights, gamma=fit.gamma, mix_accuracy=fit.mix_accuracy, layer_accuracies=fit.layer_accuracies,
         baseline_accuracy=baseline_accuracy(labels, groups, train),
         n_train=int(train.sum()), n_test=int((~train).sum()), n_sentences=len(data.sentences),
         settings=settings.for_task(task), seconds={"embed": round(t_embed, 3), "train": round(t_train, 3)},

@@ -33,6 +33,7 @@ points each figure used.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -64,16 +65,18 @@ class KnnResult:
 
 def knn_sense_accuracy(X: np.ndarray, labels: Sequence[Hashable], k: int = 1, metric: str = "cosine") -> KnnResult:
     """Leave-one-out k-NN sense accuracy and macro-F1 (see the module docstring for the protocol and ties)."""
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    _check_k(k)
     Xv, codes, names, kept, notes = _prepare(X, labels, "knn_sense_accuracy", metric)
-    n = len(Xv)
+    return _knn(_loo_distances(Xv, metric), codes, names, kept, k, notes)
+
+
+def _knn(D: np.ndarray, codes: np.ndarray, names: list, kept: np.ndarray, k: int, notes: list[str]) -> KnnResult:
+    """k-NN on a distance matrix whose diagonal is +inf (so no point is its own neighbour)."""
+    n = len(codes)
     k_used = min(int(k), n - 1)
+    notes = list(notes)
     if k_used != k:
         notes.append(f"k clipped from {k} to {k_used} for {n} occurrences")
-
-    D = _distances(Xv, metric)
-    np.fill_diagonal(D, np.inf)  # leave one out: a point is never its own neighbour
     neighbours = np.argsort(D, axis=1, kind="stable")[:, :k_used]  # equal distances: lower index first
     neighbour_codes = codes[neighbours]  # [n, k]
     votes = np.zeros((n, len(names)), dtype=np.int64)
@@ -82,7 +85,6 @@ def knn_sense_accuracy(X: np.ndarray, labels: Sequence[Hashable], k: int = 1, me
     # Among the senses with the top vote, the one whose member comes first in the neighbour order wins.
     is_top = votes[np.arange(n)[:, None], neighbour_codes] == top[:, None]
     pred = neighbour_codes[np.arange(n), is_top.argmax(axis=1)]
-
     return KnnResult(
         accuracy=float(np.mean(pred == codes)),
         macro_f1=macro_f1(codes, pred),
@@ -101,21 +103,21 @@ def centroid_sense_accuracy(X: np.ndarray, labels: Sequence[Hashable], metric: s
     Ties go to the sense met first in ``labels``.
     """
     Xv, codes, names, _, _ = _prepare(X, labels, "centroid_sense_accuracy", metric)
-    n_senses = len(names)
-    sums = np.zeros((n_senses, Xv.shape[1]))
-    np.add.at(sums, codes, Xv)
+    return _centroid_accuracy(Xv, codes, len(names), metric)
+
+
+def _centroid_accuracy(X: np.ndarray, codes: np.ndarray, n_senses: int, metric: str) -> float:
+    n = len(X)
+    sums = np.zeros((n_senses, X.shape[1]))
+    np.add.at(sums, codes, X)
     counts = np.bincount(codes, minlength=n_senses).astype(np.float64)
-    correct = 0
-    for i in range(len(Xv)):
-        c = codes[i]
-        s, m = sums.copy(), counts.copy()
-        s[c] -= Xv[i]
-        m[c] -= 1
-        alive = m > 0
-        centroids = s[alive] / m[alive, None]
-        d = _distances_to(Xv[i], centroids, metric)
-        correct += int(np.flatnonzero(alive)[np.argmin(d)] == c)  # argmin: first of equal distances
-    return correct / len(Xv)
+    # Distances to every full centroid, then each point's own sense replaced by the centroid without it.
+    D = _pairwise(X, sums / counts[:, None], metric)  # [n, n_senses]
+    own_count = counts[codes] - 1
+    own = np.divide(sums[codes] - X, own_count[:, None], out=np.zeros_like(X), where=own_count[:, None] > 0)
+    own_d = _rowwise(X, own, metric)
+    D[np.arange(n), codes] = np.where(own_count > 0, own_d, np.inf)
+    return float(np.mean(np.argmin(D, axis=1) == codes))  # argmin: first of equal distances
 
 
 def mfs_baseline(labels: Sequence[Hashable]) -> float:
@@ -145,29 +147,47 @@ def majority_share(labels: Sequence[Hashable]) -> float:
 
 
 def macro_f1(y_true, y_pred) -> float:
-    """Macro-F1 over the senses present in ``y_true`` (a sense never predicted scores F1 = 0)."""
-    from sklearn.metrics import f1_score
+    """Macro-F1 over the senses present in ``y_true`` (a sense never predicted correctly scores F1 = 0).
 
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    The same number as ``sklearn.metrics.f1_score(y_true, y_pred, labels=<senses in y_true>, average="macro",
+    zero_division=0)``, computed directly: sklearn's input validation costs ~40 ms a call, which adds up over
+    layers and k values.
+    """
+    y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) == 0 or len(y_true) != len(y_pred):
         raise ValueError(f"macro_f1 needs two equally long, non-empty label lists (got {len(y_true)} and "
                          f"{len(y_pred)})")
-    return float(f1_score(y_true, y_pred, labels=np.unique(y_true), average="macro", zero_division=0))
+    true, names = _encode_labels(y_true)
+    index = {lab: i for i, lab in enumerate(names)}
+    pred = np.array([index.get(lab, -1) for lab in y_pred])  # -1: a label that is not a true sense
+    f1 = []
+    for c in range(len(names)):
+        tp = np.sum((pred == c) & (true == c))
+        fp, fn = np.sum((pred == c) & (true != c)), np.sum((pred != c) & (true == c))
+        f1.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return float(np.mean(f1))
 
 
 def sense_silhouette(X: np.ndarray, labels: Sequence[Hashable], metric: str = "cosine") -> tuple[float, str]:
     """Silhouette of the sense clusters; returns (value, reason). The value is NaN when undefined, with the reason;
     the reason is "" otherwise."""
-    from sklearn.metrics import silhouette_score
 
     Xv, codes, names, _, _ = _prepare(X, labels, "sense_silhouette", metric)
+    return _silhouette(_pairwise(Xv, Xv, metric), codes, names)
+
+
+def _silhouette(D: np.ndarray, codes: np.ndarray, names: list) -> tuple[float, str]:
+    from sklearn.metrics import silhouette_score
+
     if len(names) < 2:
         return float("nan"), f"only one sense ({names[0]!r}): silhouette needs at least 2"
     counts = np.bincount(codes)
     single = [names[c] for c in np.flatnonzero(counts == 1)]
     if single:
         return float("nan"), f"sense(s) {', '.join(map(repr, single))} have a single occurrence"
-    return float(silhouette_score(Xv, codes, metric=metric)), ""
+    D = np.maximum(D, 0.0)  # rounding can leave -1e-16 where sklearn insists on non-negative distances
+    np.fill_diagonal(D, 0.0)
+    return float(silhouette_score(D, codes, metric="precomputed")), ""
 
 
 def sense_table(
@@ -193,24 +213,29 @@ def sense_table(
     ks = [k] if isinstance(k, (int, np.integer)) else list(k)
     if not ks:
         raise ValueError("sense_table needs at least one k")
+    for kk in ks:
+        _check_k(kk)
     rows = []
-    for layer, name in enumerate(names):
-        X = V[:, layer, :]
-        row: dict = {"layer": name, "layer_index": layer}
-        notes: list[str] = []
-        for kk in ks:
-            r = knn_sense_accuracy(X, labels, k=kk, metric=metric)
-            row[f"knn{kk}_accuracy"], row[f"knn{kk}_macro_f1"] = r.accuracy, r.macro_f1
-            notes += [m for m in r.notes if m not in notes]
-        row["n"], row["n_senses"] = r.n, r.n_senses
-        row["centroid_accuracy"] = centroid_sense_accuracy(X, labels, metric=metric)
-        row["silhouette"], reason = sense_silhouette(X, labels, metric=metric)
-        if reason:
-            notes.append(f"silhouette: {reason}")
-        used = [lab for lab, p in zip(labels, r.predictions) if p is not None]
-        row["mfs_accuracy"], row["majority_share"] = mfs_baseline(used), majority_share(used)
-        row["note"] = "; ".join(notes)
-        rows.append(row)
+    with _thread_limit():
+        for layer, name in enumerate(names):
+            Xv, codes, senses, kept, dropped = _prepare(V[:, layer, :], labels, f"sense_table ({name})", metric)
+            D = _pairwise(Xv, Xv, metric)  # one distance matrix per layer serves every measure
+            row: dict = {"layer": name, "layer_index": layer, "n": len(Xv), "n_senses": len(senses)}
+            notes = list(dropped)
+            loo = D.copy()
+            np.fill_diagonal(loo, np.inf)
+            for kk in ks:
+                r = _knn(loo, codes, senses, kept, kk, [])
+                row[f"knn{kk}_accuracy"], row[f"knn{kk}_macro_f1"] = r.accuracy, r.macro_f1
+                notes += r.notes
+            row["centroid_accuracy"] = _centroid_accuracy(Xv, codes, len(senses), metric)
+            row["silhouette"], reason = _silhouette(D, codes, senses)
+            if reason:
+                notes.append(f"silhouette: {reason}")
+            used = [senses[c] for c in codes]
+            row["mfs_accuracy"], row["majority_share"] = mfs_baseline(used), majority_share(used)
+            row["note"] = "; ".join(notes)
+            rows.append(row)
     front = ["layer", "layer_index", "n", "n_senses"]
     table = pd.DataFrame(rows)
     return table[front + [c for c in table.columns if c not in front]]
@@ -430,22 +455,38 @@ def _scatter(pred_codes: np.ndarray, names: list, kept: np.ndarray) -> list:
     return out
 
 
-def _distances(X: np.ndarray, metric: str) -> np.ndarray:
+def _pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
+    """Distances [len(X), len(Y)]: cosine = 1 - cos (zero vectors: cos 0), or euclidean."""
     if metric == "cosine":
-        U = _unit_rows(X)
-        return 1.0 - U @ U.T
-    if metric == "euclidean":
-        sq = np.sum(X * X, axis=1)
-        return np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0.0))
-    raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        return 1.0 - _unit_rows(X) @ _unit_rows(Y).T
+    sx, sy = np.sum(X * X, axis=1), np.sum(Y * Y, axis=1)
+    return np.sqrt(np.maximum(sx[:, None] + sy[None, :] - 2 * X @ Y.T, 0.0))
 
 
-def _distances_to(x: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
+def _rowwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
+    """Distance of each row of X to the same row of Y."""
     if metric == "cosine":
-        return 1.0 - _unit_rows(Y) @ _unit_rows(x[None, :])[0]
-    if metric == "euclidean":
-        return np.linalg.norm(Y - x, axis=1)
-    raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        return 1.0 - np.sum(_unit_rows(X) * _unit_rows(Y), axis=1)
+    return np.linalg.norm(X - Y, axis=1)
+
+
+def _loo_distances(X: np.ndarray, metric: str) -> np.ndarray:
+    with _thread_limit():
+        D = _pairwise(X, X, metric)
+    np.fill_diagonal(D, np.inf)  # leave one out: a point is never its own neighbour
+    return D
+
+
+def _thread_limit():
+    """BLAS with every core busy-waits on a small shared machine (10x slower measured); use half of them."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(max(1, (os.cpu_count() or 2) // 2))
+
+
+def _check_k(k) -> None:
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
 def _unit_rows(X: np.ndarray) -> np.ndarray:

@@ -1,0 +1,116 @@
+"""ELMo layers: which layers a small task head wants (learned scalar-mix weights) next to each layer's own score."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from app import common, figures
+from ctxmodels.analysis import probes
+
+TASK_NAMES = {"pos": "part of speech", "wsd": "word sense"}
+
+common.page_header(
+    "ELMo layers",
+    "ELMo hands a task not one layer but a learned mix of all of them. Train a small probe on top of the frozen "
+    "model and read off which layers it wants:",
+)
+st.latex(common.FORMULAS["scalar_mix"])
+st.markdown(
+    "The bars are the weights $s_j$ a probe learned for each layer $\\mathbf{h}_j$ (they sum to 1; $\\gamma$ "
+    "scales the mix); the line is the accuracy of the same probe given one layer alone. **In the ELMo paper, "
+    "part of speech is read best from the first LSTM layer and word sense from the top one: the layers carry "
+    "different kinds of information, and the mix lets each task take what it needs.**"
+)
+common.explain(
+    "The probe (on SemCor sentences, split by sentence into train and test) is a scalar mix followed by one "
+    "linear layer, trained with cross-entropy; the model itself is frozen. Each layer is standardised first, "
+    "so the weights compare what the layers carry rather than their scales. The baseline is the majority tag "
+    "(part of speech) or each lemma's most frequent sense (word sense). The model was trained as a bidirectional "
+    "language model; layer 0 is the character CNN, layer j ≥ 1 the concatenated forward and backward LSTM states.",
+    ["bilm", "scalar_mix"],
+)
+
+ids = common.require_models(need=lambda m: m.n_layers >= 2, what="layer probes")
+elmo_first = sorted(ids, key=lambda m: common.get_model(m).kind != "elmo")
+common.url_state("probe_model", elmo_first[0], options=ids)
+model_id = st.selectbox("Model", elmo_first, key="probe_model", format_func=common.label,
+                        help="ELMo first; a probe works on any model with several layers (BERT too).")
+common.to_url("probe_model")
+model = common.get_model(model_id)
+
+
+def cached_results(model) -> dict[str, probes.ProbeResult]:
+    """The newest cached probe result of each task for this model's files (whatever its settings), if any."""
+    fingerprint = probes.model_fingerprint(model)
+    out: dict[str, probes.ProbeResult] = {}
+    if not fingerprint:
+        return out
+    for task in probes.TASKS:
+        for path in probes.cache_paths(model, task, fingerprint):
+            try:
+                entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
+            except (OSError, ValueError, AttributeError):
+                continue
+            mine = [e for e in entries.values() if isinstance(e, dict) and e.get("model_fingerprint") == fingerprint]
+            if mine:
+                try:
+                    out[task] = probes.ProbeResult.from_dict(mine[-1])
+                except TypeError:
+                    continue
+                break
+    return out
+
+
+results = cached_results(model)
+for task in probes.TASKS:  # a result computed in this session (e.g. recomputed without caching) wins
+    fresh = st.session_state.get(f"probe::{model_id}::{task}")
+    if fresh is not None:
+        results[task] = fresh
+
+cols = st.columns(2)
+for col, task in zip(cols, probes.TASKS):
+    with col:
+        st.subheader(TASK_NAMES[task])
+        r = results.get(task)
+        if r is None:
+            st.info(f"No {TASK_NAMES[task]} probe has been run on `{common.label(model_id)}` yet. Run one below "
+                    f"(or `ctxmodels probe --model ... --task {task}`); results are cached beside the model.")
+            continue
+        fig = figures.mix_weights_bars(r.layer_names, r.mix_weights, r.gamma, r.layer_accuracies,
+                                       title=f"{TASK_NAMES[task]} probe")
+        data = pd.DataFrame(r.rows()).assign(task=task, gamma=r.gamma, mix_accuracy=r.mix_accuracy,
+                                             baseline=r.baseline_accuracy)
+        common.plot(fig, f"probe-{task}-{common.label(model_id)}", key=f"probe::{task}", data=data)
+        base = "majority tag" if task == "pos" else "most frequent sense"
+        st.markdown(f"Accuracy with the mix: **{r.mix_accuracy:.1%}** · best single layer "
+                    f"({r.layer_names[r.best_layer]}): **{max(r.layer_accuracies):.1%}** · {base}: "
+                    f"{r.baseline_accuracy:.1%}")
+        st.caption(f"{r.n_train} training / {r.n_test} test items from {r.n_sentences} SemCor sentences, "
+                   f"{r.settings.get('epochs', '?')} epochs, seed {r.settings.get('seed', '?')}"
+                   + (" (cached)" if r.cached else ""))
+
+st.divider()
+st.subheader("Run a probe")
+with st.form("probe_form"):
+    f1, f2, f3 = st.columns(3)
+    task = f1.selectbox("Task", list(probes.TASKS), format_func=TASK_NAMES.get, key="probe_task")
+    n_sentences = f2.number_input("SemCor sentences", min_value=20, max_value=20_000, value=300, step=50,
+                                  key="probe_sentences", help="Embedding them is most of the time.")
+    epochs = f3.number_input("Epochs", min_value=1, max_value=50, value=10, key="probe_epochs")
+    again = st.checkbox("Recompute even if a result with these settings is cached", key="probe_again")
+    go = st.form_submit_button("Run probe", type="primary")
+if go:
+    bar = st.progress(0.0, text="starting …")
+
+    def progress(fraction: float, message: str) -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=message)
+
+    with common.guard("The probe"):
+        settings = probes.ProbeSettings(n_sentences=int(n_sentences), epochs=int(epochs))
+        result = probes.run_probe(model, task, settings, progress=progress, cache=not again)
+        st.session_state[f"probe::{model_id}::{task}"] = result
+        bar.progress(1.0, text="done")
+        st.rerun()

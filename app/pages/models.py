@@ -1,0 +1,196 @@
+"""Models: what is loaded, loading another (when the operator allows), training a small one with a live view."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import common, figures, training
+from ctxmodels.analysis import projections, vectors
+
+common.page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
+                   "watch it learn.")
+common.explain(
+    "**BERT** is trained to restore masked words (and to tell whether sentence B followed A); **ELMo** as two "
+    "language models, one reading forward and one backward; **static vectors** (skip-gram) so that a word's "
+    "vector predicts the words around it. The models trained here are tiny and see a tiny corpus: they are for "
+    "watching training happen, not for good vectors.",
+    ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"],
+)
+cfg = common.settings()
+
+
+@st.cache_resource
+def runner() -> training.JobRunner:
+    return training.JobRunner()
+
+
+# -- what is loaded -----------------------------------------------------------------------------------------
+st.subheader("Available models")
+ids = common.model_ids()
+if not ids:
+    common.no_models_message()
+rows = []
+for mid in ids:
+    with common.guard(f"Loading {common.label(mid)}"):
+        d = common.get_model(mid).describe()
+        rows.append({"model": common.label(mid), "kind": d["kind"], "layers": len(d["layers"]), "dim": d["dim"],
+                     "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
+                     "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
+if rows:
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    for mid in ids:
+        try:
+            m = common.get_model(mid)
+        except Exception:  # noqa: BLE001 - already reported above
+            continue
+        with st.expander(f"{common.label(mid)}: card and configuration"):
+            st.markdown(m.card or "*This model has no card (README.md).*")
+            st.json(m.config, expanded=False)
+            st.json(m.describe(), expanded=False)
+
+# -- load from a path ---------------------------------------------------------------------------------------
+st.subheader("Load a model from the server")
+if not cfg.allow_paths:
+    st.info("Loading from a server path is off, so a visitor cannot read the server's disk. The operator can turn "
+            "it on with `CTXMODELS_ALLOW_PATHS=1` or `streamlit run app/Home.py -- --allow-paths` (or list models "
+            "at start-up with `CTXMODELS_APP_MODELS`).")
+else:
+    with st.form("load_form"):
+        source = st.text_input("Path or name", placeholder="/models/bert-base-uncased, ORG/NAME in the Hugging Face "
+                               "cache, a published ELMo folder, a word-vector .txt file")
+        go = st.form_submit_button("Load")
+    if go:
+        with common.guard("Loading"):
+            import ctxmodels
+            from ctxmodels.loading import resolve
+
+            path, _ = resolve(source)
+            model = ctxmodels.load(str(path))
+            common.registry().add(str(path))
+            st.success(f"Loaded {model.name} ({model.kind}, {model.n_layers} layers); it is now selectable on "
+                       "every page.")
+
+# -- train --------------------------------------------------------------------------------------------------
+st.subheader("Train a small model")
+job = runner().job
+busy = job is not None and job.running
+sources = ["examples"] + (["upload"] if cfg.allow_uploads else [])
+with st.form("train_form"):
+    t1, t2, t3 = st.columns(3)
+    kind = t1.selectbox("Kind", list(training.KINDS), key="train_kind")
+    steps = t2.number_input("Steps", min_value=10, max_value=training.MAX_STEPS, value=200, step=10,
+                            key="train_steps")
+    corpus_source = t3.radio("Corpus", sources, key="train_corpus",
+                             format_func={"examples": "the example sentences", "upload": "upload a text file"}.get)
+    upload = None
+    if cfg.allow_uploads:
+        upload = st.file_uploader(f"Plain text, UTF-8, one paragraph a line, blank lines between documents "
+                                  f"(at most {cfg.upload_mb:g} MB)", type=["txt"], key="train_upload")
+    else:
+        st.caption("Uploads are off; the operator can allow them with `CTXMODELS_ALLOW_UPLOADS=1` or "
+                   "`-- --allow-uploads`.")
+    start = st.form_submit_button("Start training", type="primary", disabled=busy)
+if busy:
+    st.caption("A training job is running (one at a time on this server).")
+
+
+def corpus_for(out: Path) -> Path:
+    """Write the chosen corpus into the run folder and return its path (ValueError with what is wrong)."""
+    from ctxmodels.corpus import read_documents
+
+    path = out / "corpus.txt"
+    if corpus_source == "upload":
+        if upload is None:
+            raise ValueError("choose a text file to upload first")
+        if upload.size > cfg.upload_mb * 2**20:
+            raise ValueError(f"{upload.name} is {upload.size / 2**20:.1f} MB; the limit is {cfg.upload_mb:g} MB")
+        try:
+            text = upload.getvalue().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{upload.name} is not UTF-8 text ({e}); save it as UTF-8 plain text") from e
+        text = training.check_corpus(text, upload.name)
+    else:
+        docs = ["\n".join(vectors.parse_labelled(s)[0] for s in common.preset_sentences(w))
+                for w in common.preset_words()]
+        text = "\n\n".join(docs) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    read_documents(path)  # the trainers' own check: empty documents, unreadable text
+    return path
+
+
+if start and not busy:
+    with common.guard("Training"):
+        out = cfg.runs_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+        runner().start(kind, corpus_for(out), out, int(steps))
+        st.rerun()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def preview(out: str, stamp: float, word: str) -> dict:
+    """PCA of the top layer of the model in training, for one preset word (recomputed when the files change)."""
+    import ctxmodels
+
+    model = ctxmodels.load(out)
+    ov = vectors.word_vectors(model, common.preset_sentences(word), word, inflections=True)
+    proj = projections.project(ov.layer(-1), method="pca", seed=0)
+    return {"coords": proj.coords, "labels": ov.labels,
+            "hover": [figures.highlight(o.sentence, o.char_span) for o in ov.occurrences],
+            "layer": model.layer_names[-1]}
+
+
+def model_stamp(out: Path) -> float:
+    files = [p for p in out.glob("*") if p.is_file() and p.name not in ("metrics.jsonl", "train.log")]
+    return max((p.stat().st_mtime for p in files), default=0.0)
+
+
+def job_panel() -> None:
+    job = runner().job
+    if job is None:
+        return
+    if not job.running and st.session_state.pop("train_polling", False):
+        st.rerun()  # the job ended during a timed fragment run: one full run stops the timer
+    records = job.metrics()
+    step = job.step()
+    status = job.status
+    st.markdown(f"**{job.kind}** in `{job.out.name}`: {status}, step {step} of {job.steps}")
+    st.progress(min(step / job.steps, 1.0))
+    if job.running and st.button("Cancel (saves a checkpoint first)", key="train_cancel"):
+        job.cancel()
+        st.rerun(scope="fragment")
+    c1, c2 = st.columns(2)
+    with c1:
+        if any("loss" in r for r in records):
+            common.plot(figures.loss_chart(records), f"loss-{job.out.name}", key="train::loss",
+                        data=pd.DataFrame([r for r in records if "loss" in r]))
+        else:
+            st.caption("Waiting for the first loss (preparing the data) …")
+    with c2:
+        word = st.selectbox("Word to watch", common.preset_words(), key="train_word")
+        if job.has_model():
+            with common.guard("Preview"):
+                p = preview(str(job.out), model_stamp(job.out), word)
+                if np.isfinite(p["coords"]).any():
+                    fig = figures.sense_scatter(p["coords"], p["labels"], p["hover"], marker_size=7,
+                                                title=f"{word}: {p['layer']}, PCA, at the last checkpoint")
+                    common.plot(fig, f"preview-{word}", key="train::preview")
+        else:
+            st.caption("The preview appears at the first checkpoint.")
+    if not job.running:
+        if job.has_model() and status in ("finished", "cancelled"):
+            common.registry().add(str(job.out))
+            st.success(f"The model in `{job.out}` is now selectable on every page as `{job.out.name}`.")
+        elif status == "failed":
+            st.error("Training failed; the end of its log:")
+    with st.expander("Log"):
+        st.code(job.log_tail() or "(empty)")
+
+
+polling = job is not None and job.running
+st.session_state["train_polling"] = polling
+st.fragment(job_panel, run_every=2 if polling else None)()

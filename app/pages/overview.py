@@ -1,0 +1,39 @@
+"""Overview: what the explorer shows and which models are here."""
+
+import streamlit as st
+
+from app import common
+
+common.page_header(
+    "ctxmodels explorer",
+    "See how **contextual word representations** work. A static word vector gives *bank* one point, whether "
+    "it is a river bank or the bank that holds money; **ELMo** and **BERT** give every occurrence its own "
+    "vector, shaped by the sentence around it. The pages below put them side by side.",
+)
+
+cols = st.columns(3)
+cols[0].page_link("pages/word_senses.py", label="**Word senses** — watch the senses of a word fall apart into "
+                  "clouds, layer by layer", icon=":material/scatter_plot:")
+cols[1].page_link("pages/fill_in.py", label="**Fill in the blank** — what BERT guesses for a [MASK]",
+                  icon=":material/edit_note:")
+cols[2].page_link("pages/attention.py", label="**Attention** — which words each head looks at",
+                  icon=":material/grid_on:")
+cols[0].page_link("pages/elmo_layers.py", label="**ELMo layers** — which layers a task wants",
+                  icon=":material/stacked_bar_chart:")
+cols[1].page_link("pages/models.py", label="**Models** — what is loaded; train a small one",
+                  icon=":material/model_training:")
+
+st.subheader("Models available")
+ids = common.model_ids()
+if not ids:
+    common.no_models_message()
+else:
+    st.markdown(", ".join(f"`{common.label(i)}`" for i in ids) +
+                ". They load on first use and are shared by everyone using this server.")
+
+common.explain(
+    "Each page says what it shows and the formulas behind it. The state that matters (page, word, models, "
+    "layer, projection) is in the address bar: copy the link to share the view. Every figure's camera icon "
+    "saves it as PNG or SVG; the buttons below a figure give it as HTML and its data as CSV.",
+    ["mlm", "bilm"],
+)

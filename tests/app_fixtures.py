@@ -1,0 +1,82 @@
+"""Tiny random-weight models for the app's tests and for trying the app by hand.
+
+``build_tiny_assets(folder)`` writes ``bert-eltec``, ``elmo-eltec`` and ``static-eltec`` (the shipped short names)
+plus ``bert-no-mlm`` (an encoder without its masked-LM head) and a small training corpus ``corpus.txt``.
+Point ``CTXMODELS_ASSETS`` at the folder and the app opens on them::
+
+    python tests/app_fixtures.py /tmp/tiny-assets
+    CTXMODELS_ASSETS=/tmp/tiny-assets streamlit run app/Home.py
+
+The weights are random, so the pictures mean nothing; the shapes, names and code paths are the real ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SENSES = ROOT / "assets" / "examples" / "senses"
+TINY_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec", "bert-no-mlm")
+
+
+def example_texts() -> list[str]:
+    """The preset sentences (without labels): every preset word is then in the tiny vocabularies."""
+    from ctxmodels.analysis.vectors import parse_labelled
+
+    texts = []
+    for path in sorted(SENSES.glob("*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                texts.append(parse_labelled(line)[0])
+    return texts
+
+
+def write_corpus(path: Path, n_docs: int = 4) -> Path:
+    """A small corpus in the trainers' format: paragraphs a line, blank lines between documents."""
+    texts = example_texts()
+    per_doc = max(1, len(texts) // n_docs)
+    docs = [texts[i: i + per_doc] for i in range(0, len(texts), per_doc)]
+    path.write_text("\n\n".join("\n".join(d) for d in docs) + "\n", encoding="utf-8")
+    return path
+
+
+def build_tiny_assets(folder: str | Path) -> Path:
+    """Write the tiny models into ``folder`` (skipped when already there) and return the folder."""
+    import torch
+
+    from ctxmodels.bert import BertConfig, BertForPreTraining
+    from ctxmodels.elmo import ElmoConfig, ElmoLanguageModel
+    from ctxmodels.elmo_data import tokenize
+    from ctxmodels.formats.allennlp import save_elmo
+    from ctxmodels.formats.huggingface import save_pretrained
+    from ctxmodels.static import StaticVectors
+    from ctxmodels.tokenization import WordPieceTokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = example_texts()
+    torch.manual_seed(0)
+    if not (folder / "bert-eltec" / "config.json").is_file() or not (folder / "bert-no-mlm").is_dir():
+        tok = WordPieceTokenizer.train(texts, vocab_size=600, min_frequency=1)
+        cfg = BertConfig.preset("tiny", vocab_size=tok.vocab_size, max_position_embeddings=128)
+        save_pretrained(BertForPreTraining(cfg).eval(), tok, folder / "bert-eltec",
+                        card="# tiny BERT\n\nRandom weights, for tests.")
+        save_pretrained(BertForPreTraining(cfg, mlm_head=False, nsp_head=False).eval(), tok, folder / "bert-no-mlm",
+                        card="# tiny BERT without MLM head\n\nRandom weights, for tests.")
+    if not (folder / "elmo-eltec" / "config.json").is_file():
+        save_elmo(ElmoLanguageModel(ElmoConfig.preset("tiny")).eval(), folder / "elmo-eltec",
+                  card="# tiny ELMo\n\nRandom weights, for tests.")
+    if not (folder / "static-eltec" / "config.json").is_file():
+        words = sorted({w.lower() for t in texts for w in tokenize(t)})
+        vectors = torch.randn(len(words), 16).numpy()
+        StaticVectors.from_vectors(words, vectors, lowercase=True).save(
+            folder / "static-eltec", card="# tiny static vectors\n\nRandom vectors, for tests.")
+    if not (folder / "corpus.txt").is_file():
+        write_corpus(folder / "corpus.txt")
+    return folder
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/ctxmodels-tiny-assets")
+    print(build_tiny_assets(target))
