@@ -20,12 +20,12 @@ st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wi
 common.umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
-    st.Page("pages/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
-    st.Page("pages/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
-    st.Page("pages/fill_in.py", title="Fill in the blank", icon=":material/edit_note:", url_path="fill_in"),
-    st.Page("pages/models.py", title="Models", icon=":material/model_training:", url_path="models"),
+    st.Page("views/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
+    st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
+    st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
+    st.Page("views/fill_in.py", title="Fill in the blank", icon=":material/edit_note:", url_path="fill_in"),
+    st.Page("views/models.py", title="Models", icon=":material/model_training:", url_path="models"),
 ]
 page = st.navigation(PAGES, position="top" if present else "sidebar")
 

@@ -375,7 +375,7 @@ def build_task(args: argparse.Namespace) -> tuple[StaticTask, TrainConfig]:
     steps = args.steps if args.steps is not None else task.num_batches(0)  # default: one epoch
     cfg = TrainConfig(
         max_steps=steps,
-        lr=args.lr if args.lr is not None else 2e-3,
+        lr=args.lr if args.lr is not None else 5e-3,
         warmup_steps=args.warmup if args.warmup is not None else min(100, steps // 10),
         weight_decay=args.weight_decay,
         bf16=args.bf16,

@@ -57,6 +57,17 @@ def test_merge_word_pieces_sums_columns_and_averages_rows():
     assert np.allclose(merged.attentions.sum(-1), 1.0)
 
 
+def test_merge_handles_pieces_that_are_not_adjacent():
+    # word 0 at positions 1 and 3: the same sums, against a one-hot matrix product as the oracle
+    maps = attention_maps(HAND[None, None], ["[CLS]", "x", "y", "z", "[SEP]"], word_ids=[None, 0, 1, 0, None])
+    M = np.zeros((5, 4))
+    M[[0, 1, 2, 3, 4], [0, 1, 2, 1, 3]] = 1
+    expected = M.T @ HAND @ M / M.sum(axis=0)[:, None]
+    merged = merge_word_pieces(maps)
+    assert merged.tokens == ["[CLS]", "xz", "y", "[SEP]"]
+    assert np.allclose(merged.attentions[0, 0], expected)
+
+
 def test_merge_without_word_list_joins_pieces():
     maps = attention_maps(HAND[None, None], PIECES, word_ids=WORD_IDS)
     assert merge_word_pieces(maps).tokens == ["[CLS]", "bank", "ok", "[SEP]"]

@@ -368,7 +368,6 @@ def test_tokenize_documents_keeps_document_and_sentence_boundaries():
 # the command line and the trainer
 
 
-@pytest.mark.slow
 def test_cli_trains_end_to_end_and_writes_a_loadable_model(tmp_path, corpus_file, capsys):
     from ctxmodels.formats.huggingface import load_bert
 
@@ -402,7 +401,6 @@ def test_cli_trains_end_to_end_and_writes_a_loadable_model(tmp_path, corpus_file
     assert (out / "train_args.json").read_text() == args_before
 
 
-@pytest.mark.slow
 def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, tokenizer_dir, capsys):
     common = ["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--steps", "8",
               "--log-every", "1", "--eval-every", "3", *TINY]

@@ -319,7 +319,7 @@ def test_loss_ignores_boundary_transitions_and_full_softmax_equals_cross_entropy
 def test_training_clearly_lowers_heldout_perplexity(tmp_path):
     corpus = write_corpus(tmp_path / "gen.txt", n_docs=4, paragraphs=60)
     out = tmp_path / "run"
-    code = run_cli("--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--steps", "150",
+    code = run_cli("--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--steps", "120",
                    "--lr", "1e-2", "--warmup", "10", "--batch-size", "16", "--seq-len", "20", "--n-samples", "20",
                    "--eval-every", "1000", "--save-every", "1000", "--heldout-docs", "1", "--eval-tokens", "2000")
     assert code == 0

@@ -243,8 +243,11 @@ def test_wic_missing_things(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    from ctxmodels.bert import BertConfig, BertForPreTraining
     from ctxmodels.elmo import ElmoConfig, ElmoLanguageModel
     from ctxmodels.formats.allennlp import save_elmo
+    from ctxmodels.formats.huggingface import save_pretrained
+    from ctxmodels.tokenization import WordPieceTokenizer
 
     root = tmp_path_factory.mktemp("models")
     torch.manual_seed(0)
@@ -253,7 +256,13 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
     rng = np.random.default_rng(0)
     lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.normal(size=8)) for w in words]
     (root / "static.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {"elmo": root / "elmo-tiny", "static": root / "static.txt"}
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *letters, *(f"##{c}" for c in letters)]
+    (root / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    bert = BertForPreTraining(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=2, intermediate_size=64))
+    save_pretrained(bert, WordPieceTokenizer.from_vocab(root / "vocab.txt"), root / "bert-tiny")
+    return {"elmo": root / "elmo-tiny", "static": root / "static.txt", "bert": root / "bert-tiny"}
 
 
 def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys):
@@ -282,9 +291,12 @@ def test_cli_wic_and_errors(tiny_models, tmp_path: Path, capsys):
     write_wic_split(root, "train", WIC_TRAIN)
     write_wic_split(root, "test", WIC_TEST)
     out = tmp_path / "wic.json"
-    assert main(["eval", "wic", "--data", str(root), "--model", str(tiny_models["elmo"]), "--json", str(out)]) == 0
+    assert main(["eval", "wic", "--data", str(root), "--model", str(tiny_models["bert"]), "--model",
+                 str(tiny_models["static"]), "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["task"] == "wic" and len(result["results"]) == 3
+    assert result["task"] == "wic"
+    assert [r["layer"] for r in result["results"]] == ["embeddings", "layer 1", "layer 2", "static"]
+    assert all(0.0 <= r["train_accuracy"] <= 1.0 and 0.0 <= r["test_accuracy"] <= 1.0 for r in result["results"])
     capsys.readouterr()
     write_lines(root / "test" / "test.gold.txt", ["T"])
     assert main(["eval", "wic", "--data", str(root), "--model", str(tiny_models["elmo"])]) == 2

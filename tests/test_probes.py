@@ -164,6 +164,7 @@ def test_results_are_cached_beside_the_model(known):
     again = run_probe(model, "pos", ProbeSettings(**FAST), semcor=semcor)
     assert again.cached and model.calls == calls            # nothing embedded or trained
     assert again.to_dict() == first.to_dict()
+    assert run_probe(model, "pos", ProbeSettings(**FAST, threads=None), semcor=semcor).cached   # speed only
     # another setting, or changed model files: computed anew
     other = run_probe(model, "pos", ProbeSettings(**{**FAST, "epochs": 5}), semcor=semcor)
     assert not other.cached and model.calls > calls
@@ -184,6 +185,15 @@ def test_cache_falls_back_to_the_user_cache(known, tmp_path: Path):
     # an explicit cache_dir
     run_probe(model, "pos", ProbeSettings(**FAST), semcor=semcor, cache_dir=tmp_path / "mine")
     assert list((tmp_path / "mine").glob("*/pos.json"))
+
+
+def test_torch_threads_are_restored():
+    before = torch.get_num_threads()
+    with probes.torch_threads(before + 1):
+        assert torch.get_num_threads() == before + 1
+    assert torch.get_num_threads() == before
+    with probes.torch_threads(None):
+        assert torch.get_num_threads() == before
 
 
 def test_bad_input(known):

@@ -97,7 +97,17 @@ def test_too_few_points_for_nonlinear_methods_fall_back_to_pca(method):
     p = project(cloud(3), method=method)
     assert p.method == "pca" and p.requested_method == method
     assert p.coords.shape == (3, 2) and np.isfinite(p.coords).all()
-    assert any("needs at least 5 points" in n for n in p.notes)
+    assert any("needs at least 5 distinct points" in n for n in p.notes)
+    p = project(np.repeat(cloud(4), 5, axis=0), method=method)  # 20 points, 4 distinct
+    assert p.method == "pca" and p.coords.shape == (20, 2)
+
+
+def test_tsne_puts_exact_copies_on_one_point():
+    X = np.vstack([np.repeat(cloud(3, seed=1), 10, axis=0), cloud(30, seed=2)])
+    p = project(X, method="tsne")
+    assert np.ptp(p.coords[:10], axis=0).max() == 0 and np.ptp(p.coords[10:20], axis=0).max() == 0
+    assert "27 duplicate vectors share their original's point (t-SNE fitted on the 33 distinct ones)" in p.notes
+    assert p.params["perplexity"] == pytest.approx(32 / 3)  # clipped for the 33 distinct points
 
 
 def test_tsne_perplexity_clipped_with_a_note():

@@ -39,6 +39,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +76,9 @@ class ProbeSettings:
     min_per_sense: int = 20
     min_senses: int = 2
     max_per_sense: int = 20
+    # torch threads while probing (None: leave as set). One thread by default: the work is many small matrix
+    # products, and on a busy 2-core machine two threads were 5-10x slower (waits at OpenMP barriers).
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
         if self.lemmas is not None:
@@ -94,6 +98,7 @@ class ProbeSettings:
         """The settings that matter for ``task`` (the cache key ignores the others)."""
         d = asdict(self)
         drop = ("lemmas", "n_lemmas", "min_per_sense", "min_senses", "max_per_sense") if task == "pos" else ("tagset",)
+        drop += ("threads",)   # speed only: results do not depend on it
         for k in drop:
             d.pop(k)
         if d.get("lemmas") is not None:
@@ -335,13 +340,20 @@ def fit_probes(feats: np.ndarray, labels: np.ndarray, groups: np.ndarray, class_
     ``labels`` [N] class indices, ``groups`` [N] each item's group, ``class_groups`` [C] each class's group,
     ``train`` [N] boolean (the rest is the test set). ``progress(fraction)`` after every epoch.
     """
-    threads = torch.get_num_threads()
-    # Small matrix products: one thread is faster, and far faster on a busy machine (no waits at OpenMP barriers).
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(settings.threads):
         return _fit(feats, labels, groups, class_groups, train, settings, progress)
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Run with ``n`` torch threads, then restore the previous number (a process-wide setting)."""
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
 
 
 def _fit(feats: np.ndarray, labels: np.ndarray, groups: np.ndarray, class_groups: np.ndarray, train: np.ndarray,
@@ -421,7 +433,8 @@ def run_probe(model: LoadedModel, task: str, settings: ProbeSettings | None = No
                 progress(1.0, "cached result")
             return hit
     semcor = semcor if semcor is not None else load_semcor()
-    result = _compute(model, task, settings, semcor, progress)
+    with torch_threads(settings.threads):
+        result = _compute(model, task, settings, semcor, progress)
     result.model_fingerprint = fingerprint or ""
     for path in paths:  # the first location that takes the write
         if _write_cache(path, key, result):
@@ -568,6 +581,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-lemmas", type=int, default=d.n_lemmas)
     p.add_argument("--min-per-sense", type=int, default=d.min_per_sense)
     p.add_argument("--pooling", choices=("mean", "first", "last"), default=d.pooling)
+    p.add_argument("--threads", type=int, default=d.threads, help="torch threads while probing (0: leave as set)")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached result exists")
     p.add_argument("--json", default=None, help="also write the result to this JSON file")
 
@@ -578,7 +592,7 @@ def run(args: argparse.Namespace) -> int:
     settings = ProbeSettings(
         n_sentences=args.n_sentences, epochs=args.epochs, seed=args.seed, tagset=args.tagset,
         lemmas=tuple(w.strip() for w in args.lemmas.split(",") if w.strip()) if args.lemmas else None,
-        n_lemmas=args.n_lemmas, min_per_sense=args.min_per_sense, pooling=args.pooling)
+        n_lemmas=args.n_lemmas, min_per_sense=args.min_per_sense, pooling=args.pooling, threads=args.threads or None)
     model = load(args.model)
     semcor = load_semcor(args.semcor) if args.semcor else None
 

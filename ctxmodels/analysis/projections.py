@@ -13,8 +13,10 @@ What the function does beyond calling the library, and why:
 * Rows with NaN or inf (e.g. words beyond a model's maximum length) are dropped before fitting; their coordinates
   are NaN in place and a note says how many.
 * Small inputs give a picture rather than an exception: UMAP's ``n_neighbors`` and t-SNE's ``perplexity`` are
-  clipped to the number of points (with a note), fewer than :data:`MIN_POINTS_NONLINEAR` points fall back to PCA,
-  one point or identical points sit at the origin, and PCA axes that n points cannot span are 0.
+  clipped to the number of points (with a note), fewer than :data:`MIN_POINTS_NONLINEAR` distinct points fall
+  back to PCA, one point or identical points sit at the origin, and PCA axes that n points cannot span are 0.
+  UMAP and t-SNE are fitted on the distinct vectors; exact copies share their original's point (otherwise
+  t-SNE scatters identical vectors far apart, having no distance scale among them).
 * Large inputs: UMAP and t-SNE first reduce to ``pre_pca`` (50) dimensions with PCA when the vectors are wider
   than that and there are more points than that (the usual scanpy / openTSNE practice; fitting cost grows
   with the width, and the discarded directions are mostly noise).
@@ -43,6 +45,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 METHODS = ("umap", "pca", "tsne")
+DISPLAY = {"umap": "UMAP", "pca": "PCA", "tsne": "t-SNE"}
 METRICS = ("cosine", "euclidean")
 MIN_POINTS_NONLINEAR = 5  # below this UMAP / t-SNE have no neighbourhoods worth the name: PCA instead
 
@@ -147,9 +150,22 @@ def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_p
         notes.append(f"{what}: placed at the origin")
         explained = np.zeros(n_components) if method == "pca" else None
         return method, np.zeros((n, n_components)), explained
-    if method != "pca" and n < MIN_POINTS_NONLINEAR:
-        notes.append(f"{method.upper()} needs at least {MIN_POINTS_NONLINEAR} points; showing PCA of the {n} points")
-        method = "pca"
+    inverse = None
+    if method != "pca":
+        # Exact duplicates (e.g. a static layer: one vector per word type) leave t-SNE/UMAP without a scale
+        # and get scattered apart; fit the distinct vectors and put every copy on its original's point.
+        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if len(distinct) < MIN_POINTS_NONLINEAR:
+            notes.append(f"{DISPLAY[method]} needs at least {MIN_POINTS_NONLINEAR} distinct points; showing PCA of "
+                         f"the {n} points")
+            method, inverse = "pca", None
+        elif len(distinct) < n:
+            notes.append(f"{n - len(distinct)} duplicate vectors share their original's point ({DISPLAY[method]} "
+                         f"fitted on the {len(distinct)} distinct ones)")
+            X, n = distinct, len(distinct)
+        else:
+            inverse = None
     if method == "pca":
         Y, explained = _pca(X, n_components, seed, notes)
         return "pca", Y, explained
@@ -162,8 +178,10 @@ def _fit(X, method, n_components, seed, n_neighbors, min_dist, perplexity, pre_p
     else:
         params["pre_pca"] = None
     if method == "umap":
-        return "umap", _umap(X, n_components, seed, n_neighbors, min_dist, params, notes), None
-    return "tsne", _tsne(X, n_components, seed, perplexity, max_iter, params, notes), None
+        Y = _umap(X, n_components, seed, n_neighbors, min_dist, params, notes)
+    else:
+        Y = _tsne(X, n_components, seed, perplexity, max_iter, params, notes)
+    return method, (Y if inverse is None else Y[inverse]), None
 
 
 def _pca(X: np.ndarray, n_components: int, seed: int, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +211,7 @@ def _pca_reduce(X: np.ndarray, width: int, seed: int) -> tuple[np.ndarray, float
 
 def _umap(X, n_components, seed, n_neighbors, min_dist, params, notes) -> np.ndarray:
     n = len(X)
-    k = max(2, min(n_neighbors, n - 1))
+    k = max(2, min(int(n_neighbors), n - 1))
     if k != n_neighbors:
         notes.append(f"UMAP n_neighbors clipped from {n_neighbors} to {k} for {n} points")
     params.update(n_neighbors=k, min_dist=min_dist)

@@ -12,15 +12,15 @@ common.page_header(
 )
 
 cols = st.columns(3)
-cols[0].page_link("pages/word_senses.py", label="**Word senses** — watch the senses of a word fall apart into "
+cols[0].page_link("views/word_senses.py", label="**Word senses** — watch the senses of a word fall apart into "
                   "clouds, layer by layer", icon=":material/scatter_plot:")
-cols[1].page_link("pages/fill_in.py", label="**Fill in the blank** — what BERT guesses for a [MASK]",
+cols[1].page_link("views/fill_in.py", label="**Fill in the blank** — what BERT guesses for a [MASK]",
                   icon=":material/edit_note:")
-cols[2].page_link("pages/attention.py", label="**Attention** — which words each head looks at",
+cols[2].page_link("views/attention.py", label="**Attention** — which words each head looks at",
                   icon=":material/grid_on:")
-cols[0].page_link("pages/elmo_layers.py", label="**ELMo layers** — which layers a task wants",
+cols[0].page_link("views/elmo_layers.py", label="**ELMo layers** — which layers a task wants",
                   icon=":material/stacked_bar_chart:")
-cols[1].page_link("pages/models.py", label="**Models** — what is loaded; train a small one",
+cols[1].page_link("views/models.py", label="**Models** — what is loaded; train a small one",
                   icon=":material/model_training:")
 
 st.subheader("Models available")

@@ -30,7 +30,7 @@ common.url_state("text", "The boat drifted slowly towards the far [MASK] of the 
 common.url_state("k", 5, kind=int)
 common.url_state("fill_models", mlm_ids, options=mlm_ids, many=True)
 
-text = st.text_input("Sentence (press Enter to update)", key="text", max_chars=4000)
+text = st.text_input("Sentence (press Enter to update)", key="text")
 c1, c2 = st.columns([3, 1])
 chosen = c1.multiselect("Models", mlm_ids, key="fill_models", format_func=common.label)
 top_k = c2.slider("Guesses per mask", 1, 20, key="k")

@@ -38,9 +38,8 @@ common.url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
 
 c1, c2 = st.columns([1, 3])
 model_id = c1.selectbox("Model", ids, key="att_model", format_func=common.label)
-sentence = c2.text_input("Sentence A", key="sentence", max_chars=6000)
-pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair",
-                     max_chars=6000)
+sentence = c2.text_input("Sentence A", key="sentence")
+pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair")
 o1, o2, o3 = st.columns(3)
 merge = o1.checkbox("Merge word pieces into words", key="merge")
 hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide")

@@ -1,0 +1,410 @@
+"""The explorer app through Streamlit's AppTest: every page on its defaults, its main widgets, and bad input.
+
+The pages run on tiny random-weight models (tests/app_fixtures.py) found through ``CTXMODELS_ASSETS``.
+Model loading and the analysis caches are per process, so later tests reuse what earlier ones loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from app import common, training
+from tests.app_fixtures import build_tiny_assets
+
+pytest.importorskip("streamlit.testing.v1")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+HOME = str(Path(__file__).resolve().parents[1] / "app" / "Home.py")
+PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fill_in", "models"]
+TIMEOUT = 180  # seconds per script run: generous for a busy 2-core machine, never reached in practice
+
+
+@pytest.fixture(scope="session")
+def tiny_assets(tmp_path_factory) -> Path:
+    return build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+
+
+@pytest.fixture(autouse=True)
+def app_env(tiny_assets, tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets))
+    monkeypatch.setenv("CTXMODELS_APP_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
+    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def page(name: str, **query) -> AppTest:
+    at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.switch_page(f"views/{name}.py")
+    return at.run()
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, texts(at.exception)
+    assert not at.error, texts(at.error)
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+# -- with no model at all --------------------------------------------------------------------------------------
+
+
+def test_without_models_every_page_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(tmp_path / "empty"))
+    for name in PAGES:
+        at = page(name)
+        assert not at.exception, (name, texts(at.exception))
+        if name == "models" and common.registry().extra():
+            continue  # a model trained earlier in this process is still registered
+        if name in ("models", "overview"):
+            assert any("No model is available" in w for w in texts(at.warning)), name
+        else:
+            assert any("No model is available" in w for w in texts(at.warning)), (name, texts(at.warning))
+
+
+# -- every page on its defaults --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_runs_on_its_defaults(name):
+    at = page(name)
+    assert_clean(at)
+    assert at.title and at.title[0].value
+    if name in ("word_senses", "attention", "fill_in"):
+        assert charts(at), f"{name} shows no figure"
+    # every page explains itself, formulas included
+    if name != "overview":
+        assert at.get("expander") and (at.latex or name == "models")
+
+
+# -- word senses -----------------------------------------------------------------------------------------------
+
+
+def scatter_points(at: AppTest) -> list:
+    return [trace["x"] for spec in charts(at) for trace in spec["data"] if trace.get("type") == "scatter"
+            and trace.get("mode") == "markers"]
+
+
+def test_word_senses_layer_slider_changes_the_plot():
+    at = page("word_senses", projection="pca", models="bert-eltec")
+    assert_clean(at)
+    before = scatter_points(at)
+    slider = at.select_slider(key="layer::bert-eltec")
+    assert slider.value == 2  # the top layer by default
+    slider.set_value(1).run()
+    assert_clean(at)
+    assert scatter_points(at) != before
+    assert at.query_params["layer"] == ["1:bert-eltec"] or "1:bert-eltec" in at.query_params["layer"]
+
+
+def test_word_senses_reads_its_state_from_the_url_and_writes_it_back():
+    at = page("word_senses", preset="run", projection="pca", models=["elmo-eltec", "static-eltec"],
+              layer="1:elmo-eltec")
+    assert_clean(at)
+    assert at.selectbox(key="preset").value == "run"
+    assert at.multiselect(key="models").value == ["elmo-eltec", "static-eltec"]
+    assert at.select_slider(key="layer::elmo-eltec").value == 1
+    at.selectbox(key="projection").set_value("tsne").run()
+    assert_clean(at)
+    assert at.query_params["projection"] in ("tsne", ["tsne"])
+    assert any("t-SNE" in c for c in texts(at.caption))
+
+
+def test_word_senses_measurement_lines_per_model_with_baseline():
+    at = page("word_senses", projection="pca", models=["elmo-eltec", "bert-eltec"])
+    assert_clean(at)
+    lines = [spec for spec in charts(at) if spec["layout"].get("xaxis", {}).get("title", {}).get("text") == "layer"]
+    titles = [spec["layout"]["title"]["text"] for spec in lines]
+    assert any("1-NN" in t for t in titles) and any("self-similarity" in t for t in titles)
+    knn = next(spec for spec in lines if "1-NN" in spec["layout"]["title"]["text"])
+    assert {t["name"] for t in knn["data"]} == {"elmo-eltec", "bert-eltec"}
+    assert knn["layout"].get("shapes"), "the majority-sense baseline line is missing"
+
+
+def test_word_senses_layer_path_option():
+    at = page("word_senses", projection="pca", models="elmo-eltec")
+    at.toggle(key="path").set_value(True).run()
+    assert_clean(at)
+    assert any(t.get("name") == "path through layers" for spec in charts(at) for t in spec["data"])
+
+
+OWN = "\n".join([
+    "We sat on the bank of the river. | river",
+    "The bank lent her the money. | money",
+    "The grassy bank was wet after the rain. | river",
+    "He paid the cheque into the bank. | money",
+    "A heron stood still on the bank. | river",
+    "The bank closed at noon. | money",
+])
+
+
+def own(at: AppTest, sentences: str, word: str) -> AppTest:
+    at.radio(key="source").set_value("own")
+    at.run()
+    at.text_area(key="sentences").set_value(sentences)
+    at.text_input(key="word").set_value(word)
+    return at.run()
+
+
+def test_word_senses_own_sentences_with_labels():
+    at = own(page("word_senses", projection="pca", models="bert-eltec"), OWN, "bank")
+    assert_clean(at)
+    assert any("6 occurrences" in c for c in texts(at.caption))
+
+
+@pytest.mark.parametrize("sentences, word, kind, phrase", [
+    ("", "bank", "error", "no sentences"),
+    (OWN, "", "error", "no target word"),
+    (OWN, "zebra", "error", "occurs in none"),
+    (OWN + "\nA sentence without the word.", "bank", "warning", "does not occur in 1"),
+    ("bank " * 2000, "bank", "error", "2,000 words"),
+    ("The 🏦 bank 🏦 is by the 🌊 river. | money\nThe bank 🌊 river. | river", "bank", None, None),
+    ("🏦🏦🏦", "🏦", None, None),
+])
+def test_word_senses_bad_input_gives_a_message_not_a_traceback(sentences, word, kind, phrase):
+    at = own(page("word_senses", projection="pca", models=["bert-eltec", "elmo-eltec", "static-eltec"]),
+             sentences, word)
+    assert not at.exception, texts(at.exception)
+    if kind is not None:
+        shown = texts(at.error if kind == "error" else at.warning)
+        assert any(phrase in s for s in shown), shown
+
+
+def test_word_senses_without_labels_says_what_is_missing():
+    at = own(page("word_senses", projection="pca", models="elmo-eltec"),
+             "The bank was closed.\nWe sat on the bank.\nThe bank by the river.", "bank")
+    assert_clean(at)
+    assert any("need sense labels" in i for i in texts(at.info))
+
+
+# -- fill in the blank -----------------------------------------------------------------------------------------
+
+
+def bars(at: AppTest) -> list[dict]:
+    return [t for spec in charts(at) for t in spec["data"] if t.get("type") == "bar"]
+
+
+def test_fill_in_one_chart_per_mask_and_top_k():
+    at = page("fill_in", text="The [MASK] was by the [MASK].", k="3")
+    assert_clean(at)
+    found = bars(at)
+    assert len(found) == 2 and all(len(b["y"]) == 3 for b in found)
+    at.slider(key="k").set_value(7).run()
+    assert all(len(b["y"]) == 7 for b in bars(at))
+    assert any("bert-no-mlm" in c for c in texts(at.caption)), "the model without an MLM head is not mentioned"
+
+
+def test_fill_in_without_mask_offers_to_hide_a_word_and_scores_it():
+    at = page("fill_in", text="The boat drifted towards the bank of the river.")
+    assert not at.exception
+    assert any("no `[MASK]`" in w for w in texts(at.warning))
+    assert not bars(at)
+    box = at.selectbox(key="mask_word")
+    box.set_value(box.options.index("bank  (word 6)") - 1 if False else 5).run()
+    assert_clean(at)
+    assert [m.label for m in at.metric][:2] == ["P(bank)", "rank"]
+    assert bars(at)
+
+
+@pytest.mark.parametrize("text, phrase", [("", "empty"), ("word " * 2000 + "[MASK]", "2,001 words")])
+def test_fill_in_bad_input(text, phrase):
+    at = page("fill_in")
+    at.text_input(key="text").set_value(text).run()
+    assert not at.exception
+    assert any(phrase in e for e in texts(at.error)), texts(at.error)
+
+
+def test_fill_in_emoji_is_not_a_traceback():
+    at = page("fill_in")
+    at.text_input(key="text").set_value("I 💙 the [MASK] 🏦 🌊").run()
+    assert_clean(at)
+    assert bars(at)
+
+
+# -- attention ---------------------------------------------------------------------------------------------------
+
+
+def test_attention_pair_views_and_ranking():
+    at = page("attention", sentence="The bank was closed.", pair="She went home.")
+    assert_clean(at)
+    tokens = at.dataframe[0].value
+    assert "B" in tokens.loc["segment"].tolist() and "[SEP]" in tokens.loc["token"].tolist()
+    heat_before = charts(at)[1]["data"][0]["z"]
+    at.radio(key="view").set_value("mean").run()
+    assert_clean(at)
+    assert charts(at)[1]["data"][0]["z"] != heat_before
+    at.radio(key="view").set_value("rollout").run()
+    assert_clean(at)
+    at.checkbox(key="hide").set_value(True).run()
+    assert_clean(at)
+    assert "[SEP]" not in charts(at)[1]["data"][0]["y"][0]
+    at.selectbox(key="rank_by").set_value("entropy").run()
+    ranked = at.dataframe[-1].value
+    assert list(ranked["entropy"]) == sorted(ranked["entropy"], reverse=True)
+
+
+def test_attention_long_input_stays_light():
+    at = page("attention")
+    at.text_input(key="sentence").set_value(" ".join(["bank", "river", "money"] * 150)).run()  # 450 words
+    assert not at.exception
+    assert any("truncat" in w for w in texts(at.warning)), "the cut to the model's length is not reported"
+    assert any("line view draws up to" in i for i in texts(at.info))
+    grid = charts(at)[0]
+    assert all(len(t["z"]) <= 48 for t in grid["data"])
+
+
+@pytest.mark.parametrize("text, kind", [("", "error"), ("x " * 2000, "error"), ("🏦 💙 🌊", None)])
+def test_attention_bad_input(text, kind):
+    at = page("attention")
+    at.text_input(key="sentence").set_value(text).run()
+    assert not at.exception, texts(at.exception)
+    if kind:
+        assert at.error
+
+
+# -- ELMo layers --------------------------------------------------------------------------------------------------
+
+
+def write_probe_cache(tiny_assets: Path) -> None:
+    """A probe result in the cache beside the tiny ELMo, as ``run_probe`` would leave it (values made up)."""
+    import ctxmodels
+    from ctxmodels.analysis import probes
+
+    model = ctxmodels.load(str(tiny_assets / "elmo-eltec"))
+    fp = probes.model_fingerprint(model)
+    result = probes.ProbeResult(
+        task="pos", model=model.name, layer_names=model.layer_names, labels=["NOUN", "VERB"],
+        mix_weights=[0.2, 0.5, 0.3], gamma=1.1, mix_accuracy=0.8, layer_accuracies=[0.6, 0.75, 0.7],
+        baseline_accuracy=0.4, n_train=80, n_test=20, n_sentences=30, settings={"epochs": 2, "seed": 0},
+        seconds={"embed": 1.0, "train": 1.0}, model_fingerprint=fp)
+    path = probes.cache_paths(model, "pos", fp)[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 1, "entries": {"k": result.to_dict()}}), encoding="utf-8")
+
+
+def test_elmo_layers_shows_cached_probe_results(tiny_assets):
+    write_probe_cache(tiny_assets)
+    try:
+        at = page("elmo_layers")
+        assert_clean(at)
+        bars_ = [t for spec in charts(at) for t in spec["data"] if t.get("type") == "bar"]
+        assert len(bars_) == 1 and list(bars_[0]["y"]) == [0.2, 0.5, 0.3]
+        assert any("No word sense probe" in i for i in texts(at.info))
+        assert any("γ" in spec["layout"]["title"]["text"] for spec in charts(at))
+    finally:
+        for p in (tiny_assets / "elmo-eltec" / "probes").glob("*"):
+            p.unlink()
+
+
+@pytest.mark.slow
+def test_elmo_layers_runs_a_probe_with_progress(shared_data, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_DATA", str(shared_data))
+    at = page("elmo_layers")
+    at.number_input(key="probe_sentences").set_value(20)
+    at.number_input(key="probe_epochs").set_value(1)
+    at.checkbox(key="probe_again").check()
+    at.get("form_submit_button")[0].click()
+    at.run()
+    assert_clean(at)
+    assert [t for spec in charts(at) for t in spec["data"] if t.get("type") == "bar"]
+
+
+# -- models ---------------------------------------------------------------------------------------------------------
+
+
+def test_models_page_lists_models_and_keeps_paths_off():
+    at = page("models")
+    assert_clean(at)
+    listed = at.dataframe[0].value
+    assert {"bert-eltec", "elmo-eltec", "static-eltec"} <= set(listed["model"])
+    assert any("Loading from a server path is off" in i for i in texts(at.info))
+    assert any("Uploads are off" in c for c in texts(at.caption))
+
+
+def test_models_page_loads_a_path_when_allowed(tiny_assets, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ALLOW_PATHS", "1")
+    at = page("models")
+    at.text_input[0].set_value(str(tiny_assets / "bert-no-mlm"))
+    at.get("form_submit_button")[0].click()
+    at.run()
+    assert not at.exception
+    assert any("now selectable" in s for s in texts(at.success))
+    at.text_input[0].set_value("/no/such/model")
+    at.get("form_submit_button")[0].click()
+    at.run()
+    assert not at.exception and any("cannot find a model" in e for e in texts(at.error))
+
+
+@pytest.mark.slow
+def test_models_page_trains_a_model_that_becomes_selectable(tmp_path):
+    at = page("models")
+    at.selectbox(key="train_kind").set_value("static")
+    at.number_input(key="train_steps").set_value(20)
+    next(b for b in at.get("form_submit_button") if b.label == "Start training").click()
+    at.run()
+    assert_clean(at)
+    deadline = time.time() + 240
+    while time.time() < deadline and not at.success:
+        time.sleep(2)
+        at.run()
+    assert_clean(at)
+    assert any("now selectable" in s for s in texts(at.success)), texts(at.markdown)[-3:]
+    assert charts(at), "no loss chart"
+    trained = next(i for i in common.registry().extra() if Path(i).parent == tmp_path / "runs")
+    at = page("word_senses", projection="pca")
+    assert trained in at.multiselect(key="models").options
+
+
+# -- presentation mode and pieces -----------------------------------------------------------------------------------
+
+
+def test_presentation_mode_from_the_url():
+    at = page("fill_in", present="1")
+    assert_clean(at)
+    assert any("stSidebar" in m.value for m in at.markdown)
+    assert not at.sidebar.toggle
+
+
+def test_settings_from_environment_and_arguments(monkeypatch):
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", "/a, /b")
+    monkeypatch.setenv("CTXMODELS_ALLOW_UPLOADS", "1")
+    s = common.settings(["--models", "/c", "/a", "--allow-paths"])
+    assert s.models == ["/a", "/b", "/c"] and s.allow_paths and s.allow_uploads
+    assert not common.settings([]).allow_paths
+
+
+def test_own_sentence_limits():
+    with pytest.raises(ValueError, match="no sentences"):
+        common.own_sentences("  \n ")
+    with pytest.raises(ValueError, match="at most"):
+        common.own_sentences("word " * (common.MAX_WORDS_PER_SENTENCE + 1))
+    with pytest.raises(ValueError, match="more than"):
+        common.own_sentences("bank\n" * (common.MAX_SENTENCES + 1))
+    assert common.own_sentences("a bank | money\n\nthe bank") == ["a bank | money", "the bank"]
+
+
+def test_training_command_and_metrics_reader(tmp_path):
+    cmd = training.train_command("bert", tmp_path / "c.txt", tmp_path / "out", 100)
+    assert cmd[1:5] == ["-m", "ctxmodels.cli", "train", "bert"] and "--steps" in cmd
+    with pytest.raises(ValueError):
+        training.train_command("gpt", tmp_path / "c.txt", tmp_path / "out", 100)
+    with pytest.raises(ValueError):
+        training.train_command("bert", tmp_path / "c.txt", tmp_path / "out", training.MAX_STEPS + 1)
+    m = tmp_path / "metrics.jsonl"
+    m.write_text('{"step": 5, "loss": 2.0}\n{"step": 10, "lo', encoding="utf-8")  # being written
+    assert training.read_metrics(m) == [{"step": 5, "loss": 2.0}]
+    with pytest.raises(ValueError, match="empty"):
+        training.check_corpus("   ")
+    with pytest.raises(ValueError, match="only 3 words"):
+        training.check_corpus("a b c")
