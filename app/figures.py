@@ -145,8 +145,11 @@ def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to:
     xs = [f"{t} ·{i}" for i, t in enumerate(tokens_to)]
     fig = go.Figure(go.Heatmap(z=np.asarray(matrix), x=xs, y=ys, colorscale="Blues", zmin=0,
                                hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=max(300, 14 * len(ys) + 120), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_layout(title=title, height=max(300, 16 * len(ys) + 150), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed")
+    if max(len(xs), len(ys)) <= 80:  # every token labelled while the labels still fit
+        fig.update_xaxes(dtick=1)
+        fig.update_yaxes(dtick=1)
     return fig
 
 
@@ -182,7 +185,7 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
                 colour = f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})"
                 fig.add_trace(go.Scatter(x=[0, 1], y=[y[i], y[j]], mode="lines", hoverinfo="skip", showlegend=False,
                                          line=dict(color=colour, width=1 + 4 * w)))
-    for x, anchor in ((0, "right"), (1, "left")):
+    for x, anchor in ((0, "left"), (1, "right")):  # labels outside the lines: left column left, right column right
         fig.add_trace(go.Scatter(x=[x] * n, y=y, mode="text", text=list(tokens), textposition=f"middle {anchor}",
                                  hoverinfo="skip", showlegend=False))
     fig.update_layout(title=title, height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10))

@@ -8,7 +8,9 @@ Two attention paths give the same numbers: the fused ``F.scaled_dot_product_atte
 maps are asked for) and an explicit softmax that also returns the probabilities [B, heads, T, T].
 
 Pre-training computes the vocabulary projection only at the positions chosen for prediction (``mlm_positions``),
-which is most of the speed-up over running the decoder on every token.
+which is most of the speed-up over running the decoder on every token. For the same reason the last encoder
+block runs only at those positions and [CLS]: its other rows feed nothing in pre-training, and its keys and
+values (which do need every position) come from the block below.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ class BertConfig:
 class BertOutput:
     """What a forward pass returns. Fields a model cannot or was not asked to produce are None."""
 
-    last_hidden_state: torch.Tensor
+    last_hidden_state: torch.Tensor  # [B, T, H]; [B, 1 + P, H] with mlm_positions (see BertForPreTraining)
     prediction_logits: torch.Tensor | None = None  # [B, T, V], or [B, P, V] with mlm_positions
     seq_relationship_logits: torch.Tensor | None = None  # [B, 2]
     hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 tensors [B, T, H]; index 0 = embeddings
@@ -206,15 +208,27 @@ class BertSelfAttention(nn.Module):
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # [B, heads, T, d]
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None,
+        output_attentions: bool = False,
+        queries: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``mask``: bool [B, 1, 1, T], True where a key may be attended to; None = attend everywhere."""
-        B, T, H = x.shape
-        # One GEMM for the three projections (one pass over x, better blocking); the parameters stay three
-        # separate Linear modules so the checkpoint keys remain query/key/value.
-        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
-        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
-        q, k, v = (self._heads(t) for t in F.linear(x, weight, bias).split(H, dim=-1))
+        """``mask``: bool [B, 1, 1, T], True where a key may be attended to; None = attend everywhere.
+        ``queries`` [B, Q, H]: attend from these rows only (keys and values still come from all of ``x``)."""
+        H = x.shape[-1]
+        if queries is None:
+            # One GEMM for the three projections (one pass over x, better blocking); the parameters stay
+            # three separate Linear modules so the checkpoint keys remain query/key/value.
+            weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+            q, k, v = (self._heads(t) for t in F.linear(x, weight, bias).split(H, dim=-1))
+        else:
+            weight = torch.cat([self.key.weight, self.value.weight])
+            bias = torch.cat([self.key.bias, self.value.bias])
+            k, v = (self._heads(t) for t in F.linear(x, weight, bias).split(H, dim=-1))
+            q = self._heads(self.query(queries))
+        B, Q = q.shape[0], q.shape[2]
         # SDPA's CPU kernels fall back to their math path (with ATen's slow dropout) when dropout is on, so
         # training on the CPU takes the explicit path with our dropout: same arithmetic, less time.
         explicit = output_attentions or (self.training and self.dropout.p > 0 and x.device.type == "cpu")
@@ -229,7 +243,7 @@ class BertSelfAttention(nn.Module):
             probs = None
             p = self.dropout.p if self.training else 0.0
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        return context.transpose(1, 2).reshape(B, T, H), probs
+        return context.transpose(1, 2).reshape(B, Q, H), probs
 
 
 class BertSelfOutput(nn.Module):
@@ -249,9 +263,9 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)  # "self" is the checkpoint key: attention.self.query ...
         self.output = BertSelfOutput(config)
 
-    def forward(self, x, mask, output_attentions=False):
-        context, probs = self.self(x, mask, output_attentions)
-        return self.output(context, x), probs
+    def forward(self, x, mask, output_attentions=False, queries=None):
+        context, probs = self.self(x, mask, output_attentions, queries)
+        return self.output(context, x if queries is None else queries), probs
 
 
 class BertIntermediate(nn.Module):
@@ -286,9 +300,16 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertLayerOutput(config)
 
-    def forward(self, x, mask, output_attentions=False):
-        x, probs = self.attention(x, mask, output_attentions)
+    def forward(self, x, mask, output_attentions=False, rows: torch.Tensor | None = None):
+        """``rows`` [B, Q]: compute the block's output only at these positions (-> [B, Q, H])."""
+        queries = None if rows is None else _gather_rows(x, rows)
+        x, probs = self.attention(x, mask, output_attentions, queries)
         return self.output(self.intermediate(x), x), probs
+
+
+def _gather_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """x [B, T, H], rows [B, Q] -> x at those positions, [B, Q, H]."""
+    return torch.gather(x, 1, rows.long().unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 class BertEncoder(nn.Module):
@@ -364,8 +385,15 @@ class BertModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        last_layer_positions: torch.Tensor | None = None,
     ) -> BertOutput:
+        """``last_layer_positions`` [B, Q]: run the last block only at these positions, so
+        ``last_hidden_state`` is [B, Q, H] (rows in that order). Nothing downstream of pre-training reads the
+        other rows, and skipping them saves most of a block. Put position 0 first if the pooler is wanted:
+        it reads row 0. Ignored (full output) when hidden states or attentions are requested."""
         self._check_input(input_ids, token_type_ids)
+        if output_hidden_states or output_attentions:
+            last_layer_positions = None
         mask = None
         if attention_mask is not None and not bool(attention_mask.all()):
             # Without a mask SDPA can take its fastest kernel, so only pass one when something is padded.
@@ -373,8 +401,9 @@ class BertModel(nn.Module):
         x = self.embeddings(input_ids, token_type_ids)
         hidden_states = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
-        for layer in self.encoder.layer:
-            x, probs = layer(x, mask, output_attentions)
+        last = len(self.encoder.layer) - 1
+        for i, layer in enumerate(self.encoder.layer):
+            x, probs = layer(x, mask, output_attentions, last_layer_positions if i == last else None)
             if hidden_states is not None:
                 hidden_states.append(x)
             if attentions is not None:
@@ -473,17 +502,29 @@ class BertForPreTraining(nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> BertOutput:
-        """``mlm_positions`` [B, P]: if given, the vocabulary projection runs only at those positions."""
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_hidden_states, output_attentions)
-        seq = out.last_hidden_state
+        """``mlm_positions`` [B, P]: if given, the vocabulary projection runs only at those positions (logits
+        [B, P, V]), and so does the last encoder block, plus [CLS] for the pooler: ``last_hidden_state`` is
+        then [B, 1 + P, H], the [CLS] row followed by the rows at ``mlm_positions``. Requesting hidden states
+        or attentions turns that saving off (every state is then full length)."""
+        rows = None
+        if mlm_positions is not None:
+            B, T = input_ids.shape
+            if mlm_positions.dim() != 2 or mlm_positions.shape[0] != B:
+                raise ValueError(f"mlm_positions must be [batch, P] with batch {B}, got {tuple(mlm_positions.shape)}")
+            if not self.training and mlm_positions.numel():
+                if int(mlm_positions.min()) < 0 or int(mlm_positions.max()) >= T:
+                    raise ValueError(f"mlm_positions must lie in [0, {T}) for inputs of length {T}")
+            if self.has_mlm_head and not (output_hidden_states or output_attentions):
+                cls_row = torch.zeros(B, 1, dtype=torch.long, device=mlm_positions.device)
+                rows = torch.cat([cls_row, mlm_positions.long()], dim=1)
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_hidden_states, output_attentions,
+                        last_layer_positions=rows)
         if self.has_mlm_head:
-            if mlm_positions is not None:
-                if mlm_positions.dim() != 2 or mlm_positions.shape[0] != seq.shape[0]:
-                    raise ValueError(
-                        f"mlm_positions must be [batch, P] with batch {seq.shape[0]}, got {tuple(mlm_positions.shape)}"
-                    )
-                index = mlm_positions.long().unsqueeze(-1).expand(-1, -1, seq.shape[-1])
-                seq = torch.gather(seq, 1, index)
+            seq = out.last_hidden_state
+            if rows is not None:
+                seq = seq[:, 1:]
+            elif mlm_positions is not None:
+                seq = _gather_rows(seq, mlm_positions)
             out.prediction_logits = self.cls.predictions(seq)
         if self.has_nsp_head and out.pooler_output is not None:
             out.seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)

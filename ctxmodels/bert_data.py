@@ -54,22 +54,29 @@ _TRAIN, _EVAL, _ORDER, _PACK = 0, 1, 2, 3
 
 # A sentence ends at . ! or ? (optionally followed by a closing quote or bracket) before whitespace and an
 # upper-case letter or digit (optionally after an opening quote). Common titles ("Mr. Smith") do not end one.
-_SENTENCE_BREAK = re.compile(
-    r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMessrs\.)(?<!\bMt\.)"
-    r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[\"'“‘(\[]*[A-Z0-9])"
-)
+# (One pattern with look-behinds for the titles is five times slower on a 60 MB corpus.)
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]?(\s+)(?=[\"'“‘(\[]*[A-Z0-9])")
+_TITLE = re.compile(r"(?:^|\W)(?:Mr|Mrs|Ms|Dr|St|Messrs|Mt)\.$")
 
 
 def split_sentences(paragraph: str) -> list[str]:
     """Split a paragraph into sentences with a light rule (a wrong split only makes segments shorter)."""
-    return [s for s in _SENTENCE_BREAK.split(paragraph) if s.strip()]
+    sentences, start = [], 0
+    for m in _SENTENCE_END.finditer(paragraph):
+        end = m.start(1)
+        if paragraph[end - 1] == "." and _TITLE.search(paragraph[max(start, end - 8) : end]):
+            continue
+        sentences.append(paragraph[start:end])
+        start = m.end(1)
+    sentences.append(paragraph[start:])
+    return [s for s in sentences if s.strip()]
 
 
 @dataclass
 class TokenizedDocuments:
     """Token ids of documents, sentence after sentence, in three flat arrays (compact for large corpora)."""
 
-    ids: np.ndarray  # [n_tokens] int32
+    ids: np.ndarray  # [n_tokens] uint16 or int32
     sent_offsets: np.ndarray  # [n_sentences + 1] int64: sentence s is ids[sent_offsets[s]:sent_offsets[s+1]]
     doc_offsets: np.ndarray  # [n_docs + 1] int64: document d holds sentences doc_offsets[d]:doc_offsets[d+1]
 
@@ -149,8 +156,11 @@ def tokenize_documents(
     lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     owner = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     per_doc = np.bincount(owner, minlength=len(docs))
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    if ids.size and ids.max() < 2**16:
+        ids = ids.astype(np.uint16)  # vocabularies under 65,536 pieces: half the memory
     return TokenizedDocuments(
-        ids=np.concatenate(parts) if parts else np.zeros(0, np.int32),
+        ids=ids,
         sent_offsets=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
         doc_offsets=np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64),
     )

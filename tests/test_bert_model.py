@@ -114,12 +114,43 @@ def test_mlm_positions_project_only_there():
     model = _model()
     ids, types, mask = _batch()
     positions = torch.tensor([[1, 4, 4], [0, 2, 7], [11, 3, 5]])
-    full = model(ids, types, mask).prediction_logits
-    part = model(ids, types, mask, mlm_positions=positions).prediction_logits
-    assert part.shape == (3, 3, SMALL["vocab_size"])
-    torch.testing.assert_close(part, torch.gather(full, 1, positions[..., None].expand(-1, -1, full.shape[-1])))
+    full = model(ids, types, mask)
+    part = model(ids, types, mask, mlm_positions=positions)
+    assert part.prediction_logits.shape == (3, 3, SMALL["vocab_size"])
+    index = positions[..., None].expand(-1, -1, full.prediction_logits.shape[-1])
+    torch.testing.assert_close(part.prediction_logits, torch.gather(full.prediction_logits, 1, index))
+    torch.testing.assert_close(part.seq_relationship_logits, full.seq_relationship_logits)
+    # the last block ran only at [CLS] and the chosen positions
+    rows = torch.cat([torch.zeros(3, 1, dtype=torch.long), positions], 1)
+    assert part.last_hidden_state.shape == (3, 4, SMALL["hidden_size"])
+    torch.testing.assert_close(part.last_hidden_state, full.last_hidden_state[torch.arange(3)[:, None], rows])
+    # asking for hidden states gives full-length states and the same logits
+    with_states = model(ids, types, mask, mlm_positions=positions, output_hidden_states=True)
+    assert with_states.last_hidden_state.shape == ids.shape + (SMALL["hidden_size"],)
+    torch.testing.assert_close(with_states.prediction_logits, part.prediction_logits)
     with pytest.raises(ValueError, match="mlm_positions"):
         model(ids, types, mask, mlm_positions=positions[0])
+    with pytest.raises(ValueError, match="mlm_positions must lie"):
+        model(ids, types, mask, mlm_positions=positions + 12)
+
+
+def test_mlm_positions_gives_the_same_gradients_as_the_full_computation():
+    model = _model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0).train()
+    ids, types, mask = _batch()
+    positions = torch.tensor([[1, 4, 6], [0, 2, 7], [11, 3, 5]])
+    grads = []
+    for sparse in (True, False):
+        model.zero_grad()
+        if sparse:
+            out = model(ids, types, mask, mlm_positions=positions)
+            logits = out.prediction_logits
+        else:
+            out = model(ids, types, mask)
+            logits = torch.gather(out.prediction_logits, 1, positions[..., None].expand(-1, -1, SMALL["vocab_size"]))
+        (logits.logsumexp(-1).mean() + out.seq_relationship_logits.sum()).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    for n in grads[0]:
+        torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-6, rtol=1e-4, msg=n)
 
 
 def test_decoder_is_tied_to_word_embeddings():

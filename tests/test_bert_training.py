@@ -349,6 +349,9 @@ def test_split_sentences():
     assert split_sentences(text) == [
         "Mr. Smith came in.", '"Who are you?" she asked.', "He left!", "3 days later, Dr. Watson... came. end"
     ]
+    assert split_sentences("He came. Mr. Brown left. (Mrs. Brown stayed.) St. Ives.") == [
+        "He came.", "Mr. Brown left.", "(Mrs. Brown stayed.)", "St. Ives."
+    ]
     assert split_sentences("   ") == []
 
 

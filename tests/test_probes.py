@@ -155,10 +155,12 @@ def test_wsd_probe_prefers_the_context_layer(known):
         run_probe(model, "wsd", ProbeSettings(**FAST, lemmas=("cat",)), semcor=semcor)
 
 
-def test_results_are_cached_beside_the_model(known):
+def test_results_are_cached_beside_the_model(known, tmp_path: Path):
     model, semcor = known
     settings = ProbeSettings(**FAST)
+    assert probes.cached_result(model, "pos", settings, semcor=semcor) is None
     first = run_probe(model, "pos", settings, semcor=semcor)
+    assert probes.cached_result(model, "pos", settings, semcor=semcor).to_dict() == first.to_dict()
     calls = model.calls
     assert not first.cached and (model.path / "probes" / "pos.json").is_file()
     again = run_probe(model, "pos", ProbeSettings(**FAST), semcor=semcor)
@@ -174,6 +176,10 @@ def test_results_are_cached_beside_the_model(known):
     entries = json.loads((model.path / "probes" / "pos.json").read_text())["entries"]
     assert len(entries) == 3
     assert not run_probe(model, "pos", settings, semcor=semcor, cache=False).cached
+    # another SemCor is another key
+    (tmp_path / "semcor2").mkdir()
+    other_semcor = SemCor.load(make_semcor(tmp_path / "semcor2", n_sentences=150))
+    assert not run_probe(model, "pos", settings, semcor=other_semcor).cached
 
 
 def test_cache_falls_back_to_the_user_cache(known, tmp_path: Path):

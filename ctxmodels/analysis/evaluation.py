@@ -278,8 +278,8 @@ def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def choose_threshold(scores: np.ndarray, labels: Sequence[bool]) -> tuple[float, float]:
     """The threshold t maximising the accuracy of "True when score >= t", with that accuracy.
 
-    Candidates lie midway between neighbouring distinct scores, plus one below all and one above all; of equally
-    good ones the lowest is taken. NaN scores are ignored.
+    Candidates lie midway between neighbouring distinct scores, plus the lowest score (all True) and one just above
+    the highest (all False); of equally good ones the lowest is taken. NaN scores are ignored.
     """
     y = np.asarray(labels, dtype=bool)
     ok = ~np.isnan(scores)
@@ -301,6 +301,8 @@ def choose_threshold(scores: np.ndarray, labels: Sequence[bool]) -> tuple[float,
         t = float(np.nextafter(s[-1], np.inf))
     else:
         t = float((s[k - 1] + s[k]) / 2)
+        if t <= s[k - 1]:   # neighbouring floats: no number lies between them
+            t = float(s[k])
     return t, float(correct[k] / len(s))
 
 

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from ..checkpoint import write_json
-from ..semcor import SemCor, coarse_pos, load_semcor
+from ..semcor import SemCor, coarse_pos, default_semcor_dir, load_semcor
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -423,23 +423,34 @@ def run_probe(model: LoadedModel, task: str, settings: ProbeSettings | None = No
     if n_layers < 2:
         raise ValueError(f"{model.name} has {n_layers} layer; a layer-weight probe needs a model with several "
                          "layers (ELMo or BERT)")
+    hit = cached_result(model, task, settings, semcor, cache_dir) if cache else None
+    if hit is not None:
+        if progress:
+            progress(1.0, "cached result")
+        return hit
     fingerprint = model_fingerprint(model)
-    key = _cache_key(task, settings, fingerprint)
-    paths = cache_paths(model, task, fingerprint, cache_dir) if cache and fingerprint else []
-    for path in paths:
-        hit = _read_cache(path, key)
-        if hit is not None:
-            if progress:
-                progress(1.0, "cached result")
-            return hit
+    key = _cache_key(task, settings, fingerprint, _semcor_stamp(semcor))
     semcor = semcor if semcor is not None else load_semcor()
     with torch_threads(settings.threads):
         result = _compute(model, task, settings, semcor, progress)
     result.model_fingerprint = fingerprint or ""
-    for path in paths:  # the first location that takes the write
-        if _write_cache(path, key, result):
-            break
+    if cache and fingerprint:   # a model without files cannot be recognised later: not stored
+        for path in cache_paths(model, task, fingerprint, cache_dir):
+            if _write_cache(path, key, result):   # the first place that takes the write
+                break
     return result
+
+
+def cached_result(model: LoadedModel, task: str, settings: ProbeSettings | None = None,
+                  semcor: SemCor | None = None, cache_dir: str | Path | None = None) -> ProbeResult | None:
+    """The stored result of :func:`run_probe` with these arguments, or None; never computes (for the app)."""
+    settings = settings or ProbeSettings()
+    fingerprint = model_fingerprint(model)
+    if task not in TASKS or fingerprint is None:
+        return None
+    key = _cache_key(task, settings, fingerprint, _semcor_stamp(semcor))
+    return next((r for r in (_read_cache(p, key) for p in cache_paths(model, task, fingerprint, cache_dir))
+                 if r is not None), None)
 
 
 def _compute(model: LoadedModel, task: str, settings: ProbeSettings, semcor: SemCor,
@@ -530,8 +541,17 @@ def cache_paths(model: LoadedModel, task: str, fingerprint: str, cache_dir: str 
     return [folder / "probes" / f"{prefix}{task}.json", user_cache_dir() / "probes" / fingerprint[:16] / f"{task}.json"]
 
 
-def _cache_key(task: str, settings: ProbeSettings, fingerprint: str | None) -> str:
-    blob = json.dumps({"task": task, "settings": settings.for_task(task), "model": fingerprint,
+def _semcor_stamp(semcor: SemCor | None) -> str:
+    """Which SemCor, told without reading it (so a cached result comes at once): its files' sizes."""
+    if semcor is not None and semcor.path is None:
+        return f"in memory: {len(semcor)} sentences, {sum(len(s.tags) for s in semcor.sentences)} tags"
+    folder = semcor.path if semcor is not None else default_semcor_dir()
+    return ",".join(str(p.stat().st_size) if p.is_file() else "-"
+                    for p in (Path(folder) / "sentences.tsv", Path(folder) / "tags.tsv"))
+
+
+def _cache_key(task: str, settings: ProbeSettings, fingerprint: str | None, data: str) -> str:
+    blob = json.dumps({"task": task, "settings": settings.for_task(task), "model": fingerprint, "data": data,
                        "version": PROBE_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

@@ -1,0 +1,177 @@
+"""The explorer in a real browser: `streamlit run app/Home.py` on a free port, driven through headless Chromium.
+
+Uses Debian's Chromium (``.ci/run`` installs it; Playwright's own browser download cannot work offline). Without
+it the test is skipped on a developer machine and fails in CI (``CI`` set). Screenshots of every page go to
+``test-artifacts/`` (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.app_fixtures import build_tiny_assets
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fill_in", "models"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def chromium_path() -> str:
+    path = CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium")
+    if not path:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing; CI must install it (.ci/run does: apt-get install chromium)")
+        pytest.skip("Chromium not installed (/usr/bin/chromium); CI installs it")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+    port = free_port()
+    env = dict(os.environ, CTXMODELS_ASSETS=str(assets), CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")),
+               PYTHONPATH=str(ROOT))
+    log = open(tmp_path_factory.mktemp("log") / "server.log", "w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            log.seek(0)
+            proc.kill()
+            pytest.fail(f"the server did not start:\n{log.read()[-3000:]}")
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = chromium_path()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def settle(page, timeout: float = 120.0) -> None:
+    """Wait until the app has rendered and stopped changing: no skeleton or spinner, and the same elements and
+    text for two seconds (the app runs with the toolbar in minimal mode, so there is no status widget to read)."""
+    page.wait_for_selector("h1", timeout=timeout * 1000)
+    busy = '[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-stale="true"]'
+    snapshot = "() => document.querySelectorAll('[data-testid]').length + ':' + document.body.innerText.length"
+    deadline = time.time() + timeout
+    last, since = None, time.time()
+    while time.time() < deadline:
+        state = None if page.locator(busy).count() else page.evaluate(snapshot)
+        if state is None or state != last:
+            last, since = state, time.time()
+        elif time.time() - since > 2.0:
+            return
+        time.sleep(0.25)
+    raise AssertionError("the page kept changing")
+
+
+def screenshot(page, name: str) -> None:
+    """The whole page: Streamlit scrolls inside its main section, so grow the viewport to the content first."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    height = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('section, [data-testid=stMain]'))"
+                           ".map(e => e.scrollHeight), document.body.scrollHeight)")
+    width = page.viewport_size["width"]
+    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 8000)})
+    time.sleep(0.5)
+    page.screenshot(path=str(ARTIFACTS / name))
+    page.set_viewport_size({"width": width, "height": 1000})
+
+
+def no_traceback(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]').first.inner_text()
+
+
+def plot_data(page, index: int) -> list:
+    return page.evaluate(f"() => document.querySelectorAll('.js-plotly-plot')[{index}].data.map(t => t.x)")
+
+
+def test_every_page_in_a_real_browser(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    for name in PAGES:
+        page.goto(f"{server}/{name}")
+        settle(page)
+        no_traceback(page)
+        assert page.locator("h1").first.inner_text().strip()
+        screenshot(page, f"page-{name}.png")
+    page.close()
+
+
+def test_fill_in_prediction_appears_as_you_type(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/fill_in?text=The+boat+reached+the+river.")
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() == 0  # no [MASK] yet: a warning, no prediction
+    assert page.get_by_text("no `[MASK]`").count() or page.get_by_text("has no").count()
+    box = page.get_by_label("Sentence (press Enter to update)")
+    box.fill("The boat reached the far [MASK] of the river.")
+    box.press("Enter")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    bars = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].data[0].y")
+    assert len(bars) == 5 and all(isinstance(t, str) and t for t in bars)
+    no_traceback(page)
+    screenshot(page, "fill_in-typed.png")
+    page.close()
+
+
+def test_word_senses_layer_switch_changes_the_plot(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot")
+    before = plot_data(page, 1)  # the chosen-layer panel (panel 0 is the context-free layer)
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    slider.press("ArrowLeft")  # layer 2 -> layer 1
+    deadline = time.time() + 60
+    while time.time() < deadline and plot_data(page, 1) == before:
+        time.sleep(0.5)
+    settle(page)
+    assert plot_data(page, 1) != before
+    assert "layer=1%3Abert-eltec" in page.url or "layer=1:bert-eltec" in page.url, page.url
+    no_traceback(page)
+    screenshot(page, "word_senses-layer1.png")
+    page.close()
