@@ -191,6 +191,37 @@ def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], boo
 
 
 # ----------------------------------------------------------------------------------------------------------
+# probe results (ELMo's learned scalar mix)
+
+
+def cached_probe_results(model) -> dict:
+    """The newest cached probe result of each task for this model's files (whatever its settings), if any."""
+    import json
+
+    from ctxmodels.analysis import probes
+
+    fingerprint = probes.model_fingerprint(model)
+    out: dict = {}
+    if not fingerprint:
+        return out
+    for task in probes.TASKS:
+        for path in probes.cache_paths(model, task, fingerprint):
+            try:
+                entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
+            except (OSError, ValueError, AttributeError):
+                continue
+            mine = [e for e in entries.values() if isinstance(e, dict) and e.get("model_fingerprint") == fingerprint]
+            if mine:
+                try:
+                    out[task] = probes.ProbeResult.from_dict(mine[-1])
+                    out[task].cached = True
+                except TypeError:
+                    continue
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
 # URL state: the widgets that matter start from the query parameters and write back to them
 
 
@@ -324,8 +355,7 @@ def start_presenting() -> None:
 
 PRESENTATION_CSS = """
 <style>
-html, body, [class*="st-"], .stMarkdown p, .stMarkdown li { font-size: 1.25rem; }
-h1 { font-size: 3rem !important; }
+html { font-size: 125%; }  /* Streamlit sizes its text in rem: everything grows together */
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
 </style>
 """
@@ -379,6 +409,8 @@ def plot(fig, name: str, key: str, data=None, selectable: bool = False):
     kwargs: dict[str, Any] = {"config": config, "key": key, "width": "stretch"}
     if selectable:
         kwargs.update(on_select="rerun", selection_mode="points")
+    if st.session_state.get("present"):  # Plotly sizes text in px: enlarge it for the projector too
+        fig.update_layout(font=dict(size=17), title_font=dict(size=20))
     event = st.plotly_chart(fig, **kwargs)
     export_buttons(fig, name, key, data)
     return event
@@ -402,6 +434,24 @@ def _safe_name(name: str) -> str:
 
 def escape(text: str) -> str:
     return html.escape(text)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# projections
+
+
+def centred_directions(X):
+    """Rows scaled to unit length (cosine geometry), minus their mean; NaN rows stay NaN.
+
+    For panels fitted jointly: layers sit in different regions of the space, and fitted as they are the first
+    axis would only say "this is layer 0, that is layer 2". Centring each layer keeps one scale for all."""
+    import numpy as np
+
+    U = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    ok = np.isfinite(U).all(axis=1)
+    if ok.any():
+        U = U - U[ok].mean(axis=0)
+    return U
 
 
 # ----------------------------------------------------------------------------------------------------------

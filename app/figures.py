@@ -63,23 +63,25 @@ def sense_scatter(
         raise ValueError("coords, labels and hover must have the same length")
     colours = colours or sense_colours(labels)
     names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
-    fig = go.Figure()
+    text = np.array(hover, dtype=object)
+    three_d = coords.shape[1] == 3
+    traces = []
     for name in sorted(set(names)):
         idx = np.flatnonzero(names == name)
-        common = dict(
-            name=name, mode="markers", customdata=idx, text=[hover[i] for i in idx],
-            hovertemplate="%{text}<extra>" + html.escape(str(name)) + "</extra>",
+        trace = dict(
+            type="scatter3d" if three_d else "scatter", name=name, mode="markers", customdata=idx, text=text[idx],
+            x=coords[idx, 0], y=coords[idx, 1], hovertemplate="%{text}<extra>" + html.escape(str(name)) + "</extra>",
             marker=dict(size=marker_size, color=colours.get(name, "#333"), line=dict(width=0.5, color="white")),
         )
-        if coords.shape[1] == 3:
-            fig.add_trace(go.Scatter3d(x=coords[idx, 0], y=coords[idx, 1], z=coords[idx, 2], **common))
-        else:
-            fig.add_trace(go.Scatter(x=coords[idx, 0], y=coords[idx, 1], **common))
-    fig.update_layout(title=title, legend_title_text="sense", margin=dict(l=10, r=10, t=40, b=10), height=420,
-                      clickmode="event+select")
-    fig.update_xaxes(showticklabels=False, title=None, zeroline=False)
-    fig.update_yaxes(showticklabels=False, title=None, zeroline=False)
-    return fig
+        if three_d:
+            trace["z"] = coords[idx, 2]
+        traces.append(trace)
+    axis = dict(showticklabels=False, title=None, zeroline=False)
+    # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
+    # the layout afterwards is 3-4x slower, and this runs on every redraw).
+    layout = dict(title=dict(text=title), legend=dict(title=dict(text="sense")), margin=dict(l=10, r=10, t=40, b=10),
+                  height=420, clickmode="event+select", xaxis=axis, yaxis=axis)
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:
@@ -154,44 +156,69 @@ def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to:
 
 
 def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
-    """Layer x head overview of small maps ([layers, heads, T, T]); long inputs are cut to keep it light."""
-    from plotly.subplots import make_subplots
+    """Layer x head overview of small maps ([layers, heads, T, T]) as one tiled heatmap.
 
-    maps = np.asarray(maps)
+    Each map is scaled to its own maximum (so a diffuse head is as readable as a sharp one); long inputs are cut
+    to ``max_tokens`` positions. One trace for the whole grid keeps it light even for 12 x 12 heads.
+    """
+    maps = np.asarray(maps, dtype=float)
     L, H = maps.shape[:2]
     maps = maps[:, :, :max_tokens, :max_tokens]
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.01, vertical_spacing=0.01,
-                        row_titles=[f"L{i + 1}" for i in range(L)], column_titles=[f"H{j + 1}" for j in range(H)])
+    T = maps.shape[2]
+    gap = max(1, T // 8)
+    size = T + gap
+    peak = maps.max(axis=(2, 3), keepdims=True)
+    scaled = np.divide(maps, peak, out=np.zeros_like(maps), where=peak > 0)
+    tiled = np.full((L * size - gap, H * size - gap), np.nan)
     for i in range(L):
         for j in range(H):
-            fig.add_trace(go.Heatmap(z=maps[i, j], colorscale="Blues", showscale=False, zmin=0,
-                                     hovertemplate=f"layer {i + 1} head {j + 1}<extra></extra>"), row=i + 1, col=j + 1)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=False, autorange="reversed")
-    fig.update_layout(height=max(250, 110 * L), margin=dict(l=30, r=10, t=30, b=10))
+            tiled[i * size: i * size + T, j * size: j * size + T] = scaled[i, j]
+    centres = [k * size + (T - 1) / 2 for k in range(max(L, H))]
+    fig = go.Figure(dict(
+        data=[dict(type="heatmap", z=tiled, colorscale="Blues", showscale=False, zmin=0, zmax=1,
+                   hoverinfo="skip")],
+        layout=dict(
+            height=int(60 + L * min(220, 1100 / H)), margin=dict(l=40, r=10, t=30, b=10),
+            xaxis=dict(tickvals=centres[:H], ticktext=[f"H{j + 1}" for j in range(H)], side="top", showgrid=False,
+                       zeroline=False, constrain="domain"),
+            yaxis=dict(tickvals=centres[:L], ticktext=[f"L{i + 1}" for i in range(L)], autorange="reversed",
+                       showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
+        ),
+    ))
     return fig
 
 
-def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float = 0.05, title: str = "") -> go.Figure:
-    """Lines from each token (left) to the tokens it attends to (right); opacity follows the weight."""
-    m = np.asarray(matrix)
+def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float = 0.05, title: str = "",
+                    bins: int = 5) -> go.Figure:
+    """Lines from each token (left) to the tokens it attends to (right); stronger weights draw darker and wider.
+
+    Lines are grouped into ``bins`` weight bands, one trace each (segments separated by gaps), so a long
+    sentence gives a handful of traces rather than one per pair.
+    """
+    m = np.asarray(matrix, dtype=float)
     n = len(tokens)
-    y = np.arange(n)[::-1]
-    fig = go.Figure()
-    for i in range(n):
-        for j in range(n):
-            w = float(m[i, j])
-            if w >= threshold:
-                colour = f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})"
-                fig.add_trace(go.Scatter(x=[0, 1], y=[y[i], y[j]], mode="lines", hoverinfo="skip", showlegend=False,
-                                         line=dict(color=colour, width=1 + 4 * w)))
+    y = np.arange(n)[::-1].astype(float)
+    rows, cols = np.nonzero(m >= threshold)
+    weights = m[rows, cols]
+    edges = np.linspace(threshold, max(threshold, float(weights.max(initial=threshold))), bins + 1)
+    band = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0, bins - 1)
+    traces = []
+    for b in range(bins):
+        sel = band == b
+        if not sel.any():
+            continue
+        k = int(sel.sum())
+        xs = np.tile([0.0, 1.0, np.nan], k)
+        ys = np.column_stack([y[rows[sel]], y[cols[sel]], np.full(k, np.nan)]).ravel()
+        w = float(weights[sel].mean())
+        traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                           line=dict(color=f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})", width=1 + 4 * w)))
     for x, anchor in ((0, "left"), (1, "right")):  # labels outside the lines: left column left, right column right
-        fig.add_trace(go.Scatter(x=[x] * n, y=y, mode="text", text=list(tokens), textposition=f"middle {anchor}",
-                                 hoverinfo="skip", showlegend=False))
-    fig.update_layout(title=title, height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(visible=False, range=[-0.6, 1.6])
-    fig.update_yaxes(visible=False)
-    return fig
+        traces.append(dict(type="scatter", x=[x] * n, y=y, mode="text", text=list(tokens),
+                           textposition=f"middle {anchor}", hoverinfo="skip", showlegend=False))
+    layout = dict(title=dict(text=title), height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10),
+                  xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False))
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None) -> go.Figure:

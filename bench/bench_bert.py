@@ -66,11 +66,16 @@ def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
 
 
 def step_flops(c: BertConfig, B: int, T: int, P: int) -> float:
-    """Matmul FLOPs of one training step of ours (3x forward: forward + two backward matmuls)."""
+    """Matmul FLOPs our training step performs (3x forward: forward + two backward matmuls). The last block
+    runs at 1 + P rows ([CLS] and the masked positions) with keys/values from all T, as ours does."""
     H, I, L, V = c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size
-    per_layer = B * T * (2 * 4 * H * H + 2 * 2 * H * I) + B * 2 * 2 * T * T * H  # projections, FFN, QK^T and PV
+    Q = 1 + P
+
+    def block(rows: int) -> float:  # rows = query positions; keys and values always come from all T
+        return B * (T * 2 * 2 * H * H + rows * (2 * 2 * H * H + 2 * 2 * H * I) + 2 * 2 * rows * T * H)
+
     head = B * P * (2 * H * H + 2 * H * V) + B * (2 * H * H + 2 * H * 2)  # MLM at P positions, pooler + NSP
-    return 3.0 * (L * per_layer + head)
+    return 3.0 * ((L - 1) * block(T) + block(Q) + head)
 
 
 def make_batch(B: int, T: int, V: int, seed: int = 0) -> dict[str, torch.Tensor]:

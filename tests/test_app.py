@@ -260,8 +260,8 @@ def test_attention_long_input_stays_light():
     assert not at.exception
     assert any("truncat" in w for w in texts(at.warning)), "the cut to the model's length is not reported"
     assert any("line view draws up to" in i for i in texts(at.info))
-    grid = charts(at)[0]
-    assert all(len(t["z"]) <= 48 for t in grid["data"])
+    grid = charts(at)[0]["data"][0]["z"]  # 2 layers x 2 heads, tiled: each map cut to 48 positions (+ a gap)
+    assert len(grid) <= 2 * (48 + 6)
 
 
 @pytest.mark.parametrize("text, kind", [("", "error"), ("x " * 2000, "error"), ("🏦 💙 🌊", None)])
@@ -276,7 +276,7 @@ def test_attention_bad_input(text, kind):
 # -- ELMo layers --------------------------------------------------------------------------------------------------
 
 
-def write_probe_cache(tiny_assets: Path) -> None:
+def write_probe_cache(tiny_assets: Path, task: str = "pos") -> None:
     """A probe result in the cache beside the tiny ELMo, as ``run_probe`` would leave it (values made up)."""
     import ctxmodels
     from ctxmodels.analysis import probes
@@ -284,11 +284,11 @@ def write_probe_cache(tiny_assets: Path) -> None:
     model = ctxmodels.load(str(tiny_assets / "elmo-eltec"))
     fp = probes.model_fingerprint(model)
     result = probes.ProbeResult(
-        task="pos", model=model.name, layer_names=model.layer_names, labels=["NOUN", "VERB"],
+        task=task, model=model.name, layer_names=model.layer_names, labels=["NOUN", "VERB"],
         mix_weights=[0.2, 0.5, 0.3], gamma=1.1, mix_accuracy=0.8, layer_accuracies=[0.6, 0.75, 0.7],
         baseline_accuracy=0.4, n_train=80, n_test=20, n_sentences=30, settings={"epochs": 2, "seed": 0},
         seconds={"embed": 1.0, "train": 1.0}, model_fingerprint=fp)
-    path = probes.cache_paths(model, "pos", fp)[0]
+    path = probes.cache_paths(model, task, fp)[0]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": 1, "entries": {"k": result.to_dict()}}), encoding="utf-8")
 
@@ -302,6 +302,20 @@ def test_elmo_layers_shows_cached_probe_results(tiny_assets):
         assert len(bars_) == 1 and list(bars_[0]["y"]) == [0.2, 0.5, 0.3]
         assert any("No word sense probe" in i for i in texts(at.info))
         assert any("γ" in spec["layout"]["title"]["text"] for spec in charts(at))
+    finally:
+        for p in (tiny_assets / "elmo-eltec" / "probes").glob("*"):
+            p.unlink()
+
+
+def test_word_senses_offers_elmos_scalar_mix_when_a_sense_probe_exists(tiny_assets):
+    write_probe_cache(tiny_assets, "wsd")
+    try:
+        at = page("word_senses", projection="pca", models="elmo-eltec", layer="mix:elmo-eltec")
+        assert_clean(at)
+        slider = at.select_slider(key="layer::elmo-eltec")
+        assert slider.value == "mix" and slider.options[-1] == "scalar mix (word-sense probe)"
+        assert any("scalar mix" in spec["layout"]["title"]["text"] for spec in charts(at))
+        assert any("γ = 1.10" in c for c in texts(at.caption))
     finally:
         for p in (tiny_assets / "elmo-eltec" / "probes").glob("*"):
             p.unlink()
@@ -363,7 +377,7 @@ def test_models_page_trains_a_model_that_becomes_selectable(tmp_path):
     assert charts(at), "no loss chart"
     trained = next(i for i in common.registry().extra() if Path(i).parent == tmp_path / "runs")
     at = page("word_senses", projection="pca")
-    assert trained in at.multiselect(key="models").options
+    assert Path(trained).name in at.multiselect(key="models").options  # options are shown by their label
 
 
 # -- presentation mode and pieces -----------------------------------------------------------------------------------

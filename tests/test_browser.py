@@ -110,11 +110,12 @@ def settle(page, timeout: float = 120.0) -> None:
 def screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its main section, so grow the viewport to the content first."""
     ARTIFACTS.mkdir(exist_ok=True)
-    height = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('section, [data-testid=stMain]'))"
-                           ".map(e => e.scrollHeight), document.body.scrollHeight)")
     width = page.viewport_size["width"]
-    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 8000)})
-    time.sleep(0.5)
+    for _ in range(2):  # the taller viewport can render more (lazy widgets): measure again after it settles
+        height = page.evaluate("() => Math.max(document.body.scrollHeight, ...Array.from(document.querySelectorAll("
+                               "'section, [data-testid=stMain]')).map(e => e.scrollHeight))")
+        page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 8000)})
+        settle(page, 30)
     page.screenshot(path=str(ARTIFACTS / name))
     page.set_viewport_size({"width": width, "height": 1000})
 
@@ -136,6 +137,11 @@ def test_every_page_in_a_real_browser(server, browser):
         no_traceback(page)
         assert page.locator("h1").first.inner_text().strip()
         screenshot(page, f"page-{name}.png")
+    page.goto(f"{server}/word_senses?present=1&projection=pca&models=elmo-eltec")
+    settle(page)
+    no_traceback(page)
+    assert page.locator('[data-testid="stSidebar"]').is_hidden()
+    screenshot(page, "present-word_senses.png")
     page.close()
 
 
@@ -172,6 +178,17 @@ def test_word_senses_layer_switch_changes_the_plot(server, browser):
     settle(page)
     assert plot_data(page, 1) != before
     assert "layer=1%3Abert-eltec" in page.url or "layer=1:bert-eltec" in page.url, page.url
+    no_traceback(page)
+    # Click the first point of the chosen-layer panel: its nearest neighbours (in the full space) are listed.
+    x, y = page.evaluate("""() => {
+        const gd = document.querySelectorAll('.js-plotly-plot')[1];
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, t = gd.data[0];
+        const r = gd.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(t.x[0]), r.top + ya._offset + ya.l2p(t.y[0])];
+    }""")
+    page.mouse.click(x, y)
+    page.get_by_text("Nearest neighbours").first.wait_for(timeout=60_000)
+    settle(page)
     no_traceback(page)
     screenshot(page, "word_senses-layer1.png")
     page.close()

@@ -42,9 +42,16 @@ def test_attention_figures_shapes():
     heat = figures.attention_heatmap(m, ["a", "b", "a"])
     assert len(set(heat.data[0].y)) == 3  # duplicate tokens stay separate rows
     grid = figures.attention_grid(np.random.rand(2, 3, 4, 4))
-    assert len(grid.data) == 6
+    z = np.array(grid.data[0].z, dtype=float)
+    assert len(grid.data) == 1 and z.shape == (2 * 5 - 1, 3 * 5 - 1)  # 4 tokens + a 1-cell gap per map
+    assert np.nanmax(z[:4, :4]) == 1.0  # each map scaled to its own maximum
+    cut = figures.attention_grid(np.random.rand(1, 1, 100, 100), max_tokens=10)
+    assert np.array(cut.data[0].z).shape == (10, 10)
     lines = figures.attention_lines(m, ["a", "b", "c"], threshold=0.5)
-    assert sum(1 for t in lines.data if t.mode == "lines") == 3
+    segments = sum(len(t.x) // 3 for t in lines.data if t.mode == "lines")
+    assert segments == 3
+    weak = figures.attention_lines(np.full((3, 3), 1 / 3), ["a", "b", "c"], threshold=0.5)
+    assert not [t for t in weak.data if t.mode == "lines"]
 
 
 def test_fill_bars_best_on_top_and_truth_highlighted():

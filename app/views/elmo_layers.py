@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -42,29 +40,7 @@ common.to_url("probe_model")
 model = common.get_model(model_id)
 
 
-def cached_results(model) -> dict[str, probes.ProbeResult]:
-    """The newest cached probe result of each task for this model's files (whatever its settings), if any."""
-    fingerprint = probes.model_fingerprint(model)
-    out: dict[str, probes.ProbeResult] = {}
-    if not fingerprint:
-        return out
-    for task in probes.TASKS:
-        for path in probes.cache_paths(model, task, fingerprint):
-            try:
-                entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
-            except (OSError, ValueError, AttributeError):
-                continue
-            mine = [e for e in entries.values() if isinstance(e, dict) and e.get("model_fingerprint") == fingerprint]
-            if mine:
-                try:
-                    out[task] = probes.ProbeResult.from_dict(mine[-1])
-                except TypeError:
-                    continue
-                break
-    return out
-
-
-results = cached_results(model)
+results = common.cached_probe_results(model)
 for task in probes.TASKS:  # a result computed in this session (e.g. recomputed without caching) wins
     fresh = st.session_state.get(f"probe::{model_id}::{task}")
     if fresh is not None:

@@ -28,6 +28,7 @@ common.explain(
 ids = common.require_models()
 presets = common.preset_words()
 METHOD_NAMES = {"umap": "UMAP", "pca": "PCA", "tsne": "t-SNE"}
+MIX = "mix"  # the layer option for ELMo's learned scalar mix
 
 
 def default_models() -> list[str]:
@@ -68,7 +69,8 @@ with right:
     c1, c2, c3 = st.columns(3)
     method = c1.selectbox("Projection", list(projections.METHODS), key="projection", format_func=METHOD_NAMES.get)
     seed = c2.number_input("Seed", min_value=0, max_value=10_000, step=1, key="seed")
-    joint = c3.checkbox("Shared axes", key="joint", help="Fit the static and the chosen layer in one projection.")
+    joint = c3.checkbox("Shared axes", key="joint", help="Fit the context-free and the chosen layer in one projection "
+                        "(each layer centred first), so both panels use the same axes and scale.")
     with st.expander("Projection parameters"):
         p1, p2, p3 = st.columns(3)
         neighbors = p1.slider("UMAP neighbours", 2, 100, key="neighbors")
@@ -121,17 +123,28 @@ if method == "umap" and not common.umap_ready():
 params = (("n_neighbors", neighbors), ("min_dist", min_dist), ("perplexity", perplexity))
 
 
+def layer_vectors(V: np.ndarray, layer: int | str, mix: tuple | None) -> np.ndarray:
+    """[n, dim] vectors of one layer of ``V`` [n, layers, dim]; "mix" is ELMo's v = gamma * sum_j s_j h_j."""
+    if layer == MIX:
+        weights, gamma = mix
+        return gamma * np.tensordot(V, np.asarray(weights, dtype=V.dtype), axes=([1], [0]))
+    return V[:, layer]
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def projected(model_id: str, lines: tuple, target: str, inflect: bool, layers: tuple, method: str, seed: int,
-              params: tuple, joint: bool) -> dict:
+              params: tuple, joint: bool, mix: tuple | None = None) -> dict:
     """2-D coordinates of the occurrences at ``layers`` (fitted jointly or one by one), with the notes."""
     model = common.get_model(model_id)
     with common.record_warnings() as warned:
         ov = vectors.word_vectors(model, list(lines), target, inflections=inflect)
-    sets = [ov.vectors[:, layer] for layer in layers]
+    sets = [layer_vectors(ov.vectors, layer, mix) for layer in layers]
     kw = dict(params)
     if joint and len(sets) > 1:
-        proj = projections.project(sets, method=method, seed=seed, **kw)
+        # Layers sit in different regions of the space; fitted as they are, the first axis would only say "this is
+        # layer 0, that is layer 2". Centring each layer's directions keeps one scale for all and shows the spread.
+        proj = projections.project([common.centred_directions(s) for s in sets], method=method, seed=seed,
+                                   metric="euclidean", **kw)
         coords, notes, used = proj.coords, proj.notes, proj.method
     else:
         coords, notes, used = [], [], method
@@ -218,48 +231,55 @@ for model_id in chosen:
     head.subheader(name)
     head.caption(f"{model.kind}, {model.n_layers} layer(s) × {model.dim}")
     static = model.static_layer
-    layer = static
+    layer: int | str = static
+    # ELMo's learned scalar mix joins the layers when a word-sense probe has been run on this model.
+    wsd = common.cached_probe_results(model).get("wsd") if model.kind == "elmo" else None
+    mix = (tuple(wsd.mix_weights), float(wsd.gamma)) if wsd and len(wsd.mix_weights) == model.n_layers else None
+    names = {i: n for i, n in enumerate(model.layer_names)} | {MIX: "scalar mix (word-sense probe)"}
     if model.n_layers > 1:
         key = f"layer::{model_id}"
-        try:
-            wanted = int(url_layers.get(name, model.n_layers - 1))
-        except ValueError:
-            wanted = model.n_layers - 1
-        common.url_state(key, wanted if 0 <= wanted < model.n_layers else model.n_layers - 1,
-                         options=list(range(model.n_layers)))
-        layer = slider.select_slider("Layer", options=list(range(model.n_layers)), key=key,
-                                     format_func=lambda i, names=model.layer_names: names[i])
+        options = list(range(model.n_layers)) + ([MIX] if mix else [])
+        raw = url_layers.get(name, str(model.n_layers - 1))
+        wanted = MIX if raw == MIX else (int(raw) if raw.isdigit() else model.n_layers - 1)
+        common.url_state(key, wanted if wanted in options else model.n_layers - 1, options=options)
+        layer = slider.select_slider("Layer", options=options, key=key, format_func=names.get)
         layer_state.append(f"{layer}:{name}")
+        st.session_state[f"_keep::{key}"] = layer  # kept across page switches, like the other settings
+        if layer == MIX:
+            slider.caption("v = γ Σ s_j h_j with " + ", ".join(f"s_{j} = {w:.2f}" for j, w in enumerate(mix[0]))
+                           + f", γ = {mix[1]:.2f} (see *ELMo layers*)")
     layers = (static,) if layer == static else (static, layer)
     result = None
     with common.guard(f"{name}"), st.spinner(f"Projecting {name} …"):
-        result = projected(model_id, key_lines, target, inflect, layers, use_method, int(seed), params, joint)
+        result = projected(model_id, key_lines, target, inflect, layers, use_method, int(seed), params, joint,
+                           mix if layer == MIX else None)
     if result is None:
         continue
     coords = result["coords"]
     ranges = figures.shared_ranges(coords) if joint and len(coords) > 1 else None
     cols = st.columns(2)
     for col, lay, xy in zip(cols, layers, coords):
-        title = f"{name} · {model.layer_names[lay]}" + (" (context-free)" if lay == static else "")
+        title = f"{name} · {names[lay]}" + (" (context-free)" if lay == static else "")
         fig = figures.sense_scatter(xy, labels, hover, title=title, colours=colours)
         figures.set_ranges(fig, ranges)
         with col:
-            event = common.plot(fig, f"{name}-{model.layer_names[lay]}-{target}", key=f"scatter::{model_id}::{lay}",
-                                data=scatter_data(xy, model_id, model.layer_names[lay]), selectable=True)
+            event = common.plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}",
+                                data=scatter_data(xy, model_id, names[lay]), selectable=True)
             picked = selected_point(event)
             if picked is not None:
                 occ = found.occurrences[picked]
-                X = vectors.word_vectors(model, list(key_lines), target, inflections=inflect).layer(lay)
+                V = vectors.word_vectors(model, list(key_lines), target, inflections=inflect).vectors
+                X = layer_vectors(V, lay, mix)
                 st.markdown(f"**Nearest neighbours** of *{common.escape(occ.sentence)}* "
-                            f"({model.layer_names[lay]}, cosine in {model.dim} dimensions):")
+                            f"({names[lay]}, cosine in {model.dim} dimensions):")
                 st.dataframe(nearest_neighbours(X, picked), hide_index=True, width="stretch")
     if len(layers) == 1:
         cols[1].info("This model has only its context-free layer." if model.n_layers == 1 else
                      "Move the slider to a contextual layer to compare it with the context-free one.")
     shown_method = METHOD_NAMES.get(result["method"], result["method"])
     notes = "; ".join(result["notes"])
-    st.caption(f"{shown_method}, seed {seed}" + (", fitted jointly" if joint and len(layers) > 1 else "")
-               + (f". {notes}" if notes else ""))
+    fitted = ", fitted jointly (each layer centred)" if joint and len(layers) > 1 else ""
+    st.caption(f"{shown_method}, seed {seed}{fitted}" + (f". {notes}" if notes else ""))
 if layer_state:
     st.query_params["layer"] = layer_state
 else:
@@ -280,7 +300,7 @@ if deep and st.toggle("Draw one occurrence's path through the layers", key="path
                             int(seed), params, True)
             top = res["coords"][-1]
             fig = figures.sense_scatter(top, labels, hover, title=f"{common.label(model_id)}: all layers fitted "
-                                        "together; points at the top layer", colours=colours)
+                                        "together (each centred); points at the top layer", colours=colours)
             path = np.stack([c[occ_index] for c in res["coords"]])
             figures.add_layer_path(fig, path, model.layer_names)
             with cols[i % len(cols)]:
