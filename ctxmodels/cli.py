@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _train(args: argparse.Namespace) -> int:
+def _train(args: argparse.Namespace, argv: list[str]) -> int:
     from .trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     if args.threads:
@@ -78,7 +78,7 @@ def _train(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     module = importlib.import_module(args._module)
     task, cfg = module.build_task(args)
-    command = "ctxmodels " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "ctxmodels " + " ".join(shlex.quote(a) for a in argv)
     trainer = Trainer(task, cfg, args.out, command=command)
     try:
         metrics = trainer.train(resume=args.resume)
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from .checkpoint import CheckpointError
 
     try:
-        return _train(args) if args._is_train else int(module.run(args) or 0)
+        return _train(args, argv) if args._is_train else int(module.run(args) or 0)
     except (CheckpointError, ValueError, FileNotFoundError) as e:
         print(f"ctxmodels: error: {e}", file=sys.stderr)
         return 2
