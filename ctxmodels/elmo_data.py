@@ -26,7 +26,8 @@ The pieces, in the order data flows through them:
   exact full-softmax perplexity of each direction on fixed windows of the held-out documents.
   Why sampled rather than adaptive: it trains exactly the [V, P] softmax that the exact evaluation, the saved
   checkpoint and bilm-tf use, with no extra parameters or frequency clusters; with 1,024 candidates out of
-  30,003 words it made a training step 3-7x faster than the full softmax for the CPU presets (bench table).
+  30,003 words it made training 2-7x faster per token than the full softmax for the presets tiny, mini and
+  small-cpu (bench/bench_elmo.py; less for the larger presets, whose time goes to the CNN and the LSTMs).
 
 A boundary transition is not a prediction: after ``</S>`` comes ``<S>`` by construction, so the forward LM is
 not scored on predicting ``<S>`` and the backward LM not on predicting ``</S>``. ``</S>`` still counts as the
@@ -596,6 +597,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"held-out tokens scored per evaluation (default {_RUN_SETTINGS['eval_tokens']})")
     p.add_argument("--data-cache", default=None,
                    help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
+    p.epilog = (f"ELMo defaults: --preset {DEFAULT_PRESET} --steps {_RUN_SETTINGS['steps']} --lr {_RUN_SETTINGS['lr']} "
+                f"--warmup {_RUN_SETTINGS['warmup']}: the shipped recipe, about two hours on a 2-core CPU. On a busy "
+                "machine --threads 1 is much faster than the default of all cores.")
     # What the user did not type is the parser's default; remember those to tell them apart on --resume.
     p.set_defaults(_elmo_parser_defaults={k: p.get_default(k) for k in _RUN_SETTINGS})
 

@@ -126,7 +126,9 @@ def no_traceback(page) -> None:
 
 
 def plot_data(page, index: int) -> list:
-    return page.evaluate(f"() => document.querySelectorAll('.js-plotly-plot')[{index}].data.map(t => t.x)")
+    """The x coordinates of every trace of the index-th figure, as drawn (decoded from Plotly's typed arrays)."""
+    return page.evaluate(f"() => document.querySelectorAll('.js-plotly-plot')[{index}]._fullData"
+                         ".map(t => Array.from(t.x || []))")
 
 
 def test_every_page_in_a_real_browser(server, browser):
@@ -182,9 +184,9 @@ def test_word_senses_layer_switch_changes_the_plot(server, browser):
     # Click the first point of the chosen-layer panel: its nearest neighbours (in the full space) are listed.
     x, y = page.evaluate("""() => {
         const gd = document.querySelectorAll('.js-plotly-plot')[1];
-        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, t = gd.data[0];
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, pt = gd.calcdata[0][0];
         const r = gd.getBoundingClientRect();
-        return [r.left + xa._offset + xa.l2p(t.x[0]), r.top + ya._offset + ya.l2p(t.y[0])];
+        return [r.left + xa._offset + xa.c2p(pt.x), r.top + ya._offset + ya.c2p(pt.y)];
     }""")
     page.mouse.click(x, y)
     page.get_by_text("Nearest neighbours").first.wait_for(timeout=60_000)
