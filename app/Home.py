@@ -39,8 +39,8 @@ else:
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True,
                  help="The camera icon above each figure downloads it in this format.")
 
-page.run()
 common.to_url("present")
+page.run()
 
 if present and st.button("Leave presentation mode", type="tertiary"):
     st.session_state["present"] = False

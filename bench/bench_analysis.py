@@ -2,6 +2,7 @@
 
     python bench/bench_analysis.py            # everything (~10 minutes on a loaded 2-core machine)
     python bench/bench_analysis.py --quick    # 300 points only, no cold starts, 2 repeats
+    python bench/bench_analysis.py --torch-threads 1   # steadier attention figures on a busy small machine
 
 Projection rows (clustered random vectors: 6 centres + noise, cosine geometry), for PCA, UMAP and t-SNE at
 300 and 1000 points of width 256 and 512:
@@ -241,6 +242,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process (cold start) runs")
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads for the attention rows (1 gives steady figures on a busy 2-core box)")
     ap.add_argument("--cold-child", nargs=4, metavar=("WHICH", "METHOD", "N", "DIM"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cold_child:
@@ -258,6 +261,10 @@ def main() -> None:
     print()
     bench_senses(repeats)
     print()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     bench_attention(repeats)
 
 

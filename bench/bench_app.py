@@ -164,7 +164,8 @@ def main() -> None:
         from ctxmodels.tokenization import WordPieceTokenizer
 
         tok = WordPieceTokenizer.train(example_texts(), vocab_size=4000, min_frequency=1)
-        save_pretrained(BertForPreTraining(BertConfig.preset("mini", vocab_size=tok.vocab_size)).eval(), tok, tmp / "bert-mini")
+        mini = BertForPreTraining(BertConfig.preset("mini", vocab_size=tok.vocab_size)).eval()
+        save_pretrained(mini, tok, tmp / "bert-mini")
         bert_path = str(tmp / "bert-mini")
     bert = ctxmodels.load(bert_path)
     elmo = ctxmodels.load(args.elmo or str(assets / "elmo-eltec"))
@@ -180,7 +181,7 @@ def main() -> None:
     if args.server:
         s = bench_server_start(assets)
         if s is not None:
-            rows.append(("server start to first page (Chromium)", 5.0, s))
+            rows.append(("server start to first page (Chromium, one run)", 5.0, s))
 
     print(f"\n{'measure':<52} {'target s':>9} {'median s':>9} {'ratio':>7}")
     for name, target, value in rows:

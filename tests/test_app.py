@@ -422,3 +422,25 @@ def test_training_command_and_metrics_reader(tmp_path):
         training.check_corpus("   ")
     with pytest.raises(ValueError, match="only 3 words"):
         training.check_corpus("a b c")
+
+
+@pytest.mark.slow
+def test_training_job_runs_one_at_a_time_and_cancels_with_a_checkpoint(tiny_assets, tmp_path):
+    runner = training.JobRunner()
+    job = runner.start("static", tiny_assets / "corpus.txt", tmp_path / "run", training.MAX_STEPS)
+    try:
+        with pytest.raises(ValueError, match="already running"):
+            runner.start("static", tiny_assets / "corpus.txt", tmp_path / "other", 10)
+        deadline = time.time() + 180
+        while job.step() == 0 and job.running and time.time() < deadline:
+            time.sleep(0.5)
+        assert job.running, job.log_tail()
+        job.cancel()
+        job.proc.wait(timeout=120)
+        assert job.status == "cancelled", job.log_tail()
+        assert job.has_model() and job.step() < training.MAX_STEPS
+        import ctxmodels
+
+        assert ctxmodels.load(str(job.out)).kind == "static"  # what it learned so far is usable
+    finally:
+        runner.stop()

@@ -6,7 +6,7 @@ import pytest
 import torch
 import transformers
 
-from ctxmodels.bert import BertConfig, BertForPreTraining, BertModel
+from ctxmodels.bert import BertConfig, BertForPreTraining, BertModel, Dropout
 
 SMALL = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=48,
              max_position_embeddings=40, type_vocab_size=2)
@@ -151,6 +151,19 @@ def test_mlm_positions_gives_the_same_gradients_as_the_full_computation():
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
     for n in grads[0]:
         torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-6, rtol=1e-4, msg=n)
+
+
+def test_dropout_keeps_1_minus_p_and_rescales():
+    torch.manual_seed(0)
+    drop = Dropout(0.1).train()
+    x = torch.ones(200_000, requires_grad=True)
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.9) < 0.005  # 0.005 is > 7 standard deviations here
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / 0.9))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, y.detach())  # gradient flows through kept elements only, rescaled
+    assert torch.equal(drop.eval()(x), x)
 
 
 def test_decoder_is_tied_to_word_embeddings():

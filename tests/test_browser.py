@@ -184,12 +184,16 @@ def test_word_senses_layer_switch_changes_the_plot(server, browser):
     # Click the first point of the chosen-layer panel: its nearest neighbours (in the full space) are listed.
     x, y = page.evaluate("""() => {
         const gd = document.querySelectorAll('.js-plotly-plot')[1];
+        gd.scrollIntoView();
         const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, pt = gd.calcdata[0][0];
         const r = gd.getBoundingClientRect();
         return [r.left + xa._offset + xa.c2p(pt.x), r.top + ya._offset + ya.c2p(pt.y)];
     }""")
+    page.mouse.move(x, y)  # hover first, as a person would: Plotly picks the point under the pointer
+    time.sleep(0.5)
     page.mouse.click(x, y)
-    page.get_by_text("Nearest neighbours").first.wait_for(timeout=60_000)
+    # (get_by_text would also match the collapsed explanation, which mentions nearest neighbours)
+    page.locator("strong", has_text="Nearest neighbours").first.wait_for(timeout=60_000)
     settle(page)
     no_traceback(page)
     screenshot(page, "word_senses-layer1.png")

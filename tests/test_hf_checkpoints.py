@@ -111,6 +111,10 @@ def test_round_trip_through_our_save_is_exact(tok, tmp_path):
     for (k, a), (k2, b) in zip(model.state_dict().items(), again.state_dict().items()):
         assert k == k2 and torch.equal(a, b), k
     assert tok2.encode("the bank") == tok.encode("the bank")
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["model_max_length"] == 32
+    assert tok.max_length is None  # saving did not change the caller's tokenizer
+    with pytest.warns(UserWarning, match="truncated"):
+        assert len(tok2.encode("the bank " * 40)) == 32  # over-long text: truncated, never an index error
 
 
 # -- published flavours ----------------------------------------------------------------------------------------

@@ -35,8 +35,7 @@ def _require_mlm_head(model: BertForPreTraining) -> None:
 
 
 @torch.inference_mode()
-def _masked_probs(model: BertForPreTraining, tokenizer: WordPieceTokenizer, enc: Encoded,
-                  positions: list[int]) -> torch.Tensor:
+def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int]) -> torch.Tensor:
     """Softmax over the vocabulary at ``positions`` of one encoding: [len(positions), V]."""
     device = next(model.parameters()).device
     ids = torch.tensor([enc.ids], device=device)
@@ -64,7 +63,7 @@ def fill_mask(
         if MASK in text:
             raise ValueError(f"every {MASK} in the text was cut off by truncation; shorten the text")
         raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
-    probs = _masked_probs(model, tokenizer, enc, positions)
+    probs = _masked_probs(model, enc, positions)
     top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     return [
         [{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(vals.tolist(), idx.tolist())]
@@ -128,7 +127,7 @@ def mask_word(
         masked_ids[p] = tokenizer.mask_id
     masked = Encoded(masked_ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids,
                      enc.words, enc.truncated)
-    probs = _masked_probs(model, tokenizer, masked, positions)
+    probs = _masked_probs(model, masked, positions)
     piece_probs = [float(probs[j, t]) for j, t in enumerate(original)]
     # rank = 1 + how many vocabulary items the model put strictly above the original piece
     piece_ranks = [int((probs[j] > probs[j, t]).sum()) + 1 for j, t in enumerate(original)]

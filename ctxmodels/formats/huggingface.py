@@ -70,8 +70,12 @@ def save_pretrained(
         state.pop("cls.predictions.decoder.weight", None)
     save_tensors(directory / "model.safetensors", state, metadata={"format": "pt"})
     if tokenizer is not None:
-        tokenizer.max_length = tokenizer.max_length or model.config.max_position_embeddings
         tokenizer.save(directory)
+        # Readers (ours and transformers) truncate to model_max_length: never beyond the model's positions.
+        limit = model.config.max_position_embeddings
+        tok_config = read_json(directory / "tokenizer_config.json")
+        tok_config["model_max_length"] = min(tokenizer.max_length or limit, limit)
+        write_json(directory / "tokenizer_config.json", tok_config)
     if card is not None:
         write_text_atomic(directory / "README.md", card)
     elif not (directory / "README.md").exists():
