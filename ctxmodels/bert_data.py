@@ -16,7 +16,6 @@ resumed or distributed run sees exactly the batches an uninterrupted single-proc
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import re
 import sys
@@ -34,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checkpoint import CheckpointError, load_tensors, read_json, write_json
-from .corpus import CorpusError, Document, default_heldout, heldout_indices, read_documents
+from .corpus import CorpusError, Document, default_heldout, file_sha256, heldout_indices, read_documents
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card, setup_distributed
 
 if TYPE_CHECKING:
@@ -572,14 +571,6 @@ class PreparedData:
     train: TokenizedDocuments
     heldout: TokenizedDocuments
     meta: dict[str, Any]  # corpus name, document counts, held-out indices, tokenizer source, timings
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _encoder(tok: WordPieceTokenizer) -> Callable[[list[str]], list[list[int]]]:

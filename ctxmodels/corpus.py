@@ -7,6 +7,7 @@ the same ``--heldout-docs`` and seed their held-out scores are measured on the s
 
 from __future__ import annotations
 
+import hashlib
 import random
 import warnings
 from collections.abc import Sequence
@@ -106,3 +107,12 @@ def split_documents(
     train = [d for i, d in enumerate(docs) if i not in held]
     test = [d for i, d in enumerate(docs) if i in held]
     return train, test
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (keys the training-data caches to the corpus content)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -55,7 +55,7 @@ from torch import nn
 
 from .char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
 from .checkpoint import CheckpointError, read_json, write_json, write_text_atomic
-from .corpus import heldout_indices, read_documents
+from .corpus import file_sha256, heldout_indices, read_documents
 from .elmo import PRESETS, ElmoConfig, ElmoLanguageModel
 from .formats.allennlp import save_elmo
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card
@@ -286,14 +286,6 @@ def _tokenizer_fingerprint() -> str:
     """Changes whenever the tokenisation rules change, so a cache made with other rules is not reused."""
     rules = "\n".join([TOKEN_PATTERN.pattern, *("".join(sorted(chars)) for chars in (_TERMINALS, _CLOSERS, _OPENERS))])
     return hashlib.sha256(rules.encode()).hexdigest()[:16]
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ the trainer's exact resume needs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -28,7 +27,7 @@ import numpy as np
 import torch
 
 from .checkpoint import read_json
-from .corpus import read_documents, split_documents
+from .corpus import file_sha256, read_documents, split_documents
 from .elmo_data import tokenize as word_tokenize
 from .static import StaticConfig, StaticVectors, model_card, sgns_loss
 from .trainer import TrainConfig, TrainTask
@@ -138,20 +137,12 @@ def prepare_data(corpus: str | Path, heldout_docs: int | None, seed: int, lowerc
     return StaticData(words, counts, train, held, info)
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def load_or_prepare(out: str | Path, corpus: str | Path, **settings: Any) -> StaticData:
     """:func:`prepare_data`, cached in ``out/static-data.npz`` under a key of the corpus digest and settings."""
     corpus = Path(corpus)
     if not corpus.is_file():
         read_documents(corpus)  # raises the corpus module's clear error
-    key = json.dumps({"version": CACHE_VERSION, "corpus_sha256": _file_digest(corpus), **settings}, sort_keys=True)
+    key = json.dumps({"version": CACHE_VERSION, "corpus_sha256": file_sha256(corpus), **settings}, sort_keys=True)
     path = Path(out) / CACHE_NAME
     if path.is_file():
         try:
