@@ -80,12 +80,7 @@ def _find_published_files(dir_or_options: str | Path, weights: str | Path | None
 
 
 def _read_options(path: Path) -> ElmoConfig:
-    try:
-        return ElmoConfig.from_options(read_json(path))
-    except CheckpointError:
-        raise
-    except ValueError as e:
-        raise CheckpointError(f"{path}: {e}") from e
+    return ElmoConfig.load(path)
 
 
 # ----------------------------------------------------------------------------------------------------------
