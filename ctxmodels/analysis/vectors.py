@@ -462,7 +462,8 @@ def word_vectors(
 def read_sentences(path: str | Path) -> list[list[str]]:
     """One whitespace-tokenised sentence a line; an empty line is an empty sentence (indices follow lines)."""
     path = Path(path)
-    if not path.is_file():
+    # exists(), not is_file(): a shell pipe such as <(...) is a fine input too.
+    if not path.exists() or path.is_dir():
         raise ValueError(f"{path}: input file not found")
     try:
         text = path.read_text(encoding="utf-8")
