@@ -196,29 +196,10 @@ def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], boo
 
 def cached_probe_results(model) -> dict:
     """The newest cached probe result of each task for this model's files (whatever its settings), if any."""
-    import json
-
     from ctxmodels.analysis import probes
 
-    fingerprint = probes.model_fingerprint(model)
-    out: dict = {}
-    if not fingerprint:
-        return out
-    for task in probes.TASKS:
-        for path in probes.cache_paths(model, task, fingerprint):
-            try:
-                entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
-            except (OSError, ValueError, AttributeError):
-                continue
-            mine = [e for e in entries.values() if isinstance(e, dict) and e.get("model_fingerprint") == fingerprint]
-            if mine:
-                try:
-                    out[task] = probes.ProbeResult.from_dict(mine[-1])
-                    out[task].cached = True
-                except TypeError:
-                    continue
-                break
-    return out
+    found = {task: probes.latest_cached_result(model, task) for task in probes.TASKS}
+    return {task: r for task, r in found.items() if r is not None}
 
 
 # ----------------------------------------------------------------------------------------------------------

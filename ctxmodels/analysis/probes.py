@@ -453,6 +453,15 @@ def cached_result(model: LoadedModel, task: str, settings: ProbeSettings | None 
                  if r is not None), None)
 
 
+def latest_cached_result(model: LoadedModel, task: str) -> ProbeResult | None:
+    """The newest stored result of ``task`` for this model's files, whatever its settings; never computes."""
+    fingerprint = model_fingerprint(model)
+    if task not in TASKS or fingerprint is None:
+        return None
+    found = (_read_cache(p, None, fingerprint) for p in cache_paths(model, task, fingerprint))
+    return next((r for r in found if r is not None), None)
+
+
 def _compute(model: LoadedModel, task: str, settings: ProbeSettings, semcor: SemCor,
              progress: Progress | None) -> ProbeResult:
     data = pos_data(semcor, settings) if task == "pos" else wsd_data(semcor, settings)
@@ -556,9 +565,13 @@ def _cache_key(task: str, settings: ProbeSettings, fingerprint: str | None, data
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def _read_cache(path: Path, key: str) -> ProbeResult | None:
+def _read_cache(path: Path, key: str | None, fingerprint: str | None = None) -> ProbeResult | None:
+    """The entry under ``key`` of a cache file, or None. ``key`` None: the newest entry (entries are written
+    oldest first) made for the model files with this ``fingerprint``, whatever its settings."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8")).get("entries", {})
+        if key is None:
+            key = next((k for k in reversed(entries) if entries[k].get("model_fingerprint") == fingerprint), None)
         if key not in entries:
             return None
         result = ProbeResult.from_dict(entries[key])

@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .senses import unit_rows
+
 METHODS = ("umap", "pca", "tsne")
 DISPLAY = {"umap": "UMAP", "pca": "PCA", "tsne": "t-SNE"}
 METRICS = ("cosine", "euclidean")
@@ -116,7 +118,7 @@ def project(
                      " left out, their coordinates are NaN")
     Xv = X[valid]
     if metric == "cosine":
-        Xv = _unit_rows(Xv)
+        Xv = unit_rows(Xv)
     params: dict[str, Any] = {"n_components": n_components, "seed": seed, "metric": metric,
                               "input_dim": X.shape[1], "n_points": int(len(Xv)), "n_dropped": n_dropped}
 
@@ -365,11 +367,6 @@ def _check_params(method, n_components, n_neighbors, min_dist, perplexity, metri
         raise ValueError(f"pre_pca must be a positive width, 0 or None, got {pre_pca}")
     if max_iter is not None and max_iter < 250:
         raise ValueError(f"t-SNE max_iter must be at least 250 (sklearn's minimum), got {max_iter}")
-
-
-def _unit_rows(X: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.where(norms > 0, norms, 1.0)
 
 
 def _all_identical(X: np.ndarray) -> bool:

@@ -252,7 +252,7 @@ def self_similarity(vectors: np.ndarray) -> float:
     X = _finite_rows(vectors, "self_similarity")
     if len(X) < 2:
         raise ValueError(f"self_similarity needs at least 2 occurrences with finite vectors, got {len(X)}")
-    U = _unit_rows(X)
+    U = unit_rows(X)
     # sum_{i != j} cos(x_i, x_j) = |sum_i u_i|^2 - sum_i |u_i|^2: O(n d) instead of the n x n matrix.
     total = U.sum(axis=0)
     n = len(U)
@@ -266,7 +266,7 @@ def intra_sentence_similarity(vectors: np.ndarray) -> float:
         raise ValueError(f"intra_sentence_similarity needs a sentence of at least 2 words with finite vectors, "
                          f"got {len(X)} (a one-word sentence is trivially 1)")
     mean = X.mean(axis=0)
-    return float(np.mean(_unit_rows(X) @ _unit_rows(mean[None, :])[0]))
+    return float(np.mean(unit_rows(X) @ unit_rows(mean[None, :])[0]))
 
 
 def anisotropy_baseline(
@@ -287,7 +287,7 @@ def anisotropy_baseline(
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be positive, got {n_pairs}")
     ok = np.isfinite(X).all(axis=1)
-    U, ctx = _unit_rows(X[ok]), ctx[ok]
+    U, ctx = unit_rows(X[ok]), ctx[ok]
     n = len(U)
     _, sizes = np.unique(ctx, return_counts=True)
     eligible = n * (n - 1) // 2 - int(np.sum(sizes * (sizes - 1) // 2))
@@ -458,7 +458,7 @@ def _scatter(pred_codes: np.ndarray, names: list, kept: np.ndarray) -> list:
 def _pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     """Distances [len(X), len(Y)]: cosine = 1 - cos (zero vectors: cos 0), or euclidean."""
     if metric == "cosine":
-        return 1.0 - _unit_rows(X) @ _unit_rows(Y).T
+        return 1.0 - unit_rows(X) @ unit_rows(Y).T
     sx, sy = np.sum(X * X, axis=1), np.sum(Y * Y, axis=1)
     return np.sqrt(np.maximum(sx[:, None] + sy[None, :] - 2 * X @ Y.T, 0.0))
 
@@ -466,7 +466,7 @@ def _pairwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
 def _rowwise(X: np.ndarray, Y: np.ndarray, metric: str) -> np.ndarray:
     """Distance of each row of X to the same row of Y."""
     if metric == "cosine":
-        return 1.0 - np.sum(_unit_rows(X) * _unit_rows(Y), axis=1)
+        return 1.0 - np.sum(unit_rows(X) * unit_rows(Y), axis=1)
     return np.linalg.norm(X - Y, axis=1)
 
 
@@ -489,7 +489,7 @@ def _check_k(k) -> None:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
-def _unit_rows(X: np.ndarray) -> np.ndarray:
+def unit_rows(X: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length; zero rows stay zero (their cosine to anything counts as 0)."""
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.where(norms > 0, norms, 1.0)
