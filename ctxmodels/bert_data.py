@@ -484,6 +484,7 @@ class BertTrainSettings:
     batch_size: int | None = None
     max_predictions: int | None = None
     whole_word_masking: bool | None = None
+    dropout: float | None = None
     heldout_docs: int | None = None
     eval_sequences: int | None = None
     seed: int | None = None
@@ -517,6 +518,7 @@ class BertTrainSettings:
         # 20 for 128 as in BERT: 15% of the tokens, rounded up.
         s.max_predictions = s.max_predictions or math.ceil(MLM_PROBABILITY * s.max_seq_len)
         s.whole_word_masking = bool(s.whole_word_masking)
+        s.dropout = 0.1 if s.dropout is None else s.dropout
         s.eval_sequences = 256 if s.eval_sequences is None else s.eval_sequences
         s.seed = 0 if s.seed is None else s.seed
         s.steps = s.steps or DEFAULT_STEPS
@@ -532,6 +534,8 @@ class BertTrainSettings:
         for name in ("vocab_size", "max_seq_len", "batch_size", "max_predictions", "steps"):
             if getattr(s, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(s, name)}")
+        if not 0 <= s.dropout < 1:
+            raise ValueError(f"--dropout must be at least 0 and below 1, got {s.dropout}")
         if s.seed < 0 or s.eval_sequences < 0 or s.warmup < 0 or s.lr <= 0:
             raise ValueError("--seed, --eval-sequences and --warmup must be 0 or more, --lr positive")
         return s
@@ -692,6 +696,65 @@ def pretraining_losses(output, batch: Batch) -> tuple[torch.Tensor, torch.Tensor
     return mlm, nsp, n
 
 
+def forward_batch(model: nn.Module, batch: Batch):
+    """The model's output on a pre-training batch (vocabulary scores only at the masked positions)."""
+    return model(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                 attention_mask=batch["attention_mask"], mlm_positions=batch["mlm_positions"])
+
+
+@torch.no_grad()
+def pretraining_metrics(model: nn.Module, batches: Sequence[Batch],
+                        device: torch.device | str = "cpu") -> dict[str, float]:
+    """Masked-token top-1/top-5 accuracy, MLM loss and perplexity, NSP accuracy over ``batches``.
+
+    The batches are masked as in training (80/10/10), as in the original BERT evaluation.
+    """
+    loss_sum = top1 = top5 = n_pred = nsp_right = n_seq = 0.0
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        out = forward_batch(model, batch)
+        logits = out.prediction_logits.float()
+        labels = batch["mlm_labels"]
+        valid = labels != IGNORE_INDEX
+        loss_sum += F.cross_entropy(logits[valid], labels[valid], reduction="sum").item()
+        best = logits.topk(5, dim=-1).indices
+        top1 += (best[..., 0] == labels)[valid].sum().item()
+        top5 += (best == labels[..., None]).any(-1)[valid].sum().item()
+        n_pred += valid.sum().item()
+        nsp_right += (out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
+        n_seq += len(labels)
+    mlm_loss = loss_sum / max(n_pred, 1)
+    return {
+        "mlm_loss": mlm_loss,
+        "mlm_perplexity": math.exp(min(mlm_loss, 50.0)),
+        "mlm_accuracy": top1 / max(n_pred, 1),
+        "mlm_top5_accuracy": top5 / max(n_pred, 1),
+        "nsp_accuracy": nsp_right / max(n_seq, 1),
+    }
+
+
+def heldout_metrics(model: nn.Module, tokenizer: WordPieceTokenizer, corpus: str | Path, n_sequences: int = 2048,
+                    max_seq_len: int = 128, heldout_docs: int | Sequence[int] | None = None, seed: int = 0,
+                    batch_size: int = 32) -> dict[str, float]:
+    """:func:`pretraining_metrics` of a trained model on the held-out documents of ``corpus``.
+
+    The documents are those a training run with the same ``heldout_docs`` and ``seed`` held out, so a shipped
+    model can be measured again from its directory and the corpus alone.
+    """
+    docs = read_documents(corpus)
+    held = heldout_indices(len(docs), heldout_docs, seed)
+    if not held:
+        raise CorpusError(f"{corpus}: no held-out documents to evaluate on")
+    tokenized = tokenize_documents([docs[i] for i in held], _encoder(tokenizer))
+    pool = None if len(held) >= 2 else tokenize_documents([d for i, d in enumerate(docs) if i not in held],
+                                                          _encoder(tokenizer))
+    data = PretrainingData(tokenized, VocabInfo.from_tokenizer(tokenizer), max_seq_len=max_seq_len,
+                           max_predictions=math.ceil(MLM_PROBABILITY * max_seq_len), seed=seed, random_pool=pool,
+                           name=f"{Path(corpus).name} (held-out documents)")
+    model.eval()
+    return pretraining_metrics(model, data.fixed_batches(n_sequences, batch_size), next(model.parameters()).device)
+
+
 class BertPretrainingTask(TrainTask):
     """Masked LM + next-sentence prediction on a plain-text corpus."""
 
@@ -710,47 +773,18 @@ class BertPretrainingTask(TrainTask):
     def get_batch(self, epoch: int, index: int) -> Batch:
         return self.train_data.batch(epoch, index)
 
-    def _forward(self, model: nn.Module, batch: Batch):
-        return model(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-                     attention_mask=batch["attention_mask"], mlm_positions=batch["mlm_positions"])
-
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        mlm, nsp, _ = pretraining_losses(self._forward(model, batch), batch)
+        mlm, nsp, _ = pretraining_losses(forward_batch(model, batch), batch)
         stats = {"tokens": int(batch["attention_mask"].sum()), "mlm_loss": mlm.item(), "nsp_loss": nsp.item()}
         return mlm + nsp, stats
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Masked-token top-1/top-5 accuracy, MLM perplexity and NSP accuracy on a fixed held-out set.
-
-        The held-out examples are masked as in training (80/10/10), as in the original BERT evaluation.
-        """
+        """Masked-token top-1/top-5 accuracy, MLM perplexity and NSP accuracy on a fixed held-out set."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
         if self._eval_batches is None:
             self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
-        device = next(model.parameters()).device
-        loss_sum = top1 = top5 = n_pred = nsp_right = n_seq = 0.0
-        for batch in self._eval_batches:
-            batch = {k: v.to(device) for k, v in batch.items()}
-            out = self._forward(model, batch)
-            logits = out.prediction_logits.float()
-            labels = batch["mlm_labels"]
-            valid = labels != IGNORE_INDEX
-            loss_sum += F.cross_entropy(logits[valid], labels[valid], reduction="sum").item()
-            best = logits.topk(5, dim=-1).indices
-            top1 += (best[..., 0] == labels)[valid].sum().item()
-            top5 += (best == labels[..., None]).any(-1)[valid].sum().item()
-            n_pred += valid.sum().item()
-            nsp_right += (out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
-            n_seq += len(labels)
-        mlm_loss = loss_sum / max(n_pred, 1)
-        return {
-            "mlm_loss": mlm_loss,
-            "mlm_perplexity": math.exp(min(mlm_loss, 50.0)),
-            "mlm_accuracy": top1 / max(n_pred, 1),
-            "mlm_top5_accuracy": top5 / max(n_pred, 1),
-            "nsp_accuracy": nsp_right / max(n_seq, 1),
-        }
+        return pretraining_metrics(model, self._eval_batches, next(model.parameters()).device)
 
     def save_model(self, directory: Path) -> None:
         from .formats.huggingface import save_pretrained
@@ -779,7 +813,7 @@ class BertPretrainingTask(TrainTask):
 |---|---|
 | architecture | BertForPreTraining (masked LM + next-sentence prediction) |
 | preset | {s.preset}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, \
-feed-forward {cfg.intermediate_size} |
+feed-forward {cfg.intermediate_size}, dropout {cfg.hidden_dropout_prob:g} while training |
 | parameters | {n_params:,} |
 | tokenizer | {m['tokenizer']}; {m['vocab_size']:,} pieces, {'lower-cased' if self.tokenizer.lowercase else 'cased'} |
 
@@ -816,6 +850,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default 32)")
     p.add_argument("--max-predictions", type=int, default=None,
                    help="most masked tokens per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+    p.add_argument("--dropout", type=float, default=None,
+                   help="dropout of hidden states and attention while training (default 0.1, as in BERT; short "
+                        "runs learn faster with 0)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
     p.add_argument("--heldout-docs", type=int, default=None,
@@ -869,7 +906,8 @@ def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConf
         eval_data = PretrainingData(data.heldout, vocab, random_pool=pool,
                                     name=f"{Path(settings.corpus).name} (held-out documents)", **common)
 
-    config = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size, pad_token_id=tok.pad_id)
+    config = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size, pad_token_id=tok.pad_id,
+                               hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout)
     if settings.max_seq_len > config.max_position_embeddings:
         raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's "
                          f"{config.max_position_embeddings} positions (max_position_embeddings)")

@@ -66,20 +66,29 @@ def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], metadata: d
     os.replace(tmp, path)
 
 
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
 def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
-    """Load a safetensors file, or a legacy ``.bin`` with ``weights_only=True`` (never arbitrary pickles)."""
+    """Load a safetensors file, or a legacy ``.bin`` with ``weights_only=True`` (never arbitrary pickles).
+
+    Half-precision tensors (the shipped models store fp16 to stay small) come back as float32, the precision
+    every model here computes in.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: file not found")
     try:
         if path.suffix == ".safetensors":
-            return load_file(str(path))
-        state = torch.load(str(path), map_location="cpu", weights_only=True)
+            state = load_file(str(path))
+        else:
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as e:  # unpickling errors come in many types; all mean "corrupt or unsafe"
         raise CheckpointError(f"{path}: not a readable weights file ({type(e).__name__}: {e})") from e
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path}: expected a dict of tensors")
-    return state
+    return {k: v.float() if v.dtype in HALF_DTYPES else v for k, v in state.items()}
+
 
 
 def config_to_dict(config: Any) -> dict:

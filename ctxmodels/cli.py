@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("ctxmodels.analysis.evaluation", "evaluate on WSD (CoarseWSD-20) or WiC data"),
     "probe": ("ctxmodels.analysis.probes", "layer-weight probes (part of speech, word sense) on SemCor"),
     "export-elmo": ("ctxmodels.formats.allennlp", "export our ELMo to options.json + weights.hdf5"),
+    "quality": ("ctxmodels.analysis.quality", "measure models: held-out LM figures, SemCor senses per layer, cloze"),
+    "ship": ("ctxmodels.shipping", "copy a training run into assets/ (fp16) and write measured figures into its card"),
 }
 
 # model kind -> (module, one-line help)

@@ -401,7 +401,7 @@ class ElmoLMTask(TrainTask):
                 f"one batch of {batch_size} windows of {seq_len}; use a larger corpus or smaller --batch-size / "
                 "--seq-len"
             )
-        self._eval_starts, self._eval_len = self._eval_windows(eval_tokens)
+        self._eval_starts, self._eval_len = eval_windows(len(corpus.heldout), seq_len, eval_tokens)
         with torch.random.fork_rng(devices=[]):  # the initial weights depend on the seed only
             torch.manual_seed(seed)
             self.model = ElmoLanguageModel(self.config)
@@ -421,22 +421,9 @@ class ElmoLMTask(TrainTask):
             self._epoch_cache = (epoch, starts)
         return self._epoch_cache[1]
 
-    def _window_batch(self, stream: np.ndarray, starts: np.ndarray, length: int) -> Batch:
-        pos = starts[:, None] + np.arange(length)[None, :]
-        nxt, prev = stream[pos + 1], stream[pos - 1]
-        fwd = self.corpus.type_to_vocab[nxt].astype(np.int64)
-        bwd = self.corpus.type_to_vocab[prev].astype(np.int64)
-        fwd[nxt == BOS_TYPE] = IGNORE
-        bwd[prev == EOS_TYPE] = IGNORE
-        return {
-            "char_ids": torch.from_numpy(self.corpus.type_chars[stream[pos]].astype(np.int64)),
-            "fwd_targets": torch.from_numpy(fwd),
-            "bwd_targets": torch.from_numpy(bwd),
-        }
-
     def get_batch(self, epoch: int, index: int) -> Batch:
         starts = self._epoch_starts(epoch)[index * self.batch_size : (index + 1) * self.batch_size]
-        batch = self._window_batch(self.corpus.train, starts, self.seq_len)
+        batch = window_batch(self.corpus, self.corpus.train, starts, self.seq_len)
         if self.sampler is not None:
             rng = np.random.default_rng([self.seed, epoch, index, _SAMPLES])
             candidates, tries = self.sampler.sample(self.n_samples, rng)
@@ -475,37 +462,10 @@ class ElmoLMTask(TrainTask):
 
     # -- evaluation ---------------------------------------------------------------------------------------
 
-    def _eval_windows(self, eval_tokens: int) -> tuple[np.ndarray, int]:
-        """Fixed held-out windows spread evenly over all held-out documents (none: no held-out text)."""
-        n_tokens = len(self.corpus.heldout)
-        length = min(self.seq_len, n_tokens - 2)
-        if eval_tokens <= 0 or length < 1:
-            return np.zeros(0, dtype=np.int64), 0
-        available = (n_tokens - 2) // length  # windows starting at 1, 1 + length, ... with both neighbours
-        n = min(available, max(1, math.ceil(eval_tokens / length)))
-        picks = np.unique(np.round(np.linspace(0, available - 1, n)).astype(np.int64))
-        return 1 + length * picks, length
-
     @torch.no_grad()
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Exact full-softmax perplexity of each direction, and of both together, on the held-out windows."""
-        if not len(self._eval_starts):
-            return {}
-        lm = _unwrap(model)
-        device = next(lm.parameters()).device
-        nll = {"fwd": 0.0, "bwd": 0.0}
-        count = {"fwd": 0, "bwd": 0}
-        per_batch = max(1, 4096 // self._eval_len)
-        for i in range(0, len(self._eval_starts), per_batch):
-            batch = self._window_batch(self.corpus.heldout, self._eval_starts[i : i + per_batch], self._eval_len)
-            out = lm(batch["char_ids"].to(device))
-            for key, states in (("fwd", out.forward_layers[-1]), ("bwd", out.backward_layers[-1])):
-                s, c = full_softmax_nll(lm, states, batch[f"{key}_targets"].to(device))
-                nll[key] += s
-                count[key] += c
-        fwd, bwd = nll["fwd"] / max(count["fwd"], 1), nll["bwd"] / max(count["bwd"], 1)
-        both = (nll["fwd"] + nll["bwd"]) / max(count["fwd"] + count["bwd"], 1)
-        return {"fwd_ppl": math.exp(fwd), "bwd_ppl": math.exp(bwd), "ppl": math.exp(both)}
+        return heldout_perplexity(_unwrap(model), self.corpus, self._eval_starts, self._eval_len)
 
     # -- saving -------------------------------------------------------------------------------------------
 
@@ -535,6 +495,71 @@ out-of-vocabulary rate {100 * self.corpus.oov_rate(self.corpus.heldout):.2f}%):
 
 {heldout}
 {credit}"""
+
+
+def window_batch(corpus: EncodedCorpus, stream: np.ndarray, starts: np.ndarray, length: int) -> Batch:
+    """Windows ``stream[start:start + length]`` as character ids, with each position's next and previous word."""
+    pos = starts[:, None] + np.arange(length)[None, :]
+    nxt, prev = stream[pos + 1], stream[pos - 1]
+    fwd = corpus.type_to_vocab[nxt].astype(np.int64)
+    bwd = corpus.type_to_vocab[prev].astype(np.int64)
+    fwd[nxt == BOS_TYPE] = IGNORE
+    bwd[prev == EOS_TYPE] = IGNORE
+    return {
+        "char_ids": torch.from_numpy(corpus.type_chars[stream[pos]].astype(np.int64)),
+        "fwd_targets": torch.from_numpy(fwd),
+        "bwd_targets": torch.from_numpy(bwd),
+    }
+
+
+def eval_windows(n_tokens: int, seq_len: int, eval_tokens: int) -> tuple[np.ndarray, int]:
+    """Fixed held-out windows (starts, length) spread evenly over a stream of ``n_tokens`` (none: empty)."""
+    length = min(seq_len, n_tokens - 2)
+    if eval_tokens <= 0 or length < 1:
+        return np.zeros(0, dtype=np.int64), 0
+    available = (n_tokens - 2) // length  # windows starting at 1, 1 + length, ... with both neighbours
+    n = min(available, max(1, math.ceil(eval_tokens / length)))
+    picks = np.unique(np.round(np.linspace(0, available - 1, n)).astype(np.int64))
+    return 1 + length * picks, length
+
+
+@torch.no_grad()
+def heldout_perplexity(lm: ElmoLanguageModel, corpus: EncodedCorpus, starts: np.ndarray,
+                       length: int) -> dict[str, float]:
+    """Exact full-softmax perplexity forward, backward and both, on windows of ``corpus.heldout``."""
+    if not len(starts):
+        return {}
+    device = next(lm.parameters()).device
+    nll = {"fwd": 0.0, "bwd": 0.0}
+    count = {"fwd": 0, "bwd": 0}
+    per_batch = max(1, 4096 // length)
+    for i in range(0, len(starts), per_batch):
+        batch = window_batch(corpus, corpus.heldout, starts[i : i + per_batch], length)
+        out = lm(batch["char_ids"].to(device))
+        for key, states in (("fwd", out.forward_layers[-1]), ("bwd", out.backward_layers[-1])):
+            s, c = full_softmax_nll(lm, states, batch[f"{key}_targets"].to(device))
+            nll[key] += s
+            count[key] += c
+    fwd, bwd = nll["fwd"] / max(count["fwd"], 1), nll["bwd"] / max(count["bwd"], 1)
+    both = (nll["fwd"] + nll["bwd"]) / max(count["fwd"] + count["bwd"], 1)
+    return {"fwd_ppl": math.exp(fwd), "bwd_ppl": math.exp(bwd), "ppl": math.exp(both)}
+
+
+def heldout_metrics(lm: ElmoLanguageModel, vocab: Sequence[str], corpus: str | Path, eval_tokens: int = 100_000,
+                    seq_len: int = 20, heldout_docs: int | Sequence[int] | None = None,
+                    seed: int = 0) -> dict[str, float]:
+    """Held-out perplexities of a trained LM (its output vocabulary ``vocab``) on the documents of ``corpus``
+    that a training run with the same ``heldout_docs`` and ``seed`` held out. Adds ``eval_tokens``, the
+    number of windowed positions scored, and ``oov_rate`` of the held-out words."""
+    docs = read_documents(corpus)
+    held = heldout_indices(len(docs), heldout_docs, seed)
+    encoded = EncodedCorpus.build([], [docs[i] for i in held], 1)
+    encoded.vocab = Vocabulary(vocab)
+    encoded.type_to_vocab = np.asarray([encoded.vocab.id(w) for w in encoded.types], dtype=np.int32)
+    starts, length = eval_windows(len(encoded.heldout), seq_len, eval_tokens)
+    lm.eval()
+    out = heldout_perplexity(lm, encoded, starts, length)
+    return {**out, "eval_tokens": int(len(starts) * length), "oov_rate": encoded.oov_rate(encoded.heldout)}
 
 
 def _mean(x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,278 @@
+"""The measured quality of trained models: the figures their model cards report.
+
+``ctxmodels quality --model bert-eltec --model elmo-eltec --model static-eltec --out report.json`` measures
+
+- **word senses on SemCor**: for each lemma of :data:`SENSE_LEMMAS`, its occurrences whose sense has at least
+  ``min_per_sense`` tagged examples (at most ``max_per_sense`` of each, drawn with a fixed seed), and for every
+  layer of every model the leave-one-out 1-nearest-neighbour (cosine) sense accuracy and macro-F1, next to the
+  most-frequent-sense baseline (every occurrence given the lemma's commonest sense);
+- **held-out language modelling** with the ``--corpus`` the models were trained on: BERT's masked-token
+  top-1/top-5 accuracy, MLM perplexity and NSP accuracy; ELMo's forward and backward full-softmax perplexity;
+- **the cloze check** (``assets/examples/cloze.tsv``): the share of sentences whose answer is among the top 5
+  predictions for the masked word;
+- **static neighbours** of ten common words.
+
+A static vector gives every occurrence of a word form the same vector, so its nearest neighbour is a tie between
+all other occurrences of that form; ties go to the earlier occurrence in SemCor's order (the rule of
+:func:`ctxmodels.analysis.senses.knn_sense_accuracy`), which makes the static rows a fair "context ignored"
+baseline rather than a chance draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..checkpoint import write_json
+from .senses import knn_sense_accuracy, macro_f1
+
+if TYPE_CHECKING:
+    from ..loading import LoadedModel
+    from ..semcor import SemCor
+
+# bank and run as the issue asks, the other presets of the app, then common nouns and verbs of SemCor whose
+# senses each have ten or more tagged examples.
+SENSE_LEMMAS = ("bank", "run", "light", "play", "bear", "match", "line", "point", "interest", "plant", "field",
+                "paper", "fire", "face", "serve", "table")
+MFS = "most frequent sense"
+CLOZE_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples" / "cloze.tsv"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# word senses
+
+
+def sense_items(semcor: SemCor, lemmas: Sequence[str] = SENSE_LEMMAS, min_per_sense: int = 10,
+                max_per_sense: int = 60, seed: int = 0):
+    """The SemCor occurrences to classify, as :class:`ctxmodels.analysis.probes.ProbeData` (groups = lemmas)."""
+    from .probes import ProbeSettings, wsd_data
+
+    settings = ProbeSettings(lemmas=tuple(lemmas), min_per_sense=min_per_sense, max_per_sense=max_per_sense,
+                             n_sentences=10**9, seed=seed)
+    return wsd_data(semcor, settings)
+
+
+def sense_records(models: Sequence[LoadedModel], data, pooling: str = "mean") -> list[dict[str, Any]]:
+    """One record per (model, layer, lemma): n, senses, LOO 1-NN accuracy and macro-F1; plus MFS records."""
+    from .probes import embed_items
+
+    labels = np.asarray(data.labels)
+    groups = np.asarray(data.groups)
+    records = []
+    for g, lemma in enumerate(data.group_names):
+        y = labels[groups == g]
+        majority = Counter(y.tolist()).most_common(1)[0][0]
+        records.append(_record(MFS, "-", lemma, y, np.full_like(y, majority)))
+    for model in models:
+        feats = embed_items(model, data, pooling=pooling)  # [n_items, n_layers, dim]
+        for layer, name in enumerate(model.layer_names):
+            for g, lemma in enumerate(data.group_names):
+                rows = groups == g
+                records.append(_knn_record(model.name, name, layer, lemma, feats[rows, layer], labels[rows]))
+    return records
+
+
+def _knn_record(model: str, layer: str, layer_index: int, lemma: str, X: np.ndarray, y: np.ndarray) -> dict:
+    """LOO 1-NN over the occurrences with a vector; one without (a word the static model never saw, a word cut
+    off by BERT's length limit) is given the commonest sense, so every model is scored on the same occurrences."""
+    majority = Counter(y.tolist()).most_common(1)[0][0]
+    finite = np.isfinite(X).all(axis=1)
+    pred = np.full_like(y, majority)
+    if finite.sum() >= 2:
+        result = knn_sense_accuracy(X[finite], y[finite].tolist(), k=1)
+        pred[finite] = [majority if p is None else p for p in result.predictions]
+    out = _record(model, layer, lemma, y, pred)
+    out.update(layer_index=layer_index, without_vector=int((~finite).sum()))
+    return out
+
+
+def _record(model: str, layer: str, lemma: str, gold: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
+    return {"model": model, "layer": layer, "layer_index": 0, "lemma": lemma, "n": int(len(gold)),
+            "senses": int(len(set(gold.tolist()))), "accuracy": float(np.mean(gold == pred)),
+            "macro_f1": macro_f1(gold.tolist(), pred.tolist())}
+
+
+def sense_summary(records: list[dict[str, Any]], static_layers: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per model: mean accuracy and macro-F1 over the lemmas for each layer, the best contextual layer, and its
+    macro-F1 gain over the model's static layer (``static_layers[model]``, usually 0) in points."""
+    by_model: dict[str, dict[str, list[dict]]] = {}
+    for r in records:
+        by_model.setdefault(r["model"], {}).setdefault(r["layer"], []).append(r)
+    out = {}
+    for model, layers in by_model.items():
+        table = {layer: {"layer_index": rs[0]["layer_index"],
+                         "accuracy": float(np.mean([r["accuracy"] for r in rs])),
+                         "macro_f1": float(np.mean([r["macro_f1"] for r in rs]))} for layer, rs in layers.items()}
+        summary: dict[str, Any] = {"layers": table}
+        static = static_layers.get(model)
+        if static is not None:
+            contextual = {k: v for k, v in table.items() if v["layer_index"] != static}
+            base = next((k for k, v in table.items() if v["layer_index"] == static), None)
+            if contextual and base is not None:
+                best = max(contextual, key=lambda k: contextual[k]["macro_f1"])
+                summary.update(static_layer=base, best_layer=best,
+                               gain_macro_f1_points=100 * (table[best]["macro_f1"] - table[base]["macro_f1"]))
+        out[model] = summary
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# cloze
+
+
+def read_cloze(path: str | Path = CLOZE_FILE) -> list[tuple[str, list[str]]]:
+    """``sentence<TAB>answer|answer…`` lines: the sentence has one [MASK]; any listed answer counts."""
+    items = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        sentence, _, answers = line.partition("\t")
+        if "[MASK]" not in sentence or not answers.strip():
+            raise ValueError(f"{path}:{n}: expected 'sentence with [MASK]<TAB>answer|answer', got {line!r}")
+        items.append((sentence, [a.strip().lower() for a in answers.split("|") if a.strip()]))
+    return items
+
+
+def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_k: int = 5) -> dict[str, Any]:
+    """Share of cloze sentences whose answer is among the model's ``top_k`` predictions (and top 1)."""
+    from .fill_in import fill_mask
+
+    rows = []
+    for sentence, answers in items:
+        top = [p["token"].lower() for p in fill_mask(model.model, model.tokenizer, sentence, top_k=top_k)[0]]
+        rows.append({"sentence": sentence, "answers": answers, "top": top,
+                     "in_top_k": any(a in top for a in answers), "top1": top[0] in answers})
+    n = len(rows)
+    return {"n": n, "top_k": top_k, "share_in_top_k": sum(r["in_top_k"] for r in rows) / max(n, 1),
+            "share_top1": sum(r["top1"] for r in rows) / max(n, 1), "rows": rows}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one report for several models
+
+
+def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus: str | Path | None = None,
+            bert_sequences: int = 2048, elmo_tokens: int = 100_000, lemmas: Sequence[str] = SENSE_LEMMAS,
+            probes: bool = True, log=print) -> dict[str, Any]:
+    """Everything above for ``models``; parts whose data is not given (SemCor, corpus) are left out."""
+    report: dict[str, Any] = {"models": {}}
+    for m in models:
+        entry: dict[str, Any] = {"kind": m.kind, "layers": list(m.layer_names)}
+        if m.path is not None:
+            entry["weights_sha256"] = weights_sha256(m.path)
+        if corpus is not None and m.kind == "bert" and m.can_fill_mask:
+            from ..bert_data import heldout_metrics
+
+            log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
+            entry["heldout"] = heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
+        if corpus is not None and m.kind == "elmo" and m.has_lm:
+            from ..elmo_data import heldout_metrics as elmo_heldout
+
+            log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
+            entry["heldout"] = elmo_heldout(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
+        if m.can_fill_mask:
+            log(f"{m.name}: cloze check")
+            entry["cloze"] = cloze_check(m, read_cloze())
+        if m.kind == "static":
+            from ..static import probe_words
+
+            words = probe_words(m.model)
+            entry["neighbours"] = {w: m.model.most_similar(w, 8) for w in words}
+        report["models"][m.name] = entry
+    if semcor is not None and probes:
+        report["probes"] = {}
+        for m in models:
+            if len(m.layer_names) > 1:
+                report["probes"][m.name] = {task: probe_summary(m, task, semcor, log) for task in ("pos", "wsd")}
+    if semcor is not None:
+        log(f"word senses: {len(lemmas)} SemCor lemmas")
+        data = sense_items(semcor, lemmas)
+        records = sense_records(models, data)
+        report["senses"] = {"lemmas": list(data.group_names), "records": records,
+                            "summary": sense_summary(records, {m.name: m.static_layer for m in models})}
+    return report
+
+
+def probe_summary(model: LoadedModel, task: str, semcor: SemCor, log=print) -> dict[str, Any]:
+    """The scalar-mix probe of ``task`` with default settings (cached beside the model, where the app finds it)."""
+    from .probes import run_probe
+
+    log(f"{model.name}: {task} probe")
+    r = run_probe(model, task, semcor=semcor)
+    return {"layers": list(r.layer_names), "layer_accuracy": list(r.layer_accuracies),
+            "mix_accuracy": r.mix_accuracy, "mix_weights": list(r.mix_weights), "gamma": r.gamma,
+            "baseline_accuracy": r.baseline_accuracy, "n_train": r.n_train, "n_test": r.n_test}
+
+
+def weights_sha256(directory: str | Path) -> str | None:
+    """sha256 of the folder's weights file (model.safetensors, else the first *.safetensors/*.hdf5)."""
+    from ..corpus import file_sha256
+
+    d = Path(directory)
+    if d.is_file():
+        return file_sha256(d)
+    for pattern in ("model.safetensors", "*.safetensors", "*.hdf5"):
+        found = sorted(d.glob(pattern))
+        if found:
+            return file_sha256(found[0])
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CLI: ctxmodels quality
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", action="append", required=True, help="a model name or folder (repeatable)")
+    p.add_argument("--corpus", default=None, help="the training corpus, for the held-out language-model figures")
+    p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor)")
+    p.add_argument("--no-senses", action="store_true", help="skip the SemCor word-sense figures and probes")
+    p.add_argument("--no-probes", action="store_true", help="skip the scalar-mix probes")
+    p.add_argument("--bert-sequences", type=int, default=2048, help="held-out BERT sequences (default 2048)")
+    p.add_argument("--elmo-tokens", type=int, default=100_000, help="held-out ELMo tokens (default 100,000)")
+    p.add_argument("--out", default=None, help="write the report as JSON here (default: print a summary only)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..loading import load
+    from ..semcor import load_semcor
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    models = [load(name) for name in args.model]
+    semcor = None if args.no_senses else load_semcor(args.semcor)
+    report = measure(models, semcor, args.corpus, args.bert_sequences, args.elmo_tokens, probes=not args.no_probes,
+                     log=lambda msg: print(f"ctxmodels: {msg}", file=sys.stderr, flush=True))
+    if args.out:
+        write_json(Path(args.out), report)
+    print(format_summary(report))
+    return 0
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    lines = []
+    for name, entry in report["models"].items():
+        held = entry.get("heldout", {})
+        figures = ", ".join(f"{k} {v:.4g}" for k, v in held.items() if isinstance(v, float))
+        cloze = entry.get("cloze")
+        if cloze:
+            figures += f"{', ' if figures else ''}cloze top-{cloze['top_k']} {cloze['share_in_top_k']:.0%}"
+        lines.append(f"{name}: {figures or '-'}")
+    for model, s in report.get("senses", {}).get("summary", {}).items():
+        if "best_layer" in s:
+            lines.append(f"{model}: senses best layer {s['best_layer']!r} macro-F1 "
+                         f"{s['layers'][s['best_layer']]['macro_f1']:.3f}, static {s['static_layer']!r} "
+                         f"{s['layers'][s['static_layer']]['macro_f1']:.3f} (+{s['gain_macro_f1_points']:.1f} points)")
+        else:
+            for layer, v in s["layers"].items():
+                lines.append(f"{model} {layer}: senses macro-F1 {v['macro_f1']:.3f}, accuracy {v['accuracy']:.3f}")
+    return "\n".join(lines)

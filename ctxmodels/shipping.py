@@ -1,0 +1,197 @@
+"""Turn training runs into the shipped default models: ``assets/bert-eltec``, ``elmo-eltec``, ``static-eltec``.
+
+``ctxmodels ship RUN_DIR ASSET_DIR`` copies what a user needs from a finished run (weights, config, tokenizer or
+vocabulary, the training card and log) and stores the weights as fp16, which halves the download; every loader
+widens them back to float32 (:func:`ctxmodels.checkpoint.load_tensors`). Optimizer state, data caches and the
+static model's context vectors stay behind.
+
+``ctxmodels ship --cards REPORT.json ASSET_DIR...`` then adds the measured figures of ``ctxmodels quality`` to
+each model card, between two markers, so it can be re-run after another measurement without duplicating text.
+The section names the weights' sha256; ``tests/test_shipped_models.py`` checks it and the figures against the
+files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .checkpoint import CheckpointError, read_json, save_tensors, write_text_atomic
+from .corpus import file_sha256
+
+WEIGHTS = "model.safetensors"
+LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes"}
+DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
+BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
+
+
+def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
+    """Copy a run's model files into ``asset_dir`` (replaced), weights as fp16 when ``half``."""
+    from safetensors import safe_open
+
+    run_dir, asset_dir = Path(run_dir), Path(asset_dir)
+    if not (run_dir / WEIGHTS).is_file():
+        raise CheckpointError(f"{run_dir}: no {WEIGHTS}; is the training run finished?")
+    if asset_dir.exists():
+        shutil.rmtree(asset_dir)
+    asset_dir.mkdir(parents=True)
+    for item in sorted(run_dir.iterdir()):
+        if item.name in LEFT_BEHIND or item.is_dir() or item.name == WEIGHTS:
+            continue
+        shutil.copy2(item, asset_dir / item.name)
+    with safe_open(str(run_dir / WEIGHTS), framework="pt") as f:
+        metadata = f.metadata() or {}
+        tensors = {k: f.get_tensor(k) for k in f.keys() if k not in DROPPED_TENSORS}
+    if half:
+        tensors = {k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}
+    save_tensors(asset_dir / WEIGHTS, tensors, metadata=metadata)
+    return asset_dir
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the measured section of a model card
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def measured_section(name: str, report: dict[str, Any], command: str) -> str:
+    """Markdown with the figures ``report`` (from ``ctxmodels quality``) holds for model ``name``."""
+    entry = report["models"][name]
+    parts = [BEGIN, "## Measured quality", "",
+             f"Measured on the shipped fp16 weights (sha256 `{entry['weights_sha256']}`) with", "",
+             f"    {command}", ""]
+    held = entry.get("heldout")
+    fp32 = report.get("fp32", {}).get(name, {}).get("heldout")
+    if held and entry["kind"] == "bert":
+        parts += ["### Held-out novels: masked language model", "",
+                  "Fixed held-out sequences of up to 128 pieces, masked as in training (15% of the pieces; 80% "
+                  "[MASK], 10% random, 10% kept).", "",
+                  "| | fp16 (shipped) | fp32 (training run) |", "|---|---:|---:|"]
+        for key, label in (("mlm_accuracy", "masked-token top-1"), ("mlm_top5_accuracy", "masked-token top-5"),
+                           ("mlm_perplexity", "MLM perplexity"), ("nsp_accuracy", "next-sentence accuracy")):
+            fmt = (lambda v: f"{v:.1f}") if key == "mlm_perplexity" else _pct
+            parts.append(f"| {label} | {fmt(held[key])} | {fmt(fp32[key]) if fp32 else '-'} |")
+        parts.append("")
+    if held and entry["kind"] == "elmo":
+        parts += ["### Held-out novels: language model perplexity (full softmax)", "",
+                  f"{held['eval_tokens']:,} held-out positions in windows of 20 words; "
+                  f"{_pct(held['oov_rate'])} of the held-out words are outside the output vocabulary "
+                  "(scored as `<UNK>`).", "",
+                  "| | fp16 (shipped) | fp32 (training run) |", "|---|---:|---:|"]
+        for key, label in (("fwd_ppl", "forward"), ("bwd_ppl", "backward")):
+            parts.append(f"| {label} | {held[key]:.1f} | {fp32[key]:.1f} |" if fp32 else
+                         f"| {label} | {held[key]:.1f} | - |")
+        parts.append("")
+    cloze = entry.get("cloze")
+    if cloze:
+        hits = sum(r["in_top_k"] for r in cloze["rows"])
+        parts += ["### Cloze check", "",
+                  f"{cloze['n']} sentences written for this project (`assets/examples/cloze.tsv`), each with one "
+                  f"masked content word that context makes clear: the answer is in the top {cloze['top_k']} for "
+                  f"**{hits} of {cloze['n']} ({_pct(cloze['share_in_top_k'])})**, first for "
+                  f"{_pct(cloze['share_top1'])}.", ""]
+    neighbours = entry.get("neighbours")
+    if neighbours:
+        parts += ["### Nearest neighbours (cosine)", "", "| word | neighbours |", "|---|---|"]
+        for word, near in neighbours.items():
+            parts.append(f"| {word} | {', '.join(f'{w} ({s:.2f})' for w, s in near)} |")
+        parts.append("")
+    senses = report.get("senses")
+    if senses:
+        parts += _senses_part(name, senses)
+    probes = report.get("probes", {}).get(name)
+    if probes:
+        parts += _probes_part(probes)
+    parts.append(END)
+    return "\n".join(parts) + "\n"
+
+
+def _senses_part(name: str, senses: dict[str, Any]) -> list[str]:
+    summary = senses["summary"]
+    mine = summary.get(name)
+    if mine is None:
+        return []
+    lemmas = senses["lemmas"]
+    n = sum(r["n"] for r in senses["records"] if r["model"] == name and r["layer_index"] == 0)
+    lines = ["### Word senses on SemCor", "",
+             f"Leave-one-out 1-nearest-neighbour (cosine) sense classification of {n:,} tagged occurrences of "
+             f"{len(lemmas)} polysemous lemmas ({', '.join(lemmas)}; senses with at least 10 examples, at most 60 "
+             "each), averaged over the lemmas. The static rows give every occurrence of a word form one vector.", "",
+             "| model | layer | accuracy | macro-F1 |", "|---|---|---:|---:|"]
+    order = [name] + [m for m in summary if m != name]
+    for model in order:
+        for layer, v in summary[model]["layers"].items():
+            mark = " **(best)**" if model == name and layer == mine.get("best_layer") else ""
+            lines.append(f"| {model} | {layer}{mark} | {_pct(v['accuracy'])} | {_pct(v['macro_f1'])} |")
+    if "best_layer" in mine:
+        lines += ["", f"Best contextual layer ({mine['best_layer']}) minus the static layer "
+                      f"({mine['static_layer']}): **{mine['gain_macro_f1_points']:+.1f} macro-F1 points** on "
+                      "average over the lemmas."]
+    lines.append("")
+    return lines
+
+
+def _probes_part(probes: dict[str, Any]) -> list[str]:
+    lines = ["### Probes: learned scalar-mix weights and per-layer accuracy (SemCor)", "",
+             "A linear probe on each layer alone, and one on the scalar mix v = γ Σ s_j h_j with learned s_j and γ "
+             "(`ctxmodels probe`).", "",
+             "| task | | " + " | ".join(probes[next(iter(probes))]["layers"]) + " | mix |",
+             "|---|---|" + "---:|" * (len(probes[next(iter(probes))]["layers"]) + 1)]
+    for task, p in probes.items():
+        lines.append(f"| {task} | accuracy | " + " | ".join(_pct(a) for a in p["layer_accuracy"]) +
+                     f" | {_pct(p['mix_accuracy'])} |")
+        lines.append(f"| {task} | weight s_j (γ = {p['gamma']:.2f}) | " +
+                     " | ".join(f"{w:.2f}" for w in p["mix_weights"]) + " | |")
+    lines.append("")
+    return lines
+
+
+def write_card(asset_dir: str | Path, report: dict[str, Any], command: str) -> str:
+    """Put the measured section into ``asset_dir/README.md`` (replacing an earlier one); returns the card."""
+    asset_dir = Path(asset_dir)
+    card_path = asset_dir / "README.md"
+    card = card_path.read_text(encoding="utf-8") if card_path.is_file() else f"# {asset_dir.name}\n"
+    if BEGIN in card and END in card:
+        card = card[: card.index(BEGIN)] + card[card.index(END) + len(END) + 1:]
+    section = measured_section(asset_dir.name, report, command)
+    expected = report["models"][asset_dir.name]["weights_sha256"]
+    if file_sha256(asset_dir / WEIGHTS) != expected:
+        raise CheckpointError(f"{asset_dir}: the report measured other weights (sha256 {expected[:12]}…); "
+                              "run ctxmodels quality on these files again")
+    card = card.rstrip("\n") + "\n\n" + section
+    write_text_atomic(card_path, card)
+    return card
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CLI: ctxmodels ship
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="RUN_DIR ASSET_DIR, or with --cards: ASSET_DIR...")
+    p.add_argument("--fp32", action="store_true", help="keep float32 weights (default: fp16)")
+    p.add_argument("--cards", metavar="REPORT", default=None,
+                   help="add the figures of this `ctxmodels quality --out` report to the cards of ASSET_DIR...")
+    p.add_argument("--command", default="ctxmodels quality …", help="the measuring command, quoted in the card")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.cards:
+        report = read_json(args.cards)
+        for d in args.paths:
+            write_card(d, report, args.command)
+            print(f"ctxmodels: measured figures written into {Path(d) / 'README.md'}", file=sys.stderr)
+        return 0
+    if len(args.paths) != 2:
+        raise ValueError("give RUN_DIR ASSET_DIR (or --cards REPORT ASSET_DIR...)")
+    out = ship(args.paths[0], args.paths[1], half=not args.fp32)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    print(f"ctxmodels: shipped {args.paths[0]} to {out} ({size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0

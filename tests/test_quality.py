@@ -1,0 +1,167 @@
+"""The measuring and shipping tools behind the model cards, on tiny models made here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ctxmodels import bert_data, cli
+from ctxmodels.analysis import quality
+from ctxmodels.checkpoint import CheckpointError, load_tensors
+from ctxmodels.corpus import file_sha256, read_documents
+from ctxmodels.elmo_data import ElmoLMTask, EncodedCorpus
+from ctxmodels.elmo_data import heldout_metrics as elmo_heldout
+from ctxmodels.shipping import BEGIN, END, measured_section, ship, write_card
+from tests.test_bert_training import TINY, parse_bert_args, synthetic_corpus
+from tests.test_elmo_training import tiny_config, write_corpus
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def test_bert_heldout_metrics_rebuild_the_training_evaluation(tmp_path):
+    """From the model and the corpus alone: the same fixed held-out set, so the same figures as training's."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(synthetic_corpus(), encoding="utf-8")
+    args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--vocab-size", "150", *TINY,
+                            "--eval-sequences", "24"])
+    task, _ = bert_data.build_task(args)
+    model = task.model.eval()
+    during_training = task.evaluate(model)
+    again = bert_data.heldout_metrics(model, task.tokenizer, corpus, n_sequences=24, max_seq_len=32)
+    assert again.keys() == during_training.keys()
+    for k in again:
+        assert again[k] == pytest.approx(during_training[k], rel=1e-5), k
+
+
+def test_elmo_heldout_metrics_with_a_shipped_vocabulary(tmp_path):
+    corpus = write_corpus(tmp_path / "c.txt", n_docs=4)
+    docs = read_documents(corpus)
+    # heldout_indices(4, None, 0) holds out one document; build the task the way a training run would.
+    from ctxmodels.corpus import heldout_indices
+
+    held = heldout_indices(len(docs), None, 0)
+    encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held], [docs[i] for i in held], 30)
+    task = ElmoLMTask(encoded, tiny_config(), seq_len=8, batch_size=4, n_samples=0, eval_tokens=400)
+    lm = task.model.eval()
+    lm.vocab = encoded.vocab.words
+    expected = task.evaluate(lm)
+    got = elmo_heldout(lm, encoded.vocab.words, corpus, eval_tokens=400, seq_len=8)
+    for k in ("fwd_ppl", "bwd_ppl", "ppl"):
+        assert got[k] == pytest.approx(expected[k], rel=1e-5)
+    assert got["eval_tokens"] > 0 and 0 <= got["oov_rate"] < 1
+
+
+def test_half_precision_weights_load_as_float32(tmp_path):
+    from ctxmodels.checkpoint import save_tensors
+
+    save_tensors(tmp_path / "w.safetensors", {"a": torch.randn(3, 2).half(), "b": torch.arange(3)})
+    state = load_tensors(tmp_path / "w.safetensors")
+    assert state["a"].dtype == torch.float32 and state["b"].dtype == torch.int64
+
+
+@pytest.fixture(scope="module")
+def tiny_assets(tmp_path_factory) -> Path:
+    from tests.app_fixtures import build_tiny_assets
+
+    return build_tiny_assets(tmp_path_factory.mktemp("assets"))
+
+
+def test_ship_halves_weights_and_leaves_training_state_behind(tmp_path, tiny_assets):
+    run = tmp_path / "run"
+    import shutil
+
+    shutil.copytree(tiny_assets / "static-eltec", run)
+    (run / "checkpoint").mkdir()
+    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"x")
+    (run / "metrics.jsonl").write_text("{}\n")
+    out = ship(run, tmp_path / "asset")
+    assert not (out / "checkpoint").exists() and (out / "metrics.jsonl").is_file()
+    from safetensors import safe_open
+
+    with safe_open(str(out / "model.safetensors"), framework="pt") as f:
+        assert all(f.get_tensor(k).dtype == torch.float16 for k in f.keys())
+    from ctxmodels import load
+
+    a, b = load(str(run)), load(str(out))
+    va, vb = a.model._matrix(), b.model._matrix()
+    assert vb.dtype == np.float32 and np.allclose(va, vb, atol=1e-2)
+    with pytest.raises(CheckpointError, match="no model.safetensors"):
+        ship(tmp_path / "nothing-here", tmp_path / "x")
+
+
+def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
+    import shutil
+
+    from ctxmodels import load
+    from ctxmodels.semcor import load_semcor
+
+    assets = tmp_path / "assets"
+    for name in ("bert-eltec", "static-eltec"):
+        shutil.copytree(tiny_assets / name, assets / name)
+    models = [load(str(assets / n)) for n in ("bert-eltec", "static-eltec")]
+    for m, n in zip(models, ("bert-eltec", "static-eltec")):
+        m.name = n
+    report = quality.measure(models, load_semcor(shared_data / "semcor"), tiny_assets / "corpus.txt",
+                             bert_sequences=16, lemmas=("bank", "run"), probes=False, log=lambda _: None)
+    bert = report["models"]["bert-eltec"]
+    assert bert["weights_sha256"] == file_sha256(assets / "bert-eltec" / "model.safetensors")
+    assert 0 <= bert["heldout"]["mlm_accuracy"] <= bert["heldout"]["mlm_top5_accuracy"] <= 1
+    assert bert["cloze"]["n"] == len(quality.read_cloze()) == 50
+    assert len(report["models"]["static-eltec"]["neighbours"]) == 10
+    records = report["senses"]["records"]
+    # every model is scored on the same occurrences of each lemma
+    for lemma in ("bank", "run"):
+        assert len({r["n"] for r in records if r["lemma"] == lemma}) == 1
+    summary = report["senses"]["summary"]
+    assert set(summary["bert-eltec"]["layers"]) == set(models[0].layer_names)
+    assert "best_layer" in summary["bert-eltec"] and "best_layer" not in summary["static-eltec"]
+    best = summary["bert-eltec"]["best_layer"]
+    assert summary["bert-eltec"]["gain_macro_f1_points"] == pytest.approx(
+        100 * (summary["bert-eltec"]["layers"][best]["macro_f1"] - summary["bert-eltec"]["layers"]["embeddings"]
+               ["macro_f1"]))
+    json.dumps(report)  # the report is plain JSON
+
+    card = write_card(assets / "bert-eltec", report, "ctxmodels quality …")
+    assert card.count(BEGIN) == 1 and bert["weights_sha256"] in card and "Cloze check" in card
+    again = write_card(assets / "bert-eltec", report, "ctxmodels quality …")  # replaces, never duplicates
+    assert again == card
+    assert measured_section("bert-eltec", report, "ctxmodels quality …") in card
+    (assets / "bert-eltec" / "model.safetensors").write_bytes(b"other weights")
+    with pytest.raises(CheckpointError, match="other weights"):
+        write_card(assets / "bert-eltec", report, "x")
+
+
+def test_mfs_and_missing_vectors_in_sense_records():
+    # a lemma with 3 occurrences of sense a, 2 of b; the static model lacks a vector for one occurrence
+    X = np.array([[1, 0], [1, 0.1], [np.nan, np.nan], [0, 1], [0.1, 1]], dtype=np.float32)
+    y = np.array([0, 0, 0, 1, 1])
+    r = quality._knn_record("m", "static", 0, "w", X, y)
+    assert r["without_vector"] == 1 and r["n"] == 5 and r["accuracy"] == 1.0
+    assert not math.isnan(r["macro_f1"])
+
+
+def test_cli_quality_and_ship_cards(tmp_path, tiny_assets, capsys):
+    out = tmp_path / "q.json"
+    rc = cli.main(["quality", "--model", str(tiny_assets / "static-eltec"), "--no-senses", "--out", str(out)])
+    assert rc == 0 and "neighbours" in json.loads(out.read_text())["models"]["static-eltec"]
+    assert cli.main(["quality", "--model", str(tmp_path / "missing")]) != 0
+    assert "missing" in capsys.readouterr().err
+
+
+def test_read_cloze_rejects_a_line_without_mask(tmp_path):
+    bad = tmp_path / "cloze.tsv"
+    bad.write_text("No mask here.\tword\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="cloze.tsv:1"):
+        quality.read_cloze(bad)
+    assert all("[MASK]" in s and answers for s, answers in quality.read_cloze())
+    assert END
