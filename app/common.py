@@ -263,10 +263,9 @@ def guard(what: str = "That") -> Iterator[None]:
     from ctxmodels.checkpoint import CheckpointError
 
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with _caught_warnings() as caught:
             yield
-        show_warnings(str(w.message) for w in caught if _shown(w))
+        show_warnings(str(message) for message, category in caught if _shown(category))
     except (ValueError, KeyError, CheckpointError, FileNotFoundError, UnicodeError) as e:
         st.error(f"{what}: {_message(e)}")
     except MemoryError:
@@ -282,9 +281,45 @@ def _message(e: BaseException) -> str:
     return text or type(e).__name__
 
 
-def _shown(w: warnings.WarningMessage) -> bool:
+def _shown(category: type[Warning]) -> bool:
     """Warnings meant for the user (the core's), not library deprecation chatter."""
-    return issubclass(w.category, UserWarning) and not issubclass(w.category, (DeprecationWarning, FutureWarning))
+    return issubclass(category, UserWarning) and not issubclass(category, (DeprecationWarning, FutureWarning))
+
+
+# Every visitor's script runs in its own thread of one server process. warnings.catch_warnings swaps
+# process-wide state, so two visitors' blocks could lose or swap each other's warnings. Instead one router,
+# installed once, sends each warning to the list of the thread that raised it (or on to the log).
+_sink = threading.local()
+_router_lock = threading.Lock()
+
+
+def _install_warning_router() -> None:
+    with _router_lock:
+        if getattr(warnings.showwarning, "_ctxmodels_router", False):
+            return
+        original = warnings.showwarning
+
+        def route(message, category, filename, lineno, file=None, line=None):
+            caught = getattr(_sink, "caught", None)
+            if caught is None:
+                return original(message, category, filename, lineno, file, line)
+            caught.append((message, category))
+
+        route._ctxmodels_router = True
+        warnings.simplefilter("always", UserWarning)  # a repeated warning is news to each new input
+        warnings.showwarning = route
+
+
+@contextmanager
+def _caught_warnings() -> Iterator[list[tuple[Warning | str, type[Warning]]]]:
+    """(message, category) of the warnings this thread raises inside the block."""
+    _install_warning_router()
+    outer = getattr(_sink, "caught", None)
+    _sink.caught = []
+    try:
+        yield _sink.caught
+    finally:
+        _sink.caught = outer
 
 
 def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
@@ -295,11 +330,10 @@ def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
 @contextmanager
 def record_warnings() -> Iterator[list[str]]:
     """Collect the user-facing warnings of a block as strings (for results cached with ``st.cache_data``)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out: list[str] = []
+    out: list[str] = []
+    with _caught_warnings() as caught:
         yield out
-    out.extend(dict.fromkeys(str(w.message) for w in caught if _shown(w)))
+    out.extend(dict.fromkeys(str(message) for message, category in caught if _shown(category)))
 
 
 # ----------------------------------------------------------------------------------------------------------

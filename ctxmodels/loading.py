@@ -354,6 +354,28 @@ def hf_snapshot(repo_dir: Path) -> Path:
     return max(candidates, key=lambda p: p.stat().st_mtime)
 
 
+def hf_cache_models() -> list[dict[str, str]]:
+    """Models in the Hugging Face cache that this package can read: ``{"name", "model_type", "path"}`` for each
+    ``models--ORG--NAME`` entry whose snapshot holds a ``config.json`` (BERT-family encoders load; others are
+    listed with their type so a user sees why they do not)."""
+    found, seen = [], set()
+    for cache in hf_cache_dirs():
+        if not cache.is_dir():
+            continue
+        for repo_dir in sorted(cache.glob("models--*")):
+            name = _hf_name(repo_dir)
+            if name in seen:
+                continue
+            try:
+                snap = hf_snapshot(repo_dir)
+                model_type = str(read_json(snap / "config.json").get("model_type", "?"))
+            except (CheckpointError, OSError, ValueError):
+                continue  # an interrupted download or a non-model repository
+            seen.add(name)
+            found.append({"name": name, "model_type": model_type, "path": str(snap)})
+    return found
+
+
 def _hf_name(path: Path) -> str | None:
     """"ORG/NAME" for a path inside a ``models--ORG--NAME`` cache folder."""
     for part in (path, *path.parents):

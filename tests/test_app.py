@@ -195,6 +195,12 @@ def bars(at: AppTest) -> list[dict]:
     return [t for spec in charts(at) for t in spec["data"] if t.get("type") == "bar"]
 
 
+def type_sentence(at: AppTest, text: str) -> None:
+    """What the browser's keystroke box (st_keyup) reports to the server as a person types."""
+    at.session_state["_st_keyup_text_live"] = {"value": text}
+    at.run()
+
+
 def test_fill_in_one_chart_per_mask_and_top_k():
     at = page("fill_in", text="The [MASK] was by the [MASK].", k="3")
     assert_clean(at)
@@ -220,14 +226,14 @@ def test_fill_in_without_mask_offers_to_hide_a_word_and_scores_it():
 @pytest.mark.parametrize("text, phrase", [("", "empty"), ("word " * 2000 + "[MASK]", "2,001 words")])
 def test_fill_in_bad_input(text, phrase):
     at = page("fill_in")
-    at.text_input(key="text").set_value(text).run()
+    type_sentence(at, text)
     assert not at.exception
     assert any(phrase in e for e in texts(at.error)), texts(at.error)
 
 
 def test_fill_in_emoji_is_not_a_traceback():
     at = page("fill_in")
-    at.text_input(key="text").set_value("I 💙 the [MASK] 🏦 🌊").run()
+    type_sentence(at, "I 💙 the [MASK] 🏦 🌊")
     assert_clean(at)
     assert bars(at)
 
@@ -444,3 +450,26 @@ def test_training_job_runs_one_at_a_time_and_cancels_with_a_checkpoint(tiny_asse
         assert ctxmodels.load(str(job.out)).kind == "static"  # what it learned so far is usable
     finally:
         runner.stop()
+
+
+def test_warnings_reach_the_visitor_who_caused_them():
+    """Two visitors' scripts run in two threads at once: each page shows only its own warnings."""
+    import threading
+    import warnings
+
+    barrier = threading.Barrier(2)
+    got: dict[str, list[str]] = {}
+
+    def visitor(name: str) -> None:
+        with common._caught_warnings() as caught:
+            for i in range(3):
+                barrier.wait()  # both threads warn in lockstep, interleaved
+                warnings.warn(f"{name} {i}", UserWarning, stacklevel=1)
+        got[name] = [str(m) for m, _ in caught]
+
+    threads = [threading.Thread(target=visitor, args=(n,)) for n in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == {"alice": ["alice 0", "alice 1", "alice 2"], "bob": ["bob 0", "bob 1", "bob 2"]}

@@ -153,9 +153,9 @@ def test_fill_in_prediction_appears_as_you_type(server, browser):
     settle(page)
     assert page.locator(".js-plotly-plot").count() == 0  # no [MASK] yet: a warning, no prediction
     assert page.get_by_text("no `[MASK]`").count() or page.get_by_text("has no").count()
-    box = page.get_by_label("Sentence (press Enter to update)")
-    box.fill("The boat reached the far [MASK] of the river.")
-    box.press("Enter")
+    box = page.locator("input.stkeyup__input")
+    box.fill("")
+    box.press_sequentially("The boat reached the far [MASK] of the river.", delay=20)  # no Enter: as you type
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     settle(page)
     bars = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].data[0].y")

@@ -124,6 +124,14 @@ def test_load_bert_from_the_hugging_face_cache(tmp_path, monkeypatch):
     with pytest.raises(ModelNotFoundError, match="models--someorg--other"):
         load("someorg/other")
 
+    # listed for the Models page; an interrupted download (no snapshot) is left out
+    (hub / "models--someorg--broken").mkdir()
+    from ctxmodels.loading import hf_cache_models
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # keep this machine's own cache out of the list
+    monkeypatch.delenv("HF_HOME", raising=False)
+    assert hf_cache_models() == [{"name": "someorg/tiny-bert", "model_type": "bert", "path": str(m.path)}]
+
 
 def test_hf_home_is_searched(tmp_path, monkeypatch):
     repo = tmp_path / "home" / "hub" / "models--org--m"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from st_keyup import st_keyup
 
 from app import common, figures
 from ctxmodels.analysis import fill_in
@@ -30,7 +31,10 @@ common.url_state("text", "The boat drifted slowly towards the far [MASK] of the 
 common.url_state("k", 5, kind=int)
 common.url_state("fill_models", mlm_ids, options=mlm_ids, many=True)
 
-text = st.text_input("Sentence (press Enter to update)", key="text")
+# st_keyup reports every keystroke (after a short pause), so the guesses follow the typing; st.text_input would
+# wait for Enter. Its own state lives under another key; "text" mirrors it for the URL.
+text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"], key="text_live", debounce=150)
+st.session_state["text"] = text
 c1, c2 = st.columns([3, 1])
 chosen = c1.multiselect("Models", mlm_ids, key="fill_models", format_func=common.label)
 top_k = c2.slider("Guesses per mask", 1, 20, key="k")

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import common, figures, training
 from ctxmodels.analysis import projections, vectors
+from ctxmodels.loading import hf_cache_dirs, hf_cache_models
 
 common.page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
                    "watch it learn.")
@@ -22,6 +23,11 @@ common.explain(
     ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"],
 )
 cfg = common.settings()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def hf_cache_entries() -> list[dict[str, str]]:
+    return hf_cache_models()
 
 
 @st.cache_resource
@@ -52,6 +58,17 @@ if rows:
             st.markdown(m.card or "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
+
+# -- the Hugging Face cache ---------------------------------------------------------------------------------
+cached = hf_cache_entries()
+with st.expander(f"Hugging Face cache on this server: {len(cached)} model(s)", expanded=False):
+    st.caption("Models downloaded earlier with `transformers` or `huggingface_hub` (looked up in "
+               + ", ".join(f"`{d}`" for d in hf_cache_dirs()) + "). BERT-family encoders load by name below; "
+               "this app never downloads.")
+    if cached:
+        st.dataframe(pd.DataFrame(cached)[["name", "model_type"]], hide_index=True, width="stretch")
+    else:
+        st.write("*Nothing cached.*")
 
 # -- load from a path ---------------------------------------------------------------------------------------
 st.subheader("Load a model from the server")
