@@ -485,6 +485,7 @@ class BertTrainSettings:
     max_predictions: int | None = None
     whole_word_masking: bool | None = None
     dropout: float | None = None
+    sinusoidal_positions: bool | None = None
     heldout_docs: int | None = None
     eval_sequences: int | None = None
     seed: int | None = None
@@ -519,6 +520,7 @@ class BertTrainSettings:
         s.max_predictions = s.max_predictions or math.ceil(MLM_PROBABILITY * s.max_seq_len)
         s.whole_word_masking = bool(s.whole_word_masking)
         s.dropout = 0.1 if s.dropout is None else s.dropout
+        s.sinusoidal_positions = bool(s.sinusoidal_positions)
         s.eval_sequences = 256 if s.eval_sequences is None else s.eval_sequences
         s.seed = 0 if s.seed is None else s.seed
         s.steps = s.steps or DEFAULT_STEPS
@@ -853,6 +855,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dropout", type=float, default=None,
                    help="dropout of hidden states and attention while training (default 0.1, as in BERT; short "
                         "runs learn faster with 0)")
+    p.add_argument("--sinusoidal-positions", action="store_true", default=None,
+                   help="start the learned position embeddings from the Transformer's sines and cosines instead "
+                        "of noise (they still train; the checkpoint format is unchanged)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
     p.add_argument("--heldout-docs", type=int, default=None,
@@ -861,6 +866,24 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="held-out sequences per evaluation (default 256; 0 = no evaluation)")
     # None = "not given", so that --resume can tell a conflicting value from a default.
     p.set_defaults(seed=None, weight_decay=None, bf16=None, save_every=None, eval_every=None, log_every=None)
+
+
+@torch.no_grad()
+def init_sinusoidal_positions(weight: torch.Tensor, std: float) -> None:
+    """Fill a [positions, hidden] table with the sines and cosines of "Attention is all you need", scaled to the
+    standard deviation ``std`` of the other embeddings.
+
+    Randomly initialised positions carry no notion of "next to", which a small model then needs many steps to
+    learn before attention can use its neighbours; from sinusoids, nearby positions start out similar and a
+    fixed offset is a linear map, so that structure is there from the first step.
+    """
+    n, d = weight.shape
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    freq = torch.exp(-math.log(10_000.0) * torch.arange(0, d, 2, dtype=torch.float32) / d)
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : d // 2]
+    weight.copy_(table * (std / table.std()))
 
 
 def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConfig]:
@@ -913,5 +936,7 @@ def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConf
                          f"{config.max_position_embeddings} positions (max_position_embeddings)")
     torch.manual_seed(settings.seed)  # the same initial weights on every rank and every re-run
     model = BertForPreTraining(config)
+    if settings.sinusoidal_positions:
+        init_sinusoidal_positions(model.bert.embeddings.position_embeddings.weight, config.initializer_range)
     task = BertPretrainingTask(model, tok, train, eval_data, settings, data.meta)
     return task, settings.train_config(args)

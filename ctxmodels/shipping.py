@@ -90,13 +90,15 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
                          f"| {label} | {held[key]:.1f} | - |")
         parts.append("")
     cloze = entry.get("cloze")
+    fp32_cloze = report.get("fp32", {}).get(name, {}).get("cloze")
     if cloze:
         hits = sum(r["in_top_k"] for r in cloze["rows"])
         parts += ["### Cloze check", "",
                   f"{cloze['n']} sentences written for this project (`assets/examples/cloze.tsv`), each with one "
                   f"masked content word that context makes clear: the answer is in the top {cloze['top_k']} for "
                   f"**{hits} of {cloze['n']} ({_pct(cloze['share_in_top_k'])})**, first for "
-                  f"{_pct(cloze['share_top1'])}.", ""]
+                  f"{_pct(cloze['share_top1'])}" + (f" (fp32 training run: {_pct(fp32_cloze['share_in_top_k'])} in the "
+                                                     f"top {cloze['top_k']})" if fp32_cloze else "") + ".", ""]
     neighbours = entry.get("neighbours")
     if neighbours:
         parts += ["### Nearest neighbours (cosine)", "", "| word | neighbours |", "|---|---|"]

@@ -479,3 +479,23 @@ def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
     # Predicting the unigram distribution alone gets about 3.6 here; context has to be used to go well below.
     assert after["mlm_loss"] < 0.6 * before["mlm_loss"]
     assert after["mlm_accuracy"] > 0.35 and after["mlm_top5_accuracy"] > after["mlm_accuracy"]
+
+
+def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tmp_path):
+    args = parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--tokenizer",
+                            str(tokenizer_dir), *TINY, "--dropout", "0", "--sinusoidal-positions"])
+    task, _ = bert_data.build_task(args)
+    cfg = task.model.config
+    assert cfg.hidden_dropout_prob == 0 and cfg.attention_probs_dropout_prob == 0
+    pos = task.model.bert.embeddings.position_embeddings.weight.detach()
+    assert float(pos.std()) == pytest.approx(cfg.initializer_range, rel=1e-3)
+    assert torch.all(pos[0, 0::2] == 0)  # sin(0)
+    # neighbouring positions start out more alike than distant ones
+    cos = torch.nn.functional.cosine_similarity
+    assert cos(pos[10], pos[11], dim=0) > cos(pos[10], pos[60], dim=0) + 0.2
+    default, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r2"),
+                                                       "--tokenizer", str(tokenizer_dir), *TINY]))
+    assert default.model.config.hidden_dropout_prob == 0.1
+    with pytest.raises(ValueError, match="--dropout"):
+        bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r3"),
+                                              "--tokenizer", str(tokenizer_dir), *TINY, "--dropout", "1.5"]))

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Reproduce the three shipped models (assets/bert-eltec, elmo-eltec, static-eltec) and their measured cards.
+#
+#   bash assets/reproduce.sh            # train (or resume) in runs/, ship to assets/, measure, write the cards
+#   STAGE=measure bash assets/reproduce.sh   # only ship + measure + cards, from finished runs
+#
+# The corpus and SemCor come from $CTXMODELS_DATA (default ../shared/data). BERT and ELMo train side by side,
+# one CPU thread each (on a 2-core machine one thread per job is much faster than two competing threads), then
+# the static vectors. Every run writes checkpoints: run the script again after an interruption and it resumes.
+# The exact recipes and wall times of the shipped models are in their cards; these are those recipes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=${CTXMODELS_DATA:-../shared/data}
+CORPUS=$DATA/corpus/eltec-eng.txt
+RUNS=${RUNS:-runs}
+STAGE=${STAGE:-all}
+CLI=${CLI:-ctxmodels}
+COMMON=(--corpus "$CORPUS" --threads 1 --no-progress)
+
+resume_flag() { [ -f "$1/checkpoint/trainer_state.pt" ] && echo --resume || true; }
+
+if [ "$STAGE" = all ]; then
+  # The WordPiece vocabulary is the shipped one when present: the tokenizers library orders equally frequent
+  # pieces differently from run to run, and a model is tied to its piece ids. Without it a new one is trained.
+  TOKENIZER=()
+  if [ -f assets/bert-eltec/tokenizer.json ] && [ ! -f "$RUNS/bert-eltec/train_args.json" ]; then
+    mkdir -p "$RUNS/tokenizer" && cp assets/bert-eltec/tokenizer.json "$RUNS/tokenizer/"
+  fi
+  [ -f "$RUNS/tokenizer/tokenizer.json" ] && TOKENIZER=(--tokenizer "$RUNS/tokenizer/tokenizer.json")
+
+  $CLI train bert "${COMMON[@]}" --out "$RUNS/bert-eltec" "${TOKENIZER[@]}" \
+    --preset mini --batch-size 16 --lr 1e-3 --warmup 300 --steps 7000 --dropout 0 \
+    --eval-every 250 --save-every 250 $(resume_flag "$RUNS/bert-eltec") &
+  bert=$!
+  $CLI train elmo "${COMMON[@]}" --out "$RUNS/elmo-eltec" \
+    --preset mini --steps 5000 --eval-every 500 --save-every 250 $(resume_flag "$RUNS/elmo-eltec") &
+  elmo=$!
+  wait $elmo
+  $CLI train static "${COMMON[@]}" --out "$RUNS/static-eltec" $(resume_flag "$RUNS/static-eltec")
+  wait $bert
+fi
+
+for name in bert-eltec elmo-eltec static-eltec; do
+  $CLI ship "$RUNS/$name" "assets/$name"
+done
+# fp32 figures of the training runs, for the fp16-vs-fp32 comparison in the cards
+$CLI quality --model "$RUNS/bert-eltec" --model "$RUNS/elmo-eltec" --corpus "$CORPUS" --no-senses \
+  --threads 2 --out "$RUNS/quality-fp32.json"
+MEASURE="ctxmodels quality --model bert-eltec --model elmo-eltec --model static-eltec --corpus $CORPUS"
+$CLI quality --model bert-eltec --model elmo-eltec --model static-eltec --corpus "$CORPUS" \
+  --semcor "$DATA/semcor" --fp32-report "$RUNS/quality-fp32.json" --threads 2 --out assets/quality.json
+$CLI ship --cards assets/quality.json --command "$MEASURE" assets/bert-eltec assets/elmo-eltec assets/static-eltec

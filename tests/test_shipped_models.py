@@ -1,0 +1,151 @@
+"""The shipped default models (assets/bert-eltec, elmo-eltec, static-eltec) and the figures in their cards.
+
+The fast tests load each model by its short name and use it as a user would. The card tests check that each
+card names the sha256 of the weights beside it and that its measured section is exactly what
+``assets/quality.json`` (the output of ``ctxmodels quality``) renders to; some figures are then measured again
+here on the shipped files (the slow ones only in the slow tests).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ctxmodels
+from ctxmodels.analysis import quality
+from ctxmodels.checkpoint import read_json
+from ctxmodels.corpus import file_sha256
+from ctxmodels.shipping import BEGIN, END, measured_section
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = ROOT / "assets"
+NAMES = ("bert-eltec", "elmo-eltec", "static-eltec")
+
+
+@pytest.fixture(autouse=True)
+def _shipped_assets(monkeypatch):
+    monkeypatch.delenv("CTXMODELS_ASSETS", raising=False)  # the repository's own assets/
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    return read_json(ASSETS / "quality.json")
+
+
+@pytest.fixture(scope="module")
+def models() -> dict:
+    os.environ.pop("CTXMODELS_ASSETS", None)
+    return {name: ctxmodels.load(name) for name in NAMES}
+
+
+def test_assets_stay_small():
+    total = sum(f.stat().st_size for f in ASSETS.rglob("*") if f.is_file())
+    assert total < 62e6, f"assets/ holds {total / 1e6:.1f} MB"
+
+
+def test_each_model_loads_by_name_and_reports_its_layers(models):
+    bert, elmo, static = models["bert-eltec"], models["elmo-eltec"], models["static-eltec"]
+    assert bert.kind == "bert" and bert.can_fill_mask and bert.has_attention
+    assert bert.layer_names == ["embeddings"] + [f"layer {i}" for i in range(1, len(bert.layer_names))]
+    assert elmo.kind == "elmo" and elmo.has_lm
+    assert elmo.layer_names == ["layer 0 (char CNN)", "layer 1 (LSTM)", "layer 2 (LSTM)"]
+    assert static.kind == "static" and static.layer_names == ["static"]
+    for m in models.values():
+        assert m.card.startswith("#") and BEGIN in m.card
+
+
+def test_each_model_embeds_a_sentence(models):
+    words = "She sat on the bank of the river".split()
+    for m in models.values():
+        (arr,) = m.embed([words])
+        assert arr.shape == (len(m.layer_names), len(words), m.dim) and arr.dtype == np.float32
+        assert np.isfinite(arr).all(), m.name
+    # context changes BERT's and ELMo's top-layer vector of "bank", not the static one
+    other = "He paid the money into the bank".split()
+    for name in NAMES:
+        m = models[name]
+        a, b = m.embed([words])[0][-1, 4], m.embed([other])[0][-1, 6]
+        cos = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+        assert (cos > 0.999) == (name == "static-eltec"), (name, cos)
+
+
+def test_bert_fills_a_mask(models):
+    from ctxmodels.analysis.fill_in import fill_mask
+
+    bert = models["bert-eltec"]
+    (top,) = fill_mask(bert.model, bert.tokenizer, "She opened the [MASK] and walked into the room.", top_k=5)
+    assert len(top) == 5 and all(t["token"] for t in top)
+    probs = [t["prob"] for t in top]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0 + 1e-6
+
+
+def test_static_neighbours_of_a_common_word(models):
+    static = models["static-eltec"]
+    near = [w for w, _ in static.model.most_similar("king", 10)]
+    assert len(near) == 10 and "king" not in near
+
+
+# -- the cards -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_card_names_the_weights_beside_it(name, report):
+    card = (ASSETS / name / "README.md").read_text(encoding="utf-8")
+    sha = file_sha256(ASSETS / name / "model.safetensors")
+    assert report["models"][name]["weights_sha256"] == sha
+    assert re.search(rf"sha256 `{sha}`", card), "the card does not name these weights"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_card_figures_are_the_measured_ones(name, report):
+    card = (ASSETS / name / "README.md").read_text(encoding="utf-8")
+    section = card[card.index(BEGIN): card.index(END) + len(END)] + "\n"
+    command = re.search(r"\n    (ctxmodels quality .*)\n", section).group(1)
+    assert section == measured_section(name, report, command)
+    assert "ELTeC" in card and "held-out" in card.lower()
+
+
+def test_cloze_share_measured_again(models, report):
+    again = quality.cloze_check(models["bert-eltec"], quality.read_cloze())
+    assert again["share_in_top_k"] == report["models"]["bert-eltec"]["cloze"]["share_in_top_k"]
+
+
+def test_static_neighbours_measured_again(models, report):
+    static = models["static-eltec"]
+    for word, near in report["models"]["static-eltec"]["neighbours"].items():
+        got = static.model.most_similar(word, len(near))
+        assert [w for w, _ in got] == [w for w, _ in near]
+        assert np.allclose([s for _, s in got], [s for _, s in near], atol=1e-5)
+
+
+def test_sense_figures_measured_again_for_bank(models, report, shared_data):
+    from ctxmodels.semcor import load_semcor
+
+    semcor = load_semcor(shared_data / "semcor")
+    data = quality.sense_items(semcor, ("bank",))
+    records = quality.sense_records(list(models.values()), data)
+    shipped = {(r["model"], r["layer"]): r for r in report["senses"]["records"] if r["lemma"] == "bank"}
+    for r in records:
+        s = shipped[(r["model"], r["layer"])]
+        assert (r["n"], r["accuracy"]) == (s["n"], pytest.approx(s["accuracy"])), (r["model"], r["layer"])
+
+
+@pytest.mark.slow
+def test_heldout_figures_measured_again(models, report, shared_data):
+    corpus = shared_data / "corpus" / "eltec-eng.txt"
+    bert = models["bert-eltec"]
+    from ctxmodels import bert_data, elmo_data
+
+    expected = report["models"]["bert-eltec"]["heldout"]
+    got = bert_data.heldout_metrics(bert.model, bert.tokenizer, corpus, n_sequences=2048)
+    for k in expected:
+        assert got[k] == pytest.approx(expected[k], rel=1e-4), k
+    elmo = models["elmo-eltec"]
+    expected = report["models"]["elmo-eltec"]["heldout"]
+    got = elmo_data.heldout_metrics(elmo.model, elmo.model.vocab, corpus, eval_tokens=100_000)  # the default
+    for k in ("fwd_ppl", "bwd_ppl"):
+        assert got[k] == pytest.approx(expected[k], rel=1e-4), k
