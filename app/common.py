@@ -218,6 +218,17 @@ def url_state(key: str, default: Any, options: Sequence[Any] | None = None, kind
     so the widget with that key starts from it. Values not among ``options`` fall back to the default."""
     if key in st.session_state:
         return
+    st.session_state[key] = url_value(key, default, options, kind, many)
+
+
+def url_value(key: str, default: Any, options: Sequence[Any] | None = None, kind: type | None = None,
+              many: bool = False) -> Any:
+    """The URL's value of ``key``, else the value this session last had, else ``default``.
+
+    For a widget's ``value=`` argument: a widget that starts from its own ``value`` keeps it even if the browser
+    re-creates it (as can happen when a rerun from every keystroke interrupts another), where one that starts
+    from session state falls back to its built-in default.
+    """
     kind = kind or (type(default) if default is not None and not many else str)
     # Not in the URL: the value this session last had (page switches drop the other page's widget state).
     value = st.session_state.get(f"_keep::{key}", default)
@@ -232,7 +243,7 @@ def url_state(key: str, default: Any, options: Sequence[Any] | None = None, kind
             value = parsed if options is None or parsed in options else default
     except (ValueError, TypeError):
         value = default
-    st.session_state[key] = value
+    return value
 
 
 def to_url(*keys: str) -> None:
