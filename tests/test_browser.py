@@ -158,7 +158,11 @@ def test_fill_in_prediction_appears_as_you_type(server, browser):
     page.get_by_text("empty").first.wait_for(timeout=60_000)
     settle(page)
     box.press_sequentially("The boat reached the far [MASK] of the river.", delay=20)  # no Enter: as you type
-    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    try:
+        page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    except Exception:
+        screenshot(page, "fill_in-FAILED.png")
+        raise
     settle(page)
     bars = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].data[0].y")
     assert box.input_value() == "The boat reached the far [MASK] of the river.", page.url

@@ -28,14 +28,15 @@ mlm_ids = [m for m in ids if common.get_model(m).can_fill_mask]
 no_head = [m for m in ids if m not in mlm_ids]
 
 common.url_state("text", "The boat drifted slowly towards the far [MASK] of the river.")
-common.url_state("fill_models", mlm_ids, options=mlm_ids, many=True)
 
 # st_keyup reports every keystroke (after a short pause), so the guesses follow the typing; st.text_input would
 # wait for Enter. Its own state lives under another key; "text" mirrors it for the URL.
 text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"], key="text_live", debounce=150)
 st.session_state["text"] = text
 c1, c2 = st.columns([3, 1])
-chosen = c1.multiselect("Models", mlm_ids, key="fill_models", format_func=common.label)
+# Widgets below a keystroke box start from their own value/default, not from session state (see url_value).
+chosen = c1.multiselect("Models", mlm_ids, default=common.url_value("fill_models", mlm_ids, options=mlm_ids, many=True),
+                        key="fill_models", format_func=common.label)
 top_k = c2.slider("Guesses per mask", 1, 20, value=common.url_value("k", 5, kind=int), key="k")
 common.to_url("text", "k", "fill_models")
 if no_head:
