@@ -25,7 +25,7 @@ from .checkpoint import CheckpointError, read_json, save_tensors, write_text_ato
 from .corpus import file_sha256
 
 WEIGHTS = "model.safetensors"
-LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes"}
+LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz"}  # training state and data caches
 DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
 BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 
@@ -47,9 +47,15 @@ def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
     with safe_open(str(run_dir / WEIGHTS), framework="pt") as f:
         metadata = f.metadata() or {}
         tensors = {k: f.get_tensor(k) for k in f.keys() if k not in DROPPED_TENSORS}
+        dropped = set(f.keys()) & DROPPED_TENSORS
     if half:
         tensors = {k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}
     save_tensors(asset_dir / WEIGHTS, tensors, metadata=metadata)
+    card = asset_dir / "README.md"
+    if card.is_file() and dropped:  # the static trainer's card says whether the context vectors are there
+        text = card.read_text(encoding="utf-8")
+        write_text_atomic(card, text.replace("Output (context) vectors included.",
+                                             "Output (context) vectors not included (left out when shipped)."))
     return asset_dir
 
 
@@ -67,6 +73,13 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
     parts = [BEGIN, "## Measured quality", "",
              f"Measured on the shipped fp16 weights (sha256 `{entry['weights_sha256']}`) with", "",
              f"    {command}", ""]
+    corpus = report.get("corpus")
+    if corpus:
+        parts += [f"Held-out novels of `{corpus['file']}` (sha256 `{corpus['sha256'][:16]}…`, {corpus['documents']} "
+                  "documents), never trained on by any of the three shipped models:", ""]
+        parts += [f"- document {d['index']}: " + (f"*{d['title']}*, {d['author']}" if d.get("title") else "(untitled)")
+                  for d in corpus["heldout"]]
+        parts.append("")
     held = entry.get("heldout")
     fp32 = report.get("fp32", {}).get(name, {}).get("heldout")
     if held and entry["kind"] == "bert":

@@ -162,6 +162,8 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
             probes: bool = True, log=print) -> dict[str, Any]:
     """Everything above for ``models``; parts whose data is not given (SemCor, corpus) are left out."""
     report: dict[str, Any] = {"models": {}}
+    if corpus is not None:
+        report["corpus"] = corpus_info(corpus)
     for m in models:
         entry: dict[str, Any] = {"kind": m.kind, "layers": list(m.layer_names)}
         if m.path is not None:
@@ -208,6 +210,31 @@ def probe_summary(model: LoadedModel, task: str, semcor: SemCor, log=print) -> d
     return {"layers": list(r.layer_names), "layer_accuracy": list(r.layer_accuracies),
             "mix_accuracy": r.mix_accuracy, "mix_weights": list(r.mix_weights), "gamma": r.gamma,
             "baseline_accuracy": r.baseline_accuracy, "n_train": r.n_train, "n_test": r.n_test}
+
+
+def corpus_info(corpus: str | Path, heldout_docs: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """The corpus file, its hash, and the held-out documents (the trainers' default split) with their titles and
+    authors when a ``<name>-metadata.tsv`` (columns file, blob, title, author, …; one row per document, in
+    order) lies beside it."""
+    from ..corpus import file_sha256, heldout_indices, read_documents
+
+    corpus = Path(corpus)
+    n_docs = len(read_documents(corpus))
+    held = heldout_indices(n_docs, heldout_docs, seed)
+    rows: list[dict[str, str]] = []
+    meta = corpus.with_name(f"{corpus.stem}-metadata.tsv")
+    if meta.is_file():
+        lines = meta.read_text(encoding="utf-8").splitlines()
+        header = lines[0].split("\t")
+        rows = [dict(zip(header, line.split("\t"))) for line in lines[1:] if line.strip()]
+    heldout = []
+    for i in held:
+        entry: dict[str, Any] = {"index": i}
+        if len(rows) == n_docs:
+            entry.update(title=rows[i].get("title", "").replace(" : ELTeC edition", ""),
+                         author=rows[i].get("author", ""), file=rows[i].get("file", ""))
+        heldout.append(entry)
+    return {"file": corpus.name, "sha256": file_sha256(corpus), "documents": n_docs, "heldout": heldout}
 
 
 def weights_sha256(directory: str | Path) -> str | None:
