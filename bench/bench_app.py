@@ -3,6 +3,7 @@
     python bench/bench_app.py                       # tiny random models + a random BERT "mini" stand-in
     python bench/bench_app.py --bert PATH --elmo PATH   # real models (e.g. the shipped ones once they exist)
     python bench/bench_app.py --server              # also: server start to first page in headless Chromium
+    python bench/bench_app.py --shipped --server    # the shipped models (assets/), as a user gets them
 
 Each row times what the page does for one interaction, outside Streamlit's own overhead (which the server
 adds on top; the --server row includes it): the analysis core, the figure, and the figure's JSON (what goes
@@ -110,14 +111,17 @@ def bench_attention(model, repeat: int) -> float:
     return median_time(page, repeat)
 
 
-def bench_server_start(assets: Path) -> float | None:
+def bench_server_start(assets: Path | None) -> float | None:
     """Seconds from `streamlit run` to the overview page's title in headless Chromium (None without Chromium)."""
     if not Path("/usr/bin/chromium").is_file():
         return None
     from playwright.sync_api import sync_playwright
 
     port = 8765
-    env = dict(os.environ, CTXMODELS_ASSETS=str(assets), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CTXMODELS_ASSETS", None)
+    if assets is not None:
+        env["CTXMODELS_ASSETS"] = str(assets)
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(port),
                              "--server.headless", "true"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -147,6 +151,8 @@ def main() -> None:
     ap.add_argument("--elmo", default=None, help="an ELMo model (default: the tiny random one)")
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--server", action="store_true", help="also time server start to first page (Chromium)")
+    ap.add_argument("--shipped", action="store_true", help="the shipped bert-eltec / elmo-eltec, and the server on "
+                                                           "the repository's assets/")
     args = ap.parse_args()
 
     import torch
@@ -157,6 +163,8 @@ def main() -> None:
     torch.set_num_threads(1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-app-"))
     assets = build_tiny_assets(tmp / "assets")
+    if args.shipped:
+        args.bert, args.elmo = args.bert or "bert-eltec", args.elmo or "elmo-eltec"
     bert_path = args.bert
     if bert_path is None:  # a BERT the size of the project's "mini" preset, random weights
         from ctxmodels.bert import BertConfig, BertForPreTraining
@@ -179,7 +187,7 @@ def main() -> None:
     rows.append((f"fill-in per keystroke ({bert.name})", 0.1, bench_fill_in(bert, args.repeat)))
     rows.append((f"attention page, ~60 pieces ({bert.name})", 1.0, bench_attention(bert, max(3, args.repeat // 3))))
     if args.server:
-        s = bench_server_start(assets)
+        s = bench_server_start(None if args.shipped else assets)
         if s is not None:
             rows.append(("server start to first page (Chromium, one run)", 5.0, s))
 

@@ -486,6 +486,7 @@ class BertTrainSettings:
     whole_word_masking: bool | None = None
     dropout: float | None = None
     sinusoidal_positions: bool | None = None
+    init_from: str | None = None
     heldout_docs: int | None = None
     eval_sequences: int | None = None
     seed: int | None = None
@@ -507,6 +508,8 @@ class BertTrainSettings:
         s.corpus = str(Path(args.corpus).resolve())
         if s.tokenizer is not None:
             s.tokenizer = str(Path(s.tokenizer).resolve())
+        if s.init_from is not None:
+            s.init_from = str(Path(s.init_from).resolve())
         return s
 
     def resolved(self) -> BertTrainSettings:
@@ -808,6 +811,8 @@ class BertPretrainingTask(TrainTask):
         s, m, cfg = self.settings, self.data_meta, self.model.config
         n_params = sum(p.numel() for p in self.model.parameters())
         card = default_model_card("BERT", info)
+        init_row = (f"| initial weights | `{s.init_from}` (continued pre-training with this run's schedule) |\n"
+                    if s.init_from else "")
         card += f"""
 ## Model
 
@@ -818,7 +823,7 @@ class BertPretrainingTask(TrainTask):
 feed-forward {cfg.intermediate_size}, dropout {cfg.hidden_dropout_prob:g} while training |
 | parameters | {n_params:,} |
 | tokenizer | {m['tokenizer']}; {m['vocab_size']:,} pieces, {'lower-cased' if self.tokenizer.lowercase else 'cased'} |
-
+{init_row}
 ## Training data
 
 | | |
@@ -855,6 +860,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dropout", type=float, default=None,
                    help="dropout of hidden states and attention while training (default 0.1, as in BERT; short "
                         "runs learn faster with 0)")
+    p.add_argument("--init-from", default=None, metavar="DIR",
+                   help="start from the weights of an earlier run's model (same preset and --tokenizer), with this "
+                        "run's own schedule: continued pre-training")
     p.add_argument("--sinusoidal-positions", action="store_true", default=None,
                    help="start the learned position embeddings from the Transformer's sines and cosines instead "
                         "of noise (they still train; the checkpoint format is unchanged)")
@@ -939,4 +947,6 @@ def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConf
     if settings.sinusoidal_positions:
         init_sinusoidal_positions(model.bert.embeddings.position_embeddings.weight, config.initializer_range)
     task = BertPretrainingTask(model, tok, train, eval_data, settings, data.meta)
+    if settings.init_from and not args.resume:
+        task.load_weights(Path(settings.init_from))  # same architecture and tokenizer, or a clear error
     return task, settings.train_config(args)

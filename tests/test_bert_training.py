@@ -499,3 +499,20 @@ def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tm
     with pytest.raises(ValueError, match="--dropout"):
         bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r3"),
                                               "--tokenizer", str(tokenizer_dir), *TINY, "--dropout", "1.5"]))
+
+
+def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
+    first, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "a"),
+                                                     "--tokenizer", str(tokenizer_dir), *TINY, "--seed", "1"]))
+    first.save_model(tmp_path / "a")
+    second, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "b"),
+                                                      "--tokenizer", str(tokenizer_dir), *TINY,
+                                                      "--init-from", str(tmp_path / "a")]))
+    for (k, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
+        assert torch.equal(a, b), k
+    card = second.model_card({"metrics": {}})
+    assert "continued pre-training" in card
+    with pytest.raises(Exception, match="does not fit"):
+        bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "c"),
+                                              "--tokenizer", str(tokenizer_dir), *TINY, "--preset", "mini",
+                                              "--init-from", str(tmp_path / "a")]))

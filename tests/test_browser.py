@@ -45,12 +45,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+def start_server(tmp_path_factory, assets: Path | None, **env_extra: str):
+    """`streamlit run app/Home.py` on a free port; yields its URL. ``assets=None``: the repository's assets/."""
     port = free_port()
-    env = dict(os.environ, CTXMODELS_ASSETS=str(assets), CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")),
-               CTXMODELS_ALLOW_UPLOADS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")), PYTHONPATH=str(ROOT),
+               **env_extra)
+    env.pop("CTXMODELS_ASSETS", None)
+    if assets is not None:
+        env["CTXMODELS_ASSETS"] = str(assets)
     log = open(tmp_path_factory.mktemp("log") / "server.log", "w+")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(port),
@@ -77,6 +79,18 @@ def server(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+    yield from start_server(tmp_path_factory, assets, CTXMODELS_ALLOW_UPLOADS="1")
+
+
+@pytest.fixture(scope="module")
+def shipped_server(tmp_path_factory):
+    """The app as the README's run command starts it: on the shipped models in assets/."""
+    yield from start_server(tmp_path_factory, None)
 
 
 @pytest.fixture(scope="module")
@@ -237,4 +251,28 @@ def test_training_on_an_uploaded_file(server, browser, tmp_path):
     settle(page)
     no_traceback(page)
     screenshot(page, "models-trained-from-upload.png")
+    page.close()
+
+
+def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
+    """What a user sees first: the shipped bert-eltec, elmo-eltec and static-eltec, on the polysemy page and in
+    fill-in (screenshots for a person to look at)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{shipped_server}/word_senses?projection=pca")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    text = page.evaluate("() => document.body.innerText")
+    for name in ("bert-eltec", "elmo-eltec", "static-eltec"):
+        assert name in text, name
+    screenshot(page, "shipped-word_senses.png")
+    page.goto(f"{shipped_server}/fill_in")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    screenshot(page, "shipped-fill_in.png")
+    page.goto(f"{shipped_server}/elmo_layers")
+    settle(page)
+    no_traceback(page)
+    screenshot(page, "shipped-elmo_layers.png")
     page.close()
