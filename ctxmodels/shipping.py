@@ -91,7 +91,9 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
                            ("mlm_perplexity", "MLM perplexity"), ("nsp_accuracy", "next-sentence accuracy")):
             fmt = (lambda v: f"{v:.1f}") if key == "mlm_perplexity" else _pct
             parts.append(f"| {label} | {fmt(held[key])} | {fmt(fp32[key]) if fp32 else '-'} |")
-        parts.append("")
+        parts += ["", "The project's target, top-1 at least 35% and top-5 at least 55%, is "
+                  + ("met." if held["mlm_accuracy"] >= 0.35 and held["mlm_top5_accuracy"] >= 0.55 else
+                     "**not met** by this CPU-trained model."), ""]
     if held and entry["kind"] == "elmo":
         parts += ["### Held-out novels: language model perplexity (full softmax)", "",
                   f"{held['eval_tokens']:,} held-out positions in windows of 20 words; "
@@ -101,7 +103,8 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
         for key, label in (("fwd_ppl", "forward"), ("bwd_ppl", "backward")):
             parts.append(f"| {label} | {held[key]:.1f} | {fp32[key]:.1f} |" if fp32 else
                          f"| {label} | {held[key]:.1f} | - |")
-        parts.append("")
+        parts += ["", "The project's target, at most 200 in each direction, is "
+                  + ("met." if max(held["fwd_ppl"], held["bwd_ppl"]) <= 200 else "**not met**."), ""]
     cloze = entry.get("cloze")
     fp32_cloze = report.get("fp32", {}).get(name, {}).get("cloze")
     if cloze:
@@ -148,7 +151,8 @@ def _senses_part(name: str, senses: dict[str, Any]) -> list[str]:
     if "best_layer" in mine:
         lines += ["", f"Best contextual layer ({mine['best_layer']}) minus the static layer "
                       f"({mine['static_layer']}): **{mine['gain_macro_f1_points']:+.1f} macro-F1 points** on "
-                      "average over the lemmas."]
+                      "average over the lemmas (the project's target is at least +10: "
+                      + ("met" if mine["gain_macro_f1_points"] >= 10 else "**not met**") + ")."]
     lines.append("")
     return lines
 
