@@ -219,7 +219,9 @@ class EncodedCorpus:
 
     @classmethod
     def build(cls, train_docs: Sequence[Sequence[str]], heldout_docs: Sequence[Sequence[str]],
-              vocab_size: int) -> EncodedCorpus:
+              vocab_size: int, vocab: Vocabulary | None = None) -> EncodedCorpus:
+        """Encode the documents; the output vocabulary is the ``vocab_size`` most frequent training words, or
+        ``vocab`` when given (a trained model's, to score new text against it)."""
         type_index: dict[str, int] = {BOS_TOKEN: BOS_TYPE, EOS_TOKEN: EOS_TYPE}
 
         def encode(docs: Sequence[Sequence[str]]) -> np.ndarray:
@@ -237,9 +239,10 @@ class EncodedCorpus:
         n_train_types = len(type_index)
         heldout = encode(heldout_docs)
         types = list(type_index)
-        # Counts come from the training documents only: the held-out text must not choose the vocabulary.
-        counts = np.bincount(train, minlength=n_train_types)
-        vocab = Vocabulary.from_counts({types[t]: int(counts[t]) for t in range(2, n_train_types)}, vocab_size)
+        if vocab is None:
+            # Counts come from the training documents only: the held-out text must not choose the vocabulary.
+            counts = np.bincount(train, minlength=n_train_types)
+            vocab = Vocabulary.from_counts({types[t]: int(counts[t]) for t in range(2, n_train_types)}, vocab_size)
         type_to_vocab = np.asarray([vocab.id(w) for w in types], dtype=np.int32)
         type_chars = np.asarray([word_to_char_ids(w) for w in types], dtype=np.int16).reshape(-1, MAX_CHARS)
         return cls(types, type_chars, type_to_vocab, train, heldout, vocab)
@@ -462,7 +465,6 @@ class ElmoLMTask(TrainTask):
 
     # -- evaluation ---------------------------------------------------------------------------------------
 
-    @torch.no_grad()
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Exact full-softmax perplexity of each direction, and of both together, on the held-out windows."""
         return heldout_perplexity(_unwrap(model), self.corpus, self._eval_starts, self._eval_len)
@@ -553,9 +555,7 @@ def heldout_metrics(lm: ElmoLanguageModel, vocab: Sequence[str], corpus: str | P
     number of windowed positions scored, and ``oov_rate`` of the held-out words."""
     docs = read_documents(corpus)
     held = heldout_indices(len(docs), heldout_docs, seed)
-    encoded = EncodedCorpus.build([], [docs[i] for i in held], 1)
-    encoded.vocab = Vocabulary(vocab)
-    encoded.type_to_vocab = np.asarray([encoded.vocab.id(w) for w in encoded.types], dtype=np.int32)
+    encoded = EncodedCorpus.build([], [docs[i] for i in held], 0, vocab=Vocabulary(vocab))
     starts, length = eval_windows(len(encoded.heldout), seq_len, eval_tokens)
     lm.eval()
     out = heldout_perplexity(lm, encoded, starts, length)

@@ -53,8 +53,9 @@ def sense_items(semcor: SemCor, lemmas: Sequence[str] = SENSE_LEMMAS, min_per_se
     """The SemCor occurrences to classify, as :class:`ctxmodels.analysis.probes.ProbeData` (groups = lemmas)."""
     from .probes import ProbeSettings, wsd_data
 
+    # n_sentences is the probes' embedding budget; here every chosen occurrence is kept.
     settings = ProbeSettings(lemmas=tuple(lemmas), min_per_sense=min_per_sense, max_per_sense=max_per_sense,
-                             n_sentences=10**9, seed=seed)
+                             n_sentences=len(semcor.sentences), seed=seed)
     return wsd_data(semcor, settings)
 
 
