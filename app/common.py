@@ -24,7 +24,6 @@ import os
 import sys
 import threading
 import traceback
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +35,8 @@ import streamlit as st
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `streamlit run app/Home.py` puts only app/ on the path
     sys.path.insert(0, str(ROOT))
+
+from ctxmodels.thread_warnings import caught_warnings  # noqa: E402 - needs the path set just above
 
 SENSES_DIR = ROOT / "assets" / "examples" / "senses"
 log = logging.getLogger("ctxmodels.app")
@@ -274,7 +275,7 @@ def guard(what: str = "That") -> Iterator[None]:
     from ctxmodels.checkpoint import CheckpointError
 
     try:
-        with _caught_warnings() as caught:
+        with caught_warnings() as caught:
             yield
         show_warnings(str(message) for message, category in caught if _shown(category))
     except (ValueError, KeyError, CheckpointError, FileNotFoundError, UnicodeError) as e:
@@ -297,42 +298,6 @@ def _shown(category: type[Warning]) -> bool:
     return issubclass(category, UserWarning) and not issubclass(category, (DeprecationWarning, FutureWarning))
 
 
-# Every visitor's script runs in its own thread of one server process. warnings.catch_warnings swaps
-# process-wide state, so two visitors' blocks could lose or swap each other's warnings. Instead one router,
-# installed once, sends each warning to the list of the thread that raised it (or on to the log).
-_sink = threading.local()
-_router_lock = threading.Lock()
-
-
-def _install_warning_router() -> None:
-    with _router_lock:
-        if getattr(warnings.showwarning, "_ctxmodels_router", False):
-            return
-        original = warnings.showwarning
-
-        def route(message, category, filename, lineno, file=None, line=None):
-            caught = getattr(_sink, "caught", None)
-            if caught is None:
-                return original(message, category, filename, lineno, file, line)
-            caught.append((message, category))
-
-        route._ctxmodels_router = True
-        warnings.simplefilter("always", UserWarning)  # a repeated warning is news to each new input
-        warnings.showwarning = route
-
-
-@contextmanager
-def _caught_warnings() -> Iterator[list[tuple[Warning | str, type[Warning]]]]:
-    """(message, category) of the warnings this thread raises inside the block."""
-    _install_warning_router()
-    outer = getattr(_sink, "caught", None)
-    _sink.caught = []
-    try:
-        yield _sink.caught
-    finally:
-        _sink.caught = outer
-
-
 def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
     for msg in dict.fromkeys(messages):
         st.warning(msg)
@@ -342,7 +307,7 @@ def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
 def record_warnings() -> Iterator[list[str]]:
     """Collect the user-facing warnings of a block as strings (for results cached with ``st.cache_data``)."""
     out: list[str] = []
-    with _caught_warnings() as caught:
+    with caught_warnings() as caught:
         yield out
     out.extend(dict.fromkeys(str(message) for message, category in caught if _shown(category)))
 

@@ -461,7 +461,7 @@ def test_warnings_reach_the_visitor_who_caused_them():
     got: dict[str, list[str]] = {}
 
     def visitor(name: str) -> None:
-        with common._caught_warnings() as caught:
+        with common.caught_warnings() as caught:
             for i in range(3):
                 barrier.wait()  # both threads warn in lockstep, interleaved
                 warnings.warn(f"{name} {i}", UserWarning, stacklevel=1)

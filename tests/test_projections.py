@@ -179,3 +179,29 @@ def test_umap_separates_two_clusters_and_warm_up():
 def test_projection_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_library_warnings_become_notes_of_the_thread_that_raised_them():
+    """Two visitors project at once: each projection's notes hold its own library warnings, not the other's."""
+    import threading
+    import warnings
+
+    from ctxmodels.analysis.projections import _notes_from_warnings
+
+    barrier = threading.Barrier(2)
+    notes: dict[str, list[str]] = {"alice": [], "bob": []}
+
+    def visitor(name: str) -> None:
+        with _notes_from_warnings(notes[name], "UMAP", ignore=("skip me",)):
+            for i in range(2):
+                barrier.wait()  # both threads warn in lockstep, interleaved
+                warnings.warn(f"{name} {i}", UserWarning, stacklevel=1)
+                warnings.warn(f"{name} skip me", UserWarning, stacklevel=1)
+                warnings.warn(f"{name} old API", DeprecationWarning, stacklevel=1)
+
+    threads = [threading.Thread(target=visitor, args=(n,)) for n in notes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert notes == {"alice": ["UMAP: alice 0", "UMAP: alice 1"], "bob": ["UMAP: bob 0", "UMAP: bob 1"]}

@@ -36,14 +36,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..thread_warnings import caught_warnings
 from .senses import unit_rows
 
 METHODS = ("umap", "pca", "tsne")
@@ -296,30 +297,24 @@ def start_umap_warm_up() -> threading.Thread:
 
 
 def _import_umap():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # umap / numba emit import-time deprecation chatter
+    with caught_warnings():  # umap / numba emit import-time deprecation chatter: dropped
         import umap
     return umap
 
 
-class _notes_from_warnings(warnings.catch_warnings):
-    """Turn library warnings raised inside the block into notes (shown by the app) instead of stderr noise."""
+@contextmanager
+def _notes_from_warnings(notes: list[str], prefix: str, ignore: tuple[str, ...] = ()) -> Iterator[None]:
+    """Turn library warnings raised inside the block into notes (shown by the app) instead of stderr noise.
 
-    def __init__(self, notes: list[str], prefix: str, ignore: tuple[str, ...] = ()):
-        super().__init__(record=True)
-        self._notes, self._prefix, self._ignore = notes, prefix, ignore
-
-    def __enter__(self):
-        self._log = super().__enter__()
-        warnings.simplefilter("always")
-        return self._log
-
-    def __exit__(self, *exc):
-        super().__exit__(*exc)
-        for msg in dict.fromkeys(str(w.message).strip() for w in self._log):
-            if not any(part in msg for part in self._ignore):
-                self._notes.append(f"{self._prefix}: {msg}")
-        return False
+    Only this thread's warnings are caught (:mod:`ctxmodels.thread_warnings`): the app projects for several
+    visitors at once, and ``warnings.catch_warnings`` would swap process-wide state under the others."""
+    with caught_warnings() as caught:
+        yield
+    chatter = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)  # library upkeep, not this projection
+    messages = (str(message).strip() for message, category in caught if not issubclass(category, chatter))
+    for msg in dict.fromkeys(messages):
+        if not any(part in msg for part in ignore):
+            notes.append(f"{prefix}: {msg}")
 
 
 def _as_sets(vectors) -> tuple[list[np.ndarray], bool]:
