@@ -501,6 +501,9 @@ class BertTrainSettings:
     log_every: int | None = None
 
     RUNTIME = ("save_every", "eval_every", "log_every")
+    # --steps may change on --resume too: it moves the run's end, and the learning-rate decay stretches (or
+    # shrinks) from where it stands to the new end; everything before stays exactly as it was.
+    EXTENDABLE = ("steps",)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BertTrainSettings:
@@ -549,7 +552,8 @@ class BertTrainSettings:
         """The stored run's settings; any setting given now must equal the stored one."""
         conflicts = []
         for name, value in self.__dict__.items():
-            if value is not None and name in stored and stored[name] != value and name not in self.RUNTIME:
+            changeable = name in self.RUNTIME or name in self.EXTENDABLE
+            if value is not None and name in stored and stored[name] != value and not changeable:
                 conflicts.append(f"--{name.replace('_', '-')} {value} (the run used {stored[name]})")
         if conflicts:
             raise ValueError(
@@ -557,7 +561,7 @@ class BertTrainSettings:
                 "Drop them to resume, or start a new run with another --out"
             )
         known = {k: v for k, v in stored.items() if k in self.__dataclass_fields__}
-        known.update({k: getattr(self, k) for k in self.RUNTIME if getattr(self, k) is not None})
+        known.update({k: getattr(self, k) for k in self.RUNTIME + self.EXTENDABLE if getattr(self, k) is not None})
         return BertTrainSettings(**known)
 
     def train_config(self, args: argparse.Namespace) -> TrainConfig:

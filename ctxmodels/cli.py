@@ -36,7 +36,9 @@ TRAINERS: dict[str, tuple[str, str]] = {
 def _add_common_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", required=True, help="plain text: one paragraph a line, blank lines between documents")
     p.add_argument("--out", required=True, help="output directory (model, metrics.jsonl, checkpoint/)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps in all")
+    p.add_argument("--steps", type=int, default=None,
+                   help="optimizer steps in all; with --resume, a new end for the run (the learning-rate decay "
+                        "stretches from where it stands to the new end)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
     p.add_argument("--weight-decay", type=float, default=0.01)

@@ -584,7 +584,8 @@ def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch
 DEFAULT_PRESET = "mini"
 RUN_FILE = "elmo_run.json"  # the settings of a run, so that --resume rebuilds it identically
 
-# Settings a resumed run must share with the original: (argparse dest, default when not given).
+# Settings a resumed run must share with the original, except --steps, which may move the run's end:
+# (argparse dest, default when not given).
 _RUN_SETTINGS: dict[str, Any] = {
     "preset": DEFAULT_PRESET, "vocab_size": 30_000, "seq_len": 20, "batch_size": 32, "n_samples": 1024,
     "heldout_docs": None, "eval_tokens": 10_000, "seed": 0,
@@ -642,8 +643,9 @@ def _resolve_settings(args: argparse.Namespace, out: Path, corpus: Path, sha: st
     if stored is None:
         raise CheckpointError(f"{out / RUN_FILE}: not found; --resume needs an ELMo run started with "
                               "`ctxmodels train elmo` in this --out")
+    # --steps may change: it moves the run's end, and the learning-rate decay stretches from where it stands.
     conflicts = [f"--{k.replace('_', '-')} {v} (the run used {stored.get(k)})" for k, v in given.items()
-                 if stored.get(k) != v]
+                 if stored.get(k) != v and k != "steps"]
     if Path(stored["corpus"]) != corpus:
         conflicts.append(f"--corpus {corpus} (the run used {stored['corpus']})")
     if conflicts:
@@ -653,6 +655,10 @@ def _resolve_settings(args: argparse.Namespace, out: Path, corpus: Path, sha: st
     if stored["corpus_sha256"] != sha:
         raise CheckpointError(f"{corpus}: the corpus changed since this run started (sha256 differs), so it "
                               "cannot be resumed exactly; restore the file or train into a new --out")
+    if "steps" in given and given["steps"] != stored["steps"]:
+        stored = {**stored, "steps": given["steps"]}
+        if _is_rank0():
+            write_json(out / RUN_FILE, stored)
     return stored
 
 

@@ -363,11 +363,13 @@ def build_task(args: argparse.Namespace) -> tuple[StaticTask, TrainConfig]:
     task = StaticTask(model, data, batch_size=args.batch_size, seed=args.seed)
     if task.num_batches(0) == 0:
         raise ValueError(f"{args.corpus}: the training documents yield no batches; use a bigger corpus")
-    steps = args.steps if args.steps is not None else task.num_batches(0)  # default: one epoch
+    stored = _stored_schedule(Path(args.out), args) if args.resume else {}
+    steps = args.steps if args.steps is not None else stored.get("max_steps", task.num_batches(0))  # one epoch
+    lr = args.lr if args.lr is not None else stored.get("lr", 5e-3)
     cfg = TrainConfig(
         max_steps=steps,
-        lr=args.lr if args.lr is not None else 5e-3,
-        warmup_steps=args.warmup if args.warmup is not None else min(100, steps // 10),
+        lr=lr,
+        warmup_steps=stored.get("warmup_steps", min(100, steps // 10)) if args.warmup is None else args.warmup,
         weight_decay=args.weight_decay,
         bf16=args.bf16,
         save_every=args.save_every,
@@ -378,6 +380,22 @@ def build_task(args: argparse.Namespace) -> tuple[StaticTask, TrainConfig]:
         progress=not args.no_progress,
     )
     return task, cfg
+
+
+def _stored_schedule(out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The learning-rate schedule of the run being resumed, so --resume needs no repeated options. A different
+    --lr or --warmup is refused; a different --steps moves the run's end (the decay stretches to it)."""
+    path = out / "checkpoint" / "train_config.json"
+    if not path.is_file():
+        return {}  # the trainer reports the missing checkpoint
+    stored = read_json(path)
+    diff = [f"--{opt} {given} (the run used {stored.get(key)})"
+            for opt, key, given in (("lr", "lr", args.lr), ("warmup", "warmup_steps", args.warmup))
+            if given is not None and stored.get(key) is not None and given != stored[key]]
+    if diff:
+        raise ValueError(f"{out}: --resume continues the run with its own schedule, but these differ: "
+                         + "; ".join(diff) + ". Drop them to resume, or train into a new --out")
+    return stored
 
 
 def _check_same_config(out: Path, config: StaticConfig) -> None:

@@ -426,6 +426,26 @@ def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, to
         assert b[step] == pytest.approx(a[step], abs=1e-6), step
 
 
+def test_resume_with_more_steps_extends_the_run(tmp_path, corpus_file, tokenizer_dir, capsys):
+    """--steps on --resume moves the end: the steps already taken stay, the learning-rate decay stretches."""
+    out = tmp_path / "run"
+    common = ["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--log-every", "1",
+              "--eval-every", "0", "--out", str(out), *TINY]
+    assert run_cli([*common, "--steps", "4"], capsys)[0] == 0
+    first = losses(out)
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(out), "--resume", "--steps", "8",
+                       "--log-every", "1"], capsys)
+    assert rc == 0, err
+    after = losses(out)
+    assert sorted(after) == list(range(1, 9))
+    assert all(after[s] == first[s] for s in first), "the steps already taken are kept as they were"
+    assert json.loads((out / "train_args.json").read_text())["settings"]["steps"] == 8
+    recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    lrs = [r["lr"] for r in recs if "lr" in r and r["step"] > 4]
+    # (the lr logged at a step is the next step's) decaying after step 4 (where the short run ended at 0), to 0 at 8
+    assert lrs[0] > 0 and lrs[-1] == 0 and all(a > b for a, b in zip(lrs, lrs[1:])), lrs
+
+
 def test_resume_without_a_run_is_a_clear_error(tmp_path, corpus_file, capsys):
     rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(tmp_path / "none"), "--resume"],
                       capsys)

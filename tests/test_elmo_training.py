@@ -374,7 +374,9 @@ def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
     assert run_cli(*common, "--steps", "4", "--seq-len", "16", "--resume") == 2
     err = capsys.readouterr().err
-    assert "--seq-len 16 (the run used 8)" in err and "--steps 4 (the run used 2)" in err
+    assert "--seq-len 16 (the run used 8)" in err and "--steps" not in err  # more steps may be asked for
+    assert run_cli(*common, "--steps", "4", "--resume", "--log-every", "1") == 0  # extends the run to 4 steps
+    assert max(losses(out)) == 4 and json.loads((out / "elmo_run.json").read_text())["steps"] == 4
     assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "new"), "--resume") == 2
     assert "elmo_run.json" in capsys.readouterr().err
     corpus.write_text(corpus.read_text() + "\nMore text.\n")

@@ -110,7 +110,8 @@ def test_resume_is_exact(tmp_path):
     assert train_cli(corpus, tmp_path / "full", *common) == 0
     assert train_cli(corpus, tmp_path / "part", *common, "--time-limit", "0") == 0  # stops after step 1
     assert max(_losses(tmp_path / "part")) == 1
-    assert train_cli(corpus, tmp_path / "part", *common, "--resume") == 0
+    # --resume needs none of the schedule's options again (the run's own are kept: 12 steps, not one epoch)
+    assert train_cli(corpus, tmp_path / "part", "--eval-every", "0", "--resume") == 0
     full, resumed = _losses(tmp_path / "full"), _losses(tmp_path / "part")
     assert sorted(full) == sorted(resumed) == list(range(1, 13))
     for step in full:
@@ -125,6 +126,11 @@ def test_resume_with_other_settings_is_refused(tmp_path, capsys):
     assert train_cli(corpus, tmp_path / "out", "--steps", "2", "--eval-every", "0") == 0
     assert train_cli(corpus, tmp_path / "out", "--steps", "4", "--resume", "--eval-every", "0", "--dim", "8") == 2
     assert "dim: saved 16, now 8" in capsys.readouterr().err
+    assert train_cli(corpus, tmp_path / "out", "--resume", "--eval-every", "0", "--lr", "0.1") == 2
+    assert "--lr 0.1 (the run used 0.03)" in capsys.readouterr().err
+    # a new --steps moves the run's end: train longer
+    assert train_cli(corpus, tmp_path / "out", "--steps", "4", "--resume", "--eval-every", "0") == 0
+    assert max(_losses(tmp_path / "out")) == 4
 
 
 def _task(tmp_path: Path, corpus: Path, *extra: str) -> StaticTask:
