@@ -1,9 +1,10 @@
 """Turn training runs into the shipped default models: ``assets/bert-eltec``, ``elmo-eltec``, ``static-eltec``.
 
 ``ctxmodels ship RUN_DIR ASSET_DIR`` copies what a user needs from a finished run (weights, config, tokenizer or
-vocabulary, the training card and log) and stores the weights as fp16, which halves the download; every loader
-widens them back to float32 (:func:`ctxmodels.checkpoint.load_tensors`). Optimizer state, data caches and the
-static model's context vectors stay behind.
+vocabulary, the training card and log) and stores the weights as fp16, which halves the download (``--fp32``
+keeps float32, for a model whose measured figures fp16 would move); every loader widens fp16 back to float32
+(:func:`ctxmodels.checkpoint.load_tensors`). Optimizer state, data caches and the static model's context vectors
+stay behind.
 
 ``ctxmodels ship --cards REPORT.json ASSET_DIR...`` then adds the measured figures of ``ctxmodels quality`` to
 each model card, between two markers, so it can be re-run after another measurement without duplicating text.
@@ -70,8 +71,9 @@ def _pct(x: float) -> str:
 def measured_section(name: str, report: dict[str, Any], command: str) -> str:
     """Markdown with the figures ``report`` (from ``ctxmodels quality``) holds for model ``name``."""
     entry = report["models"][name]
+    dtype = entry.get("weights_dtype") or "fp16"  # reports written before the field existed measured fp16
     parts = [BEGIN, "## Measured quality", "",
-             f"Measured on the shipped fp16 weights (sha256 `{entry['weights_sha256']}`) with", "",
+             f"Measured on the shipped {dtype} weights (sha256 `{entry['weights_sha256']}`) with", "",
              f"    {command}", ""]
     corpus = report.get("corpus")
     if corpus:
@@ -86,7 +88,7 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
         parts += ["### Held-out novels: masked language model", "",
                   "Fixed held-out sequences of up to 128 pieces, masked as in training (15% of the pieces; 80% "
                   "[MASK], 10% random, 10% kept).", "",
-                  "| | fp16 (shipped) | fp32 (training run) |", "|---|---:|---:|"]
+                  f"| | {dtype} (shipped) | fp32 (training run) |", "|---|---:|---:|"]
         for key, label in (("mlm_accuracy", "masked-token top-1"), ("mlm_top5_accuracy", "masked-token top-5"),
                            ("mlm_perplexity", "MLM perplexity"), ("nsp_accuracy", "next-sentence accuracy")):
             fmt = (lambda v: f"{v:.1f}") if key == "mlm_perplexity" else _pct
@@ -99,7 +101,7 @@ def measured_section(name: str, report: dict[str, Any], command: str) -> str:
                   f"{held['eval_tokens']:,} held-out positions in windows of 20 words; "
                   f"{_pct(held['oov_rate'])} of the held-out words are outside the output vocabulary "
                   "(scored as `<UNK>`).", "",
-                  "| | fp16 (shipped) | fp32 (training run) |", "|---|---:|---:|"]
+                  f"| | {dtype} (shipped) | fp32 (training run) |", "|---|---:|---:|"]
         for key, label in (("fwd_ppl", "forward"), ("bwd_ppl", "backward")):
             parts.append(f"| {label} | {held[key]:.1f} | {fp32[key]:.1f} |" if fp32 else
                          f"| {label} | {held[key]:.1f} | - |")

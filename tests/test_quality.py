@@ -95,6 +95,9 @@ def test_ship_halves_weights_and_leaves_training_state_behind(tmp_path, tiny_ass
     a, b = load(str(run)), load(str(out))
     va, vb = a.model._matrix(), b.model._matrix()
     assert vb.dtype == np.float32 and np.allclose(va, vb, atol=1e-2)
+    assert quality.weights_dtype(out) == "fp16" and quality.weights_dtype(run) == "fp32"
+    kept = ship(run, tmp_path / "asset32", half=False)  # --fp32: for a model whose figures fp16 would move
+    assert quality.weights_dtype(kept) == "fp32"
     with pytest.raises(CheckpointError, match="no model.safetensors"):
         ship(tmp_path / "nothing-here", tmp_path / "x")
 
@@ -132,6 +135,7 @@ def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
     json.dumps(report)  # the report is plain JSON
 
     card = write_card(assets / "bert-eltec", report, "ctxmodels quality …")
+    assert f"shipped {bert['weights_dtype']} weights" in card and f"| {bert['weights_dtype']} (shipped) |" in card
     assert card.count(BEGIN) == 1 and bert["weights_sha256"] in card and "Cloze check" in card
     again = write_card(assets / "bert-eltec", report, "ctxmodels quality …")  # replaces, never duplicates
     assert again == card

@@ -169,6 +169,7 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
         entry: dict[str, Any] = {"kind": m.kind, "layers": list(m.layer_names)}
         if m.path is not None:
             entry["weights_sha256"] = weights_sha256(m.path)
+            entry["weights_dtype"] = weights_dtype(m.path)
         if corpus is not None and m.kind == "bert" and m.can_fill_mask:
             from ..bert_data import heldout_metrics
 
@@ -249,6 +250,23 @@ def weights_sha256(directory: str | Path) -> str | None:
         found = sorted(d.glob(pattern))
         if found:
             return file_sha256(found[0])
+    return None
+
+
+def weights_dtype(directory: str | Path) -> str | None:
+    """How the folder's safetensors weights are stored ("fp16", "fp32", "bf16"), from the file's header."""
+    from safetensors import safe_open
+
+    d = Path(directory)
+    found = [d] if d.is_file() else sorted(d.glob("model.safetensors")) or sorted(d.glob("*.safetensors"))
+    if not found or found[0].suffix != ".safetensors":
+        return None
+    names = {"F16": "fp16", "F32": "fp32", "BF16": "bf16", "F64": "fp64"}
+    with safe_open(str(found[0]), framework="pt") as f:
+        for key in f.keys():
+            dtype = f.get_slice(key).get_dtype()
+            if dtype in names:
+                return names[dtype]
     return None
 
 
