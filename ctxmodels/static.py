@@ -491,7 +491,8 @@ or `ctxmodels neighbours --model this/folder WORD`.
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="a static-vector folder, or a word2vec/GloVe text file")
+    p.add_argument("--model", required=True,
+                   help="a static-vector folder, a word2vec/GloVe text file, or a short name (static-eltec)")
     p.add_argument("words", nargs="+", metavar="WORD", help="words to find neighbours of")
     p.add_argument("--k", type=int, default=10, help="neighbours per word (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON {word: [[neighbour, cosine], ...]}")
@@ -500,7 +501,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ValueError(f"--k must be at least 1, got {args.k}")
-    model = load_static(args.model)
+    from .loading import resolve
+
+    model = load_static(resolve(args.model)[0])  # a folder or file, or a short name (static-eltec)
     model.vectors(args.words)  # one clear error naming every unknown word before printing anything
     result = {w: model.most_similar(w, args.k) for w in args.words}
     if args.json:

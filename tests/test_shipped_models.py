@@ -92,6 +92,23 @@ def test_static_neighbours_of_a_common_word(models):
 # -- the cards -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("argv, expect", [
+    (["fill-mask", "--model", "bert-eltec", "She deposited the money in the [MASK]."], "[MASK]:"),
+    (["neighbours", "--model", "static-eltec", "--k", "3", "river"], "river:"),
+    (["embed", "--model", "elmo-eltec", "--input", "{tmp}/s.txt", "--out", "{tmp}/v.npz"], ""),
+    (["export-elmo", "--model", "elmo-eltec", "--out", "{tmp}/published"], "weights.hdf5"),
+])
+def test_every_cli_command_takes_the_short_names(argv, expect, capsys, tmp_path):
+    from ctxmodels import cli
+
+    (tmp_path / "s.txt").write_text("The bank by the river .\n", encoding="utf-8")
+    rc = cli.main([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert expect in out
+
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_card_names_the_weights_beside_it(name, report):
     card = (ASSETS / name / "README.md").read_text(encoding="utf-8")

@@ -152,7 +152,8 @@ def mask_word(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="a BERT checkpoint directory (ours or Hugging Face's)")
+    p.add_argument("--model", required=True,
+                   help="a BERT checkpoint directory (ours or Hugging Face's) or a short name (bert-eltec)")
     p.add_argument("--top-k", type=int, default=5, help="how many guesses per mask (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON list: per mask, [{token, prob}, ...]")
     p.add_argument("--word", default=None,
@@ -161,10 +162,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
 
 
-def _load(path: str):
+def _load(path_or_name: str):
     from ..formats.huggingface import load_bert
+    from ..loading import resolve
 
-    return load_bert(path)
+    return load_bert(resolve(path_or_name)[0])  # a folder, a short name (bert-eltec) or a cached HF name
 
 
 def run(args: argparse.Namespace) -> int:

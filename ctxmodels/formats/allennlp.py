@@ -339,12 +339,15 @@ def load_elmo(directory: str | Path) -> ElmoLanguageModel:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="our ELMo checkpoint directory (or a published one)")
+    p.add_argument("--model", required=True,
+                   help="our ELMo checkpoint directory, a published one, or a short name (elmo-eltec)")
     p.add_argument("--out", required=True, help="directory for options.json + weights.hdf5")
 
 
 def run(args: argparse.Namespace) -> int:
-    model = load_elmo(args.model)
+    from ..loading import resolve
+
+    model = load_elmo(resolve(args.model)[0])  # a folder, or a short name (elmo-eltec)
     out = export_published(model, args.out)
     note = " (the LM head is not part of that layout and was left out)" if model.has_lm_head else ""
     print(f"wrote {out / 'options.json'} and {out / 'weights.hdf5'}{note}")
