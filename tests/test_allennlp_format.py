@@ -137,7 +137,7 @@ def test_export_cli(trained_like, tmp_path, capsys):
     assert "LM head" in capsys.readouterr().out
     assert (tmp_path / "cli" / "weights.hdf5").is_file() and (tmp_path / "cli" / "options.json").is_file()
     assert main(["export-elmo", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "x")]) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "cannot find a model" in capsys.readouterr().err
 
 
 def _published_copy(elmo_reference, tmp_path):

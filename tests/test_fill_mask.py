@@ -125,4 +125,4 @@ def test_cli_reports_problems_without_a_traceback(saved, capsys, tmp_path):
     assert cli_main(["fill-mask", "--model", str(directory), "no mask here"]) == 2
     assert "no [MASK]" in capsys.readouterr().err
     assert cli_main(["fill-mask", "--model", str(tmp_path / "missing"), "the [MASK]"]) == 2
-    assert "no such checkpoint" in capsys.readouterr().err
+    assert "cannot find a model" in capsys.readouterr().err  # the same message as every --model
