@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `streamlit run app/Home.py` puts only app/ on the path
     sys.path.insert(0, str(ROOT))
 
-from ctxmodels.thread_warnings import caught_warnings  # noqa: E402 - needs the path set just above
+from ctxmodels.thread_warnings import CHATTER, caught_warnings  # noqa: E402 - needs the path set just above
 
 SENSES_DIR = ROOT / "assets" / "examples" / "senses"
 log = logging.getLogger("ctxmodels.app")
@@ -295,7 +295,7 @@ def _message(e: BaseException) -> str:
 
 def _shown(category: type[Warning]) -> bool:
     """Warnings meant for the user (the core's), not library deprecation chatter."""
-    return issubclass(category, UserWarning) and not issubclass(category, (DeprecationWarning, FutureWarning))
+    return issubclass(category, UserWarning) and not issubclass(category, CHATTER)
 
 
 def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:

@@ -365,11 +365,10 @@ def build_task(args: argparse.Namespace) -> tuple[StaticTask, TrainConfig]:
         raise ValueError(f"{args.corpus}: the training documents yield no batches; use a bigger corpus")
     stored = _stored_schedule(Path(args.out), args) if args.resume else {}
     steps = args.steps if args.steps is not None else stored.get("max_steps", task.num_batches(0))  # one epoch
-    lr = args.lr if args.lr is not None else stored.get("lr", 5e-3)
     cfg = TrainConfig(
         max_steps=steps,
-        lr=lr,
-        warmup_steps=stored.get("warmup_steps", min(100, steps // 10)) if args.warmup is None else args.warmup,
+        lr=args.lr if args.lr is not None else stored.get("lr", 5e-3),
+        warmup_steps=args.warmup if args.warmup is not None else stored.get("warmup_steps", min(100, steps // 10)),
         weight_decay=args.weight_decay,
         bf16=args.bf16,
         save_every=args.save_every,

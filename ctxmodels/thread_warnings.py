@@ -13,6 +13,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# Library upkeep notices (an API that will change), not news about the user's input.
+CHATTER: tuple[type[Warning], ...] = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
 _sink = threading.local()
 _install_lock = threading.Lock()
 

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..thread_warnings import caught_warnings
+from ..thread_warnings import CHATTER, caught_warnings
 from .senses import unit_rows
 
 METHODS = ("umap", "pca", "tsne")
@@ -310,8 +310,7 @@ def _notes_from_warnings(notes: list[str], prefix: str, ignore: tuple[str, ...] 
     visitors at once, and ``warnings.catch_warnings`` would swap process-wide state under the others."""
     with caught_warnings() as caught:
         yield
-    chatter = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)  # library upkeep, not this projection
-    messages = (str(message).strip() for message, category in caught if not issubclass(category, chatter))
+    messages = (str(message).strip() for message, category in caught if not issubclass(category, CHATTER))
     for msg in dict.fromkeys(messages):
         if not any(part in msg for part in ignore):
             notes.append(f"{prefix}: {msg}")

@@ -239,30 +239,34 @@ def corpus_info(corpus: str | Path, heldout_docs: int | None = None, seed: int =
     return {"file": corpus.name, "sha256": file_sha256(corpus), "documents": n_docs, "heldout": heldout}
 
 
-def weights_sha256(directory: str | Path) -> str | None:
-    """sha256 of the folder's weights file (model.safetensors, else the first *.safetensors/*.hdf5)."""
-    from ..corpus import file_sha256
-
+def weights_file(directory: str | Path) -> Path | None:
+    """The folder's weights file: model.safetensors, else the first *.safetensors or *.hdf5 (or the file given)."""
     d = Path(directory)
     if d.is_file():
-        return file_sha256(d)
+        return d
     for pattern in ("model.safetensors", "*.safetensors", "*.hdf5"):
         found = sorted(d.glob(pattern))
         if found:
-            return file_sha256(found[0])
+            return found[0]
     return None
 
 
+def weights_sha256(directory: str | Path) -> str | None:
+    from ..corpus import file_sha256
+
+    path = weights_file(directory)
+    return file_sha256(path) if path else None
+
+
 def weights_dtype(directory: str | Path) -> str | None:
-    """How the folder's safetensors weights are stored ("fp16", "fp32", "bf16"), from the file's header."""
+    """How the weights are stored ("fp16", "fp32", "bf16"), from a safetensors file's header (None for others)."""
     from safetensors import safe_open
 
-    d = Path(directory)
-    found = [d] if d.is_file() else sorted(d.glob("model.safetensors")) or sorted(d.glob("*.safetensors"))
-    if not found or found[0].suffix != ".safetensors":
+    path = weights_file(directory)
+    if path is None or path.suffix != ".safetensors":
         return None
     names = {"F16": "fp16", "F32": "fp32", "BF16": "bf16", "F64": "fp64"}
-    with safe_open(str(found[0]), framework="pt") as f:
+    with safe_open(str(path), framework="pt") as f:
         for key in f.keys():
             dtype = f.get_slice(key).get_dtype()
             if dtype in names:
