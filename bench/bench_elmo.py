@@ -24,9 +24,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ctxmodels.checkpoint import file_sha256  # noqa: E402
 from ctxmodels.elmo import ElmoConfig  # noqa: E402
-from ctxmodels.elmo_data import ElmoLMTask, file_sha256, load_corpus  # noqa: E402
-from ctxmodels.trainer import TrainConfig, make_optimizer  # noqa: E402
+from ctxmodels.training.elmo_task import ElmoLMTask, load_corpus  # noqa: E402
+from ctxmodels.training.trainer import TrainConfig, make_optimizer  # noqa: E402
 
 SENTENCE = "The old man walked slowly down to the bank of the river and sat there until the sun set ."  # 20 words
 

@@ -18,7 +18,7 @@ import torch
 
 import ctxmodels
 from ctxmodels.analysis import vectors
-from ctxmodels.elmo_data import tokenize
+from ctxmodels.text import tokenize
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "eltec-eng.txt"
 

@@ -7,6 +7,7 @@ save never leaves a half-written checkpoint behind: the previous one stays reada
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -112,3 +113,12 @@ def new_tmp_dir(final_dir: str | Path) -> Path:
     final_dir = Path(final_dir)
     final_dir.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(dir=final_dir.parent, prefix=f".{final_dir.name}.", suffix=".tmp"))
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (keys the training-data caches to the corpus content)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -21,15 +21,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("ctxmodels.analysis.evaluation", "evaluate on WSD (CoarseWSD-20) or WiC data"),
     "probe": ("ctxmodels.analysis.probes", "layer-weight probes (part of speech, word sense) on SemCor"),
     "export-elmo": ("ctxmodels.formats.allennlp", "export our ELMo to options.json + weights.hdf5"),
-    "quality": ("ctxmodels.analysis.quality", "measure models: held-out LM figures, SemCor senses per layer, cloze"),
-    "ship": ("ctxmodels.shipping", "copy a training run into assets/ (fp16) and write measured figures into its card"),
+    "quality": ("ctxmodels.release.quality", "measure models: held-out LM figures, SemCor senses per layer, cloze"),
+    "ship": ("ctxmodels.release.shipping", "copy a training run into assets/ (fp16) and write measured figures into its card"),
 }
 
 # model kind -> (module, one-line help)
 TRAINERS: dict[str, tuple[str, str]] = {
-    "bert": ("ctxmodels.bert_data", "BERT: masked LM + next-sentence prediction"),
-    "elmo": ("ctxmodels.elmo_data", "ELMo: forward and backward LSTM language models"),
-    "static": ("ctxmodels.static_data", "static word vectors: skip-gram with negative sampling"),
+    "bert": ("ctxmodels.training.bert_task", "BERT: masked LM + next-sentence prediction"),
+    "elmo": ("ctxmodels.training.elmo_task", "ELMo: forward and backward LSTM language models"),
+    "static": ("ctxmodels.training.static_task", "static word vectors: skip-gram with negative sampling"),
 }
 
 
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _train(args: argparse.Namespace, argv: list[str]) -> int:
-    from .trainer import Trainer, TrainingDiverged, TrainingInterrupted
+    from .training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     if args.threads:
         import torch

@@ -137,7 +137,7 @@ def _check_sentences(sentences: Sequence[Sequence[str]]) -> list[list[str]]:
     for i, s in enumerate(sentences):
         if isinstance(s, str) or not isinstance(s, (list, tuple)):
             raise ValueError(f"sentence {i} must be a list of words, got {type(s).__name__}; split it into words "
-                             "first (ctxmodels.elmo_data.tokenize, or str.split)")
+                             "first (ctxmodels.text.tokenize, or str.split)")
         if not all(isinstance(w, str) for w in s):
             raise ValueError(f"sentence {i}: every word must be a string")
         out.append(list(s))

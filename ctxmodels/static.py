@@ -3,7 +3,7 @@
 Two sources, one class (:class:`StaticVectors`):
 
 * our own skip-gram with negative sampling (word2vec, Mikolov et al. 2013), trained by
-  ``ctxmodels train static`` (the data side lives in :mod:`ctxmodels.static_data`);
+  ``ctxmodels train static`` (the data side lives in :mod:`ctxmodels.training.static_task`);
 * vectors people bring along in the common text format of word2vec and GloVe
   (``word v1 v2 ...``, optionally a first line ``N D``), read by :func:`load_text_vectors`.
 

@@ -47,10 +47,10 @@ def build_tiny_assets(folder: str | Path) -> Path:
 
     from ctxmodels.bert import BertConfig, BertForPreTraining
     from ctxmodels.elmo import ElmoConfig, ElmoLanguageModel
-    from ctxmodels.elmo_data import tokenize
     from ctxmodels.formats.allennlp import save_elmo
     from ctxmodels.formats.huggingface import save_pretrained
     from ctxmodels.static import StaticVectors
+    from ctxmodels.text import tokenize
     from ctxmodels.tokenization import WordPieceTokenizer
 
     folder = Path(folder)

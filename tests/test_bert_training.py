@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from ctxmodels import bert_data, cli
-from ctxmodels.bert_data import (
+from ctxmodels import cli
+from ctxmodels.training import bert_task
+from ctxmodels.training.bert_data import (
     PretrainingData,
     TokenizedDocuments,
     VocabInfo,
@@ -22,7 +23,7 @@ from ctxmodels.bert_data import (
     split_sentences,
     tokenize_documents,
 )
-from ctxmodels.trainer import Trainer
+from ctxmodels.training.trainer import Trainer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, UNK, CLS, SEP, MASK = range(5)
@@ -93,7 +94,7 @@ def parse_bert_args(argv: list[str]) -> argparse.Namespace:
     """The arguments `ctxmodels train bert` would parse, for driving build_task directly."""
     p = argparse.ArgumentParser()
     cli._add_common_train_arguments(p)
-    bert_data.add_train_arguments(p)
+    bert_task.add_train_arguments(p)
     return p.parse_args(argv)
 
 
@@ -116,7 +117,7 @@ def corpus_file(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory, corpus_file) -> Path:
-    from ctxmodels.corpus import read_documents
+    from ctxmodels.text import read_documents
     from ctxmodels.tokenization import WordPieceTokenizer
 
     out = tmp_path_factory.mktemp("tokenizer")
@@ -490,7 +491,7 @@ def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
     args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--preset", "tiny",
                             "--vocab-size", "200", "--max-seq-len", "32", "--batch-size", "32", "--steps", "200",
                             "--lr", "2e-3", "--eval-every", "0", "--eval-sequences", "64", "--no-progress"])
-    task, cfg = bert_data.build_task(args)
+    task, cfg = bert_task.build_task(args)
     task.model.eval()
     with torch.no_grad():
         before = task.evaluate(task.model)
@@ -504,7 +505,7 @@ def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
 def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tmp_path):
     args = parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--tokenizer",
                             str(tokenizer_dir), *TINY, "--dropout", "0", "--sinusoidal-positions"])
-    task, _ = bert_data.build_task(args)
+    task, _ = bert_task.build_task(args)
     cfg = task.model.config
     assert cfg.hidden_dropout_prob == 0 and cfg.attention_probs_dropout_prob == 0
     pos = task.model.bert.embeddings.position_embeddings.weight.detach()
@@ -513,19 +514,19 @@ def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tm
     # neighbouring positions start out more alike than distant ones
     cos = torch.nn.functional.cosine_similarity
     assert cos(pos[10], pos[11], dim=0) > cos(pos[10], pos[60], dim=0) + 0.2
-    default, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r2"),
+    default, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r2"),
                                                        "--tokenizer", str(tokenizer_dir), *TINY]))
     assert default.model.config.hidden_dropout_prob == 0.1
     with pytest.raises(ValueError, match="--dropout"):
-        bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r3"),
+        bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r3"),
                                               "--tokenizer", str(tokenizer_dir), *TINY, "--dropout", "1.5"]))
 
 
 def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
-    first, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "a"),
+    first, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "a"),
                                                      "--tokenizer", str(tokenizer_dir), *TINY, "--seed", "1"]))
     first.save_model(tmp_path / "a")
-    second, _ = bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "b"),
+    second, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "b"),
                                                       "--tokenizer", str(tokenizer_dir), *TINY,
                                                       "--init-from", str(tmp_path / "a")]))
     for (k, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
@@ -533,6 +534,6 @@ def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
     card = second.model_card({"metrics": {}})
     assert "continued pre-training" in card
     with pytest.raises(Exception, match="does not fit"):
-        bert_data.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "c"),
+        bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "c"),
                                               "--tokenizer", str(tokenizer_dir), *TINY, "--preset", "mini",
                                               "--init-from", str(tmp_path / "a")]))

@@ -6,8 +6,9 @@ import warnings
 
 import pytest
 
-from ctxmodels import corpus
-from ctxmodels.corpus import CorpusError, default_heldout, heldout_indices, read_documents, split_documents
+from ctxmodels import text
+from ctxmodels.text import CorpusError, read_documents
+from ctxmodels.training.corpus import default_heldout, heldout_indices, split_documents
 
 
 def _write(tmp_path, text: str | bytes, name: str = "c.txt"):
@@ -47,7 +48,7 @@ def test_unreadable_file(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(corpus, "open", refuse, raising=False)
+    monkeypatch.setattr(text, "open", refuse, raising=False)
     with pytest.raises(CorpusError, match="c.txt: cannot read the corpus \\(Permission denied\\)"):
         read_documents(path)
 

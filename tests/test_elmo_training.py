@@ -16,7 +16,9 @@ from ctxmodels.char_ids import word_to_char_ids
 from ctxmodels.checkpoint import CheckpointError, load_tensors
 from ctxmodels.cli import main
 from ctxmodels.elmo import ElmoConfig
-from ctxmodels.elmo_data import (
+from ctxmodels.formats.allennlp import load_elmo
+from ctxmodels.text import sentences, split_sentences, tokenize, tokenize_with_offsets
+from ctxmodels.training.elmo_task import (
     BOS_TYPE,
     EOS_TYPE,
     IGNORE,
@@ -25,12 +27,7 @@ from ctxmodels.elmo_data import (
     LogUniformSampler,
     Vocabulary,
     sampled_softmax_loss,
-    sentences,
-    split_sentences,
-    tokenize,
-    tokenize_with_offsets,
 )
-from ctxmodels.formats.allennlp import load_elmo
 
 # ----------------------------------------------------------------------------------------------------------
 # a generated language with plenty of structure, so that a tiny model learns it in seconds
@@ -327,7 +324,7 @@ def test_training_clearly_lowers_heldout_perplexity(tmp_path):
     final = [r["eval"] for r in recs if "eval" in r][-1]
 
     # perplexity of the same untrained model (same seed gives the same initial weights)
-    from ctxmodels.elmo_data import load_corpus
+    from ctxmodels.training.elmo_task import load_corpus
 
     run = json.loads((out / "elmo_run.json").read_text())
     enc, _ = load_corpus(corpus, 1, 0, run["vocab_size"], run["corpus_sha256"], out / "data_cache")

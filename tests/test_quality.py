@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from ctxmodels import bert_data, cli
-from ctxmodels.analysis import quality
-from ctxmodels.checkpoint import CheckpointError, load_tensors
-from ctxmodels.corpus import file_sha256, read_documents
-from ctxmodels.elmo_data import ElmoLMTask, EncodedCorpus
-from ctxmodels.elmo_data import heldout_metrics as elmo_heldout
-from ctxmodels.shipping import BEGIN, END, measured_section, ship, write_card
+from ctxmodels import cli
+from ctxmodels.checkpoint import CheckpointError, file_sha256, load_tensors
+from ctxmodels.release import quality
+from ctxmodels.release.shipping import BEGIN, END, measured_section, ship, write_card
+from ctxmodels.text import read_documents
+from ctxmodels.training import bert_task
+from ctxmodels.training.elmo_task import ElmoLMTask, EncodedCorpus
+from ctxmodels.training.elmo_task import heldout_metrics as elmo_heldout
 from tests.test_bert_training import TINY, parse_bert_args, synthetic_corpus
 from tests.test_elmo_training import tiny_config, write_corpus
 
@@ -34,10 +35,10 @@ def test_bert_heldout_metrics_rebuild_the_training_evaluation(tmp_path):
     corpus.write_text(synthetic_corpus(), encoding="utf-8")
     args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--vocab-size", "150", *TINY,
                             "--eval-sequences", "24"])
-    task, _ = bert_data.build_task(args)
+    task, _ = bert_task.build_task(args)
     model = task.model.eval()
     during_training = task.evaluate(model)
-    again = bert_data.heldout_metrics(model, task.tokenizer, corpus, n_sequences=24, max_seq_len=32)
+    again = bert_task.heldout_metrics(model, task.tokenizer, corpus, n_sequences=24, max_seq_len=32)
     assert again.keys() == during_training.keys()
     for k in again:
         assert again[k] == pytest.approx(during_training[k], rel=1e-5), k
@@ -47,7 +48,7 @@ def test_elmo_heldout_metrics_with_a_shipped_vocabulary(tmp_path):
     corpus = write_corpus(tmp_path / "c.txt", n_docs=4)
     docs = read_documents(corpus)
     # heldout_indices(4, None, 0) holds out one document; build the task the way a training run would.
-    from ctxmodels.corpus import heldout_indices
+    from ctxmodels.training.corpus import heldout_indices
 
     held = heldout_indices(len(docs), None, 0)
     encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held], [docs[i] for i in held], 30)

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 import ctxmodels
-from ctxmodels.analysis import quality
-from ctxmodels.checkpoint import read_json
-from ctxmodels.corpus import file_sha256
-from ctxmodels.shipping import BEGIN, END, measured_section
+from ctxmodels.checkpoint import file_sha256, read_json
+from ctxmodels.release import quality
+from ctxmodels.release.shipping import BEGIN, END, measured_section
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets"
@@ -155,14 +154,14 @@ def test_sense_figures_measured_again_for_bank(models, report, shared_data):
 def test_heldout_figures_measured_again(models, report, shared_data):
     corpus = shared_data / "corpus" / "eltec-eng.txt"
     bert = models["bert-eltec"]
-    from ctxmodels import bert_data, elmo_data
+    from ctxmodels.training import bert_task, elmo_task
 
     expected = report["models"]["bert-eltec"]["heldout"]
-    got = bert_data.heldout_metrics(bert.model, bert.tokenizer, corpus, n_sequences=2048)
+    got = bert_task.heldout_metrics(bert.model, bert.tokenizer, corpus, n_sequences=2048)
     for k in expected:
         assert got[k] == pytest.approx(expected[k], rel=1e-4), k
     elmo = models["elmo-eltec"]
     expected = report["models"]["elmo-eltec"]["heldout"]
-    got = elmo_data.heldout_metrics(elmo.model, elmo.model.vocab, corpus, eval_tokens=100_000)  # the default
+    got = elmo_task.heldout_metrics(elmo.model, elmo.model.vocab, corpus, eval_tokens=100_000)  # the default
     for k in ("fwd_ppl", "bwd_ppl"):
         assert got[k] == pytest.approx(expected[k], rel=1e-4), k

@@ -23,7 +23,7 @@ from ctxmodels.static import (
     load_text_vectors,
     sgns_loss,
 )
-from ctxmodels.static_data import (
+from ctxmodels.training.static_task import (
     StaticTask,
     add_train_arguments,
     build_task,

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ctxmodels.checkpoint import CheckpointError, save_tensors
-from ctxmodels.trainer import TrainConfig, Trainer, TrainingDiverged, TrainTask, lr_factor
+from ctxmodels.training.trainer import TrainConfig, Trainer, TrainingDiverged, TrainTask, lr_factor
 
 
 class ToyTask(TrainTask):

@@ -118,7 +118,7 @@ if busy:
 
 def corpus_for(out: Path) -> Path:
     """Write the chosen corpus into the run folder and return its path (ValueError with what is wrong)."""
-    from ctxmodels.corpus import read_documents
+    from ctxmodels.text import read_documents
 
     path = out / "corpus.txt"
     if corpus_source == "upload":

@@ -8,7 +8,7 @@ The pieces, in the order a caller meets them:
   occurrence of a target (case-insensitive, several per sentence), with its character span.
 * :func:`word_vectors` embeds the sentences with any loaded model and returns an :class:`OccurrenceVectors`.
   Sentence embeddings go through an LRU cache, so another layer or another target word in the same sentences
-  does not run the model again.
+  does not run the model again. :func:`occurrence_vectors` does the same for occurrences already found.
 * ``ctxmodels embed`` (:func:`add_arguments` / :func:`run`) writes per-layer vectors of whitespace-tokenised
   sentences to an ``.npz`` file for scripts and notebooks.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..text import inflections, tokenize_with_offsets
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -55,113 +56,7 @@ def parse_labelled(line: str) -> tuple[str, str | None]:
 def split_words(text: str) -> list[tuple[str, int, int]]:
     """Words of ``text`` with their character spans, cut by the project's word tokenizer (the one the models
     were trained with: punctuation split off, ``don't`` and ``drawing-room`` kept whole)."""
-    from ..elmo_data import tokenize_with_offsets
-
     return tokenize_with_offsets(text)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# inflections
-#
-# A deliberately small rule set, not a morphological analyser: for a base form it adds the -s, -ed and -ing
-# forms by the regular spelling rules, plus the forms of a short list of irregular verbs and nouns. It does
-# not lemmatise regular forms ("banks" finds "banks" and its own regular forms, not "bank"), does not add
-# comparatives (-er/-est would turn "play" into "player"). find_occurrences adds the possessive 's, which the
-# word tokenizer keeps on the word ("bank's" is one word). A caller who needs more passes the forms explicitly:
-# ``inflections=["run", "ran", ...]``.
-
-_IRREGULAR_TABLE = """
-be am is are was were been being | have has had having | do does did done doing | go goes went gone going
-run ran | come came | become became | bear bore borne born | begin began begun | break broke broken
-bring brought | buy bought | catch caught | choose chose chosen | draw drew drawn | drink drank drunk
-drive drove driven | eat ate eaten | fall fell fallen | feel felt | fight fought | find found | fly flew flown
-forget forgot forgotten | get got gotten | give gave given | grow grew grown | hang hung hanged | hear heard
-hide hid hidden | hold held | keep kept | know knew known | lay laid | lead led | leave left | lend lent
-lie lay lain lying lied | light lit lighted | lose lost | make made | mean meant | meet met | pay paid
-ride rode ridden | ring rang rung | rise rose risen | say said | see saw seen | sell sold | send sent
-shake shook shaken | shine shone | shoot shot | sing sang sung | sink sank sunk | sit sat | sleep slept
-speak spoke spoken | spend spent | spring sprang sprung | stand stood | steal stole stolen | strike struck
-swim swam swum | take took taken | teach taught | tear tore torn | tell told | think thought | throw threw thrown
-wake woke woken | wear wore worn | win won | write wrote written | man men | woman women | child children
-foot feet | tooth teeth | mouse mice | goose geese | person people | leaf leaves | life lives | knife knives
-wife wives | wolf wolves | half halves
-"""
-
-
-def _irregular_groups() -> dict[str, list[tuple[str, ...]]]:
-    """Every listed form -> the groups (lemma first) it belongs to; "lay" belongs to both lie and lay."""
-    index: dict[str, list[tuple[str, ...]]] = {}
-    for chunk in re.split(r"[|\n]", _IRREGULAR_TABLE):
-        group = tuple(chunk.split())
-        for form in group:
-            index.setdefault(form, []).append(group)
-    return index
-
-
-_IRREGULAR = _irregular_groups()
-_VOWELS = set("aeiou")
-
-
-def _doubles_final_consonant(w: str) -> bool | None:
-    """True: double (run -> running); False: do not; None: unsure (both spellings are generated)."""
-    if len(w) < 3 or w[-1] in _VOWELS or w[-1] in "wxy" or w[-2] not in _VOWELS or w[-3] in _VOWELS:
-        return False
-    vowel_groups = len(re.findall(r"[aeiouy]+", w[:-1]))
-    return True if vowel_groups == 1 else None  # one syllable: stop -> stopped; admit/visit: cannot tell
-
-
-def _regular_forms(w: str, with_past: bool = True) -> set[str]:
-    forms: set[str] = set()
-    consonant_y = len(w) > 1 and w.endswith("y") and w[-2] not in _VOWELS
-    # -s (plural / third person)
-    if w.endswith(("s", "x", "z", "ch", "sh")):
-        forms.add(w + "es")
-    elif consonant_y:
-        forms.add(w[:-1] + "ies")
-    else:
-        forms.add(w + "s")
-        if w.endswith("o"):
-            forms.add(w + "es")  # go -> goes, potato -> potatoes (pianos is covered by the line above)
-    # -ing and -ed
-    double = _doubles_final_consonant(w)
-    stems = {w + w[-1]} if double else ({w, w + w[-1]} if double is None else {w})
-    if w.endswith("ie"):
-        forms.add(w[:-2] + "ying")
-    elif w.endswith("e") and not w.endswith(("ee", "ye", "oe")):
-        forms.add(w[:-1] + "ing")
-    else:
-        forms.update(s + "ing" for s in stems)
-    if with_past:
-        if w.endswith("e"):
-            forms.add(w + "d")
-        elif consonant_y:
-            forms.add(w[:-1] + "ied")
-        else:
-            forms.update(s + "ed" for s in stems)
-    return forms
-
-
-def inflections(word: str) -> set[str]:
-    """Simple English inflections of ``word`` (lower case), the word itself included.
-
-    ``run`` -> {run, runs, ran, running}; ``bank`` -> {bank, banks, banked, banking}; ``ran`` -> the run group.
-    A listed irregular form brings its whole group; "lay" brings both lie and lay, "saw" the forms of see.
-    """
-    w = word.strip().casefold()
-    forms = {w}
-    groups = _IRREGULAR.get(w, [])
-    for group in groups:
-        forms.update(group)
-        # The table lists the past forms of an irregular lemma (and any irregular -s or -ing form); add the
-        # regular -s and -ing forms only where it lists none.
-        regular = _regular_forms(group[0], with_past=False)
-        if not any(f.endswith("s") for f in group[1:]):
-            forms.update(f for f in regular if f.endswith("s"))
-        if not any(f.endswith("ing") for f in group[1:]):
-            forms.update(f for f in regular if f.endswith("ing"))
-    if not groups and w.isalpha():
-        forms.update(_regular_forms(w))
-    return forms
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -428,6 +323,21 @@ def word_vectors(
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     found = find_occurrences(sentences, target, inflections=inflections)
+    return occurrence_vectors(model, found, layers=layers, pooling=pooling, batch_size=batch_size)
+
+
+def occurrence_vectors(
+    model: LoadedModel,
+    found: OccurrenceSearch,
+    layers: Sequence[int | str] | int | str | None = None,
+    pooling: str = "mean",
+    batch_size: int = 32,
+) -> OccurrenceVectors:
+    """:func:`word_vectors` for occurrences already found by :func:`find_occurrences` (found once, used for
+    several models or measurements)."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    target = found.target
     chosen = _select_layers(model.layer_names, layers)
     # Every sentence is embedded (and cached), not only those with the target: the next target word asked
     # for in the same sentences then costs nothing.

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..analysis.senses import knn_sense_accuracy, macro_f1
 from ..checkpoint import write_json
-from .senses import knn_sense_accuracy, macro_f1
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -51,7 +51,7 @@ CLOZE_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples" / "cloz
 def sense_items(semcor: SemCor, lemmas: Sequence[str] = SENSE_LEMMAS, min_per_sense: int = 10,
                 max_per_sense: int = 60, seed: int = 0):
     """The SemCor occurrences to classify, as :class:`ctxmodels.analysis.probes.ProbeData` (groups = lemmas)."""
-    from .probes import ProbeSettings, wsd_data
+    from ..analysis.probes import ProbeSettings, wsd_data
 
     # n_sentences is the probes' embedding budget; here every chosen occurrence is kept.
     settings = ProbeSettings(lemmas=tuple(lemmas), min_per_sense=min_per_sense, max_per_sense=max_per_sense,
@@ -61,7 +61,7 @@ def sense_items(semcor: SemCor, lemmas: Sequence[str] = SENSE_LEMMAS, min_per_se
 
 def sense_records(models: Sequence[LoadedModel], data, pooling: str = "mean") -> list[dict[str, Any]]:
     """One record per (model, layer, lemma): n, senses, LOO 1-NN accuracy and macro-F1; plus MFS records."""
-    from .probes import embed_items
+    from ..analysis.probes import embed_items
 
     labels = np.asarray(data.labels)
     groups = np.asarray(data.groups)
@@ -142,7 +142,7 @@ def read_cloze(path: str | Path = CLOZE_FILE) -> list[tuple[str, list[str]]]:
 
 def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_k: int = 5) -> dict[str, Any]:
     """Share of cloze sentences whose answer is among the model's ``top_k`` predictions (and top 1)."""
-    from .fill_in import fill_mask
+    from ..analysis.fill_in import fill_mask
 
     rows = []
     for sentence, answers in items:
@@ -171,12 +171,12 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
             entry["weights_sha256"] = weights_sha256(m.path)
             entry["weights_dtype"] = weights_dtype(m.path)
         if corpus is not None and m.kind == "bert" and m.can_fill_mask:
-            from ..bert_data import heldout_metrics
+            from ..training.bert_task import heldout_metrics
 
             log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
             entry["heldout"] = heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
         if corpus is not None and m.kind == "elmo" and m.has_lm:
-            from ..elmo_data import heldout_metrics as elmo_heldout
+            from ..training.elmo_task import heldout_metrics as elmo_heldout
 
             log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
             entry["heldout"] = elmo_heldout(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
@@ -205,7 +205,7 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
 
 def probe_summary(model: LoadedModel, task: str, semcor: SemCor, log=print) -> dict[str, Any]:
     """The scalar-mix probe of ``task`` with default settings (cached beside the model, where the app finds it)."""
-    from .probes import run_probe
+    from ..analysis.probes import run_probe
 
     log(f"{model.name}: {task} probe")
     r = run_probe(model, task, semcor=semcor)
@@ -218,7 +218,9 @@ def corpus_info(corpus: str | Path, heldout_docs: int | None = None, seed: int =
     """The corpus file, its hash, and the held-out documents (the trainers' default split) with their titles and
     authors when a ``<name>-metadata.tsv`` (columns file, blob, title, author, …; one row per document, in
     order) lies beside it."""
-    from ..corpus import file_sha256, heldout_indices, read_documents
+    from ..checkpoint import file_sha256
+    from ..text import read_documents
+    from ..training.corpus import heldout_indices
 
     corpus = Path(corpus)
     n_docs = len(read_documents(corpus))
@@ -252,7 +254,7 @@ def weights_file(directory: str | Path) -> Path | None:
 
 
 def weights_sha256(directory: str | Path) -> str | None:
-    from ..corpus import file_sha256
+    from ..checkpoint import file_sha256
 
     path = weights_file(directory)
     return file_sha256(path) if path else None

@@ -22,8 +22,7 @@ from typing import Any
 
 import torch
 
-from .checkpoint import CheckpointError, read_json, save_tensors, write_text_atomic
-from .corpus import file_sha256
+from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, write_text_atomic
 
 WEIGHTS = "model.safetensors"
 LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz"}  # training state and data caches

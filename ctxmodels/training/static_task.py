@@ -1,6 +1,6 @@
 """Training data for static vectors: skip-gram with negative sampling on the shared trainer.
 
-The corpus is read once, split into train and held-out documents (the convention of :mod:`ctxmodels.corpus`),
+The corpus is read once, split into train and held-out documents (the convention of :mod:`ctxmodels.training.corpus`),
 tokenised like the other models, counted on the training documents only, and stored as integer arrays in
 ``out/static-data.npz`` so that ``--resume`` and later runs skip that work.
 
@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from .checkpoint import read_json
-from .corpus import file_sha256, read_documents, split_documents
-from .elmo_data import tokenize as word_tokenize
-from .static import StaticConfig, StaticVectors, model_card, sgns_loss
+from ..checkpoint import file_sha256, read_json
+from ..static import StaticConfig, StaticVectors, model_card, sgns_loss
+from ..text import read_documents
+from ..text import tokenize as word_tokenize
+from .corpus import split_documents
 from .trainer import TrainConfig, TrainTask
 
 CACHE_NAME = "static-data.npz"

@@ -39,7 +39,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from .checkpoint import (
+from ..checkpoint import (
     CheckpointError,
     new_tmp_dir,
     read_json,
@@ -452,7 +452,7 @@ class Trainer:
 
 def load_model_weights(model: nn.Module, path: str | Path) -> None:
     """Load our own safetensors weights into ``model``, strictly, with a clear error on mismatch."""
-    from .checkpoint import load_tensors
+    from ..checkpoint import load_tensors
 
     state = load_tensors(path)
     own = model.state_dict()

@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,91 +51,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
-from .checkpoint import CheckpointError, read_json, write_json, write_text_atomic
-from .corpus import file_sha256, heldout_indices, read_documents
-from .elmo import PRESETS, ElmoConfig, ElmoLanguageModel
-from .formats.allennlp import save_elmo
+from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
+from ..checkpoint import CheckpointError, file_sha256, read_json, write_json, write_text_atomic
+from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
+from ..formats.allennlp import save_elmo
+from ..text import read_documents, sentences, tokenizer_fingerprint
+from .corpus import heldout_indices
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card
 
 UNK_TOKEN = "<UNK>"
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
-
-# ----------------------------------------------------------------------------------------------------------
-# tokenisation
-
-# Letters, digits and underscore (\w), plus combining accents so that a decomposed "é" stays inside its word.
-_WORD_CHAR = r"[\w\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]"
-# Titles that end in a period but rarely end a sentence; keeping the period on them stops the sentence
-# splitter from cutting "Mr. Dowling" in two.
-_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Messrs", "Mme", "Mlle", "Dr", "St", "Jr", "Sr", "Prof", "Rev", "Capt", "Col",
-                  "Gen", "Lt", "Hon")
-TOKEN_PATTERN = re.compile(
-    rf"(?:{'|'.join(_ABBREVIATIONS)})\.(?!{_WORD_CHAR})"  # Mr.  Mrs.  St.
-    r"|\d+(?:[.,:]\d+)+"  # 1,000  3.14  10:30
-    rf"|{_WORD_CHAR}+(?:['’\-]{_WORD_CHAR}+)*"  # words, with inner apostrophes and hyphens: don't, drawing-room
-    r"|\S"  # anything else is a token of its own: punctuation, dashes, quotes, symbols, each emoji code point
-)
-
-_TERMINALS = frozenset(".!?")
-_CLOSERS = frozenset("”’»)]}\"'")  # may follow the terminal inside the sentence: ."  ?)
-_OPENERS = frozenset("“‘«([\"'")
-
-
-def tokenize_with_offsets(text: str) -> list[tuple[str, int, int]]:
-    """Words of ``text`` with their character spans ``(word, start, end)``; see :func:`tokenize`."""
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
-    return [(m.group(), m.start(), m.end()) for m in TOKEN_PATTERN.finditer(text)]
-
-
-def tokenize(text: str) -> list[str]:
-    """Split text into words the way the ELMo models of this project were trained.
-
-    Rules, in order: a title with its period (``Mr.``, ``Mrs.``, ``St.``) is one token; a number with inner
-    separators (``1,000``, ``3.14``) is one token; a run of letters/digits, joined by inner apostrophes or
-    hyphens (``don't``, ``o’clock``, ``drawing-room``) is one token; every other non-space character
-    (punctuation, dashes, quotes, symbols, each code point of an emoji) is a token of its own. Case is kept.
-    """
-    return [w for w, _, _ in tokenize_with_offsets(text)]
-
-
-def split_sentences(tokens: Sequence[tuple[str, int, int]]) -> list[list[str]]:
-    """Group the output of :func:`tokenize_with_offsets` into sentences.
-
-    A sentence ends after ``.``, ``!`` or ``?`` (and any closing quotes or brackets right after them) when the
-    next token starts with a capital letter or an opening quote. Good enough for novels; never loses a token.
-    """
-    sentences: list[list[str]] = []
-    current: list[str] = []
-    i, n = 0, len(tokens)
-    while i < n:
-        word, _, end = tokens[i]
-        current.append(word)
-        i += 1
-        if word not in _TERMINALS:
-            continue
-        while i < n and tokens[i][0] in _TERMINALS:  # "?!" and "..."
-            current.append(tokens[i][0])
-            end = tokens[i][2]
-            i += 1
-        # Closers belong to the sentence when they touch it: ."  but not the opening quote in ". "Go
-        while i < n and tokens[i][0] in _CLOSERS and tokens[i][1] == end:
-            current.append(tokens[i][0])
-            end = tokens[i][2]
-            i += 1
-        if i == n or tokens[i][0][0].isupper() or tokens[i][0] in _OPENERS:
-            sentences.append(current)
-            current = []
-    if current:
-        sentences.append(current)
-    return sentences
-
-
-def sentences(text: str) -> list[list[str]]:
-    """Tokenise ``text`` and split it into sentences (lists of words)."""
-    return split_sentences(tokenize_with_offsets(text))
-
 
 # ----------------------------------------------------------------------------------------------------------
 # output vocabulary
@@ -283,12 +206,6 @@ class EncodedCorpus:
         if len(types) != len(arrays["type_chars"]) or len(types) != len(arrays["type_to_vocab"]):
             return None
         return cls(types=types, vocab=vocab, **arrays)
-
-
-def _tokenizer_fingerprint() -> str:
-    """Changes whenever the tokenisation rules change, so a cache made with other rules is not reused."""
-    rules = "\n".join([TOKEN_PATTERN.pattern, *("".join(sorted(chars)) for chars in (_TERMINALS, _CLOSERS, _OPENERS))])
-    return hashlib.sha256(rules.encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -668,7 +585,7 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
     docs = read_documents(corpus)
     held = heldout_indices(len(docs), heldout_docs, seed)
     info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
-    key = {"version": CACHE_VERSION, "tokenizer": _tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
+    key = {"version": CACHE_VERSION, "tokenizer": tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
            "vocab_size": vocab_size}
     encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
     if encoded is None:

@@ -1,0 +1,251 @@
+"""Text handling shared by every model, trainer and analysis: words, sentences, inflections, corpus files.
+
+* :func:`tokenize` / :func:`tokenize_with_offsets` — the project's one word tokenizer (punctuation split off,
+  ``don't`` and ``drawing-room`` kept whole). The ELMo and static trainers cut their corpus with it and the
+  analysis code cuts every sentence it feeds a model with it, so training and analysis see the same words.
+* :func:`split_sentences` / :func:`sentences` — a sentence splitter good enough for novels.
+* :func:`inflections` — a word's simple English inflections (bank -> banks, run -> ran, running).
+* :func:`read_documents` — the plain-text corpus format (one paragraph a line, blank lines between documents).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+# ----------------------------------------------------------------------------------------------------------
+# tokenisation
+
+# Letters, digits and underscore (\w), plus combining accents so that a decomposed "é" stays inside its word.
+_WORD_CHAR = r"[\w\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]"
+# Titles that end in a period but rarely end a sentence; keeping the period on them stops the sentence
+# splitter from cutting "Mr. Dowling" in two.
+_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Messrs", "Mme", "Mlle", "Dr", "St", "Jr", "Sr", "Prof", "Rev", "Capt", "Col",
+                  "Gen", "Lt", "Hon")
+TOKEN_PATTERN = re.compile(
+    rf"(?:{'|'.join(_ABBREVIATIONS)})\.(?!{_WORD_CHAR})"  # Mr.  Mrs.  St.
+    r"|\d+(?:[.,:]\d+)+"  # 1,000  3.14  10:30
+    rf"|{_WORD_CHAR}+(?:['’\-]{_WORD_CHAR}+)*"  # words, with inner apostrophes and hyphens: don't, drawing-room
+    r"|\S"  # anything else is a token of its own: punctuation, dashes, quotes, symbols, each emoji code point
+)
+
+_TERMINALS = frozenset(".!?")
+_CLOSERS = frozenset("”’»)]}\"'")  # may follow the terminal inside the sentence: ."  ?)
+_OPENERS = frozenset("“‘«([\"'")
+
+
+def tokenize_with_offsets(text: str) -> list[tuple[str, int, int]]:
+    """Words of ``text`` with their character spans ``(word, start, end)``; see :func:`tokenize`."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    return [(m.group(), m.start(), m.end()) for m in TOKEN_PATTERN.finditer(text)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into words the way the ELMo models of this project were trained.
+
+    Rules, in order: a title with its period (``Mr.``, ``Mrs.``, ``St.``) is one token; a number with inner
+    separators (``1,000``, ``3.14``) is one token; a run of letters/digits, joined by inner apostrophes or
+    hyphens (``don't``, ``o’clock``, ``drawing-room``) is one token; every other non-space character
+    (punctuation, dashes, quotes, symbols, each code point of an emoji) is a token of its own. Case is kept.
+    """
+    return [w for w, _, _ in tokenize_with_offsets(text)]
+
+
+def split_sentences(tokens: Sequence[tuple[str, int, int]]) -> list[list[str]]:
+    """Group the output of :func:`tokenize_with_offsets` into sentences.
+
+    A sentence ends after ``.``, ``!`` or ``?`` (and any closing quotes or brackets right after them) when the
+    next token starts with a capital letter or an opening quote. Good enough for novels; never loses a token.
+    """
+    sentences: list[list[str]] = []
+    current: list[str] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        word, _, end = tokens[i]
+        current.append(word)
+        i += 1
+        if word not in _TERMINALS:
+            continue
+        while i < n and tokens[i][0] in _TERMINALS:  # "?!" and "..."
+            current.append(tokens[i][0])
+            end = tokens[i][2]
+            i += 1
+        # Closers belong to the sentence when they touch it: ."  but not the opening quote in ". "Go
+        while i < n and tokens[i][0] in _CLOSERS and tokens[i][1] == end:
+            current.append(tokens[i][0])
+            end = tokens[i][2]
+            i += 1
+        if i == n or tokens[i][0][0].isupper() or tokens[i][0] in _OPENERS:
+            sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def sentences(text: str) -> list[list[str]]:
+    """Tokenise ``text`` and split it into sentences (lists of words)."""
+    return split_sentences(tokenize_with_offsets(text))
+
+
+def tokenizer_fingerprint() -> str:
+    """Changes whenever the tokenisation rules change, so a cache made with other rules is not reused."""
+    rules = "\n".join([TOKEN_PATTERN.pattern, *("".join(sorted(chars)) for chars in (_TERMINALS, _CLOSERS, _OPENERS))])
+    return hashlib.sha256(rules.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# inflections
+#
+# A deliberately small rule set, not a morphological analyser: for a base form it adds the -s, -ed and -ing
+# forms by the regular spelling rules, plus the forms of a short list of irregular verbs and nouns. It does
+# not lemmatise regular forms ("banks" finds "banks" and its own regular forms, not "bank"), does not add
+# comparatives (-er/-est would turn "play" into "player"). find_occurrences adds the possessive 's, which the
+# word tokenizer keeps on the word ("bank's" is one word). A caller who needs more passes the forms explicitly:
+# ``inflections=["run", "ran", ...]``.
+
+_IRREGULAR_TABLE = """
+be am is are was were been being | have has had having | do does did done doing | go goes went gone going
+run ran | come came | become became | bear bore borne born | begin began begun | break broke broken
+bring brought | buy bought | catch caught | choose chose chosen | draw drew drawn | drink drank drunk
+drive drove driven | eat ate eaten | fall fell fallen | feel felt | fight fought | find found | fly flew flown
+forget forgot forgotten | get got gotten | give gave given | grow grew grown | hang hung hanged | hear heard
+hide hid hidden | hold held | keep kept | know knew known | lay laid | lead led | leave left | lend lent
+lie lay lain lying lied | light lit lighted | lose lost | make made | mean meant | meet met | pay paid
+ride rode ridden | ring rang rung | rise rose risen | say said | see saw seen | sell sold | send sent
+shake shook shaken | shine shone | shoot shot | sing sang sung | sink sank sunk | sit sat | sleep slept
+speak spoke spoken | spend spent | spring sprang sprung | stand stood | steal stole stolen | strike struck
+swim swam swum | take took taken | teach taught | tear tore torn | tell told | think thought | throw threw thrown
+wake woke woken | wear wore worn | win won | write wrote written | man men | woman women | child children
+foot feet | tooth teeth | mouse mice | goose geese | person people | leaf leaves | life lives | knife knives
+wife wives | wolf wolves | half halves
+"""
+
+
+def _irregular_groups() -> dict[str, list[tuple[str, ...]]]:
+    """Every listed form -> the groups (lemma first) it belongs to; "lay" belongs to both lie and lay."""
+    index: dict[str, list[tuple[str, ...]]] = {}
+    for chunk in re.split(r"[|\n]", _IRREGULAR_TABLE):
+        group = tuple(chunk.split())
+        for form in group:
+            index.setdefault(form, []).append(group)
+    return index
+
+
+_IRREGULAR = _irregular_groups()
+_VOWELS = set("aeiou")
+
+
+def _doubles_final_consonant(w: str) -> bool | None:
+    """True: double (run -> running); False: do not; None: unsure (both spellings are generated)."""
+    if len(w) < 3 or w[-1] in _VOWELS or w[-1] in "wxy" or w[-2] not in _VOWELS or w[-3] in _VOWELS:
+        return False
+    vowel_groups = len(re.findall(r"[aeiouy]+", w[:-1]))
+    return True if vowel_groups == 1 else None  # one syllable: stop -> stopped; admit/visit: cannot tell
+
+
+def _regular_forms(w: str, with_past: bool = True) -> set[str]:
+    forms: set[str] = set()
+    consonant_y = len(w) > 1 and w.endswith("y") and w[-2] not in _VOWELS
+    # -s (plural / third person)
+    if w.endswith(("s", "x", "z", "ch", "sh")):
+        forms.add(w + "es")
+    elif consonant_y:
+        forms.add(w[:-1] + "ies")
+    else:
+        forms.add(w + "s")
+        if w.endswith("o"):
+            forms.add(w + "es")  # go -> goes, potato -> potatoes (pianos is covered by the line above)
+    # -ing and -ed
+    double = _doubles_final_consonant(w)
+    stems = {w + w[-1]} if double else ({w, w + w[-1]} if double is None else {w})
+    if w.endswith("ie"):
+        forms.add(w[:-2] + "ying")
+    elif w.endswith("e") and not w.endswith(("ee", "ye", "oe")):
+        forms.add(w[:-1] + "ing")
+    else:
+        forms.update(s + "ing" for s in stems)
+    if with_past:
+        if w.endswith("e"):
+            forms.add(w + "d")
+        elif consonant_y:
+            forms.add(w[:-1] + "ied")
+        else:
+            forms.update(s + "ed" for s in stems)
+    return forms
+
+
+def inflections(word: str) -> set[str]:
+    """Simple English inflections of ``word`` (lower case), the word itself included.
+
+    ``run`` -> {run, runs, ran, running}; ``bank`` -> {bank, banks, banked, banking}; ``ran`` -> the run group.
+    A listed irregular form brings its whole group; "lay" brings both lie and lay, "saw" the forms of see.
+    """
+    w = word.strip().casefold()
+    forms = {w}
+    groups = _IRREGULAR.get(w, [])
+    for group in groups:
+        forms.update(group)
+        # The table lists the past forms of an irregular lemma (and any irregular -s or -ing form); add the
+        # regular -s and -ing forms only where it lists none.
+        regular = _regular_forms(group[0], with_past=False)
+        if not any(f.endswith("s") for f in group[1:]):
+            forms.update(f for f in regular if f.endswith("s"))
+        if not any(f.endswith("ing") for f in group[1:]):
+            forms.update(f for f in regular if f.endswith("ing"))
+    if not groups and w.isalpha():
+        forms.update(_regular_forms(w))
+    return forms
+
+
+# ----------------------------------------------------------------------------------------------------------
+# corpus files
+
+Document = list[str]  # the paragraphs of one document, in order
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be used; the message names the file and says what to do."""
+
+
+def read_documents(path: str | Path) -> list[Document]:
+    """Read a corpus into documents: lists of paragraph lines, split at blank lines.
+
+    Lines are stripped; runs of blank lines count as one separator. The file is decoded line by line, so a
+    non-UTF-8 byte is reported with its line number, and memory stays close to the size of the text itself.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{path}: corpus file not found")
+    if not path.is_file():
+        raise CorpusError(f"{path}: not a file (pass a plain-text corpus file with --corpus)")
+    docs: list[Document] = []
+    current: Document = []
+    try:
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise CorpusError(
+                        f"{path}: line {lineno} is not UTF-8 ({e.reason} at byte {e.start} of the line); "
+                        "convert the file to UTF-8 first, e.g. `iconv -f latin1 -t utf-8`"
+                    ) from None
+                if lineno == 1:
+                    line = line.lstrip("\ufeff")  # byte-order mark written by some editors
+                line = line.strip()
+                if line:
+                    current.append(line)
+                elif current:
+                    docs.append(current)
+                    current = []
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot read the corpus ({e.strerror or e})") from e
+    if current:
+        docs.append(current)
+    if not docs:
+        raise CorpusError(f"{path}: the corpus is empty (no text lines); expected one paragraph a line")
+    return docs
