@@ -1,6 +1,11 @@
-"""The explorer app: ``streamlit run app/Home.py`` from the repository root (see app/common.py for the settings).
+"""The explorer app: ``streamlit run app/Home.py`` from the repository root (app/settings.py lists the operator's
+settings).
 
-This script only sets the page up and hands over to ``st.navigation``; each page lives in ``app/pages/``.
+This script only sets the page up and hands over to ``st.navigation``; each page lives in ``app/views/``. Pages
+stay thin: they read widgets, call the core (``ctxmodels.analysis``) and draw with ``app/figures.py``. What exists
+once per server (the loaded models, the UMAP warm-up, the training job) sits behind ``st.cache_resource``; what
+belongs to one visitor sits in ``st.session_state`` and, where a shared link must reproduce it, in the URL
+(``app/url_state.py``).
 """
 
 import sys
@@ -12,12 +17,14 @@ if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app
 
 import streamlit as st  # noqa: E402
 
-from app import common  # noqa: E402
+from app.presentation import PRESENTATION_CSS, presenting, start_presenting  # noqa: E402
+from app.url_state import to_url, url_state  # noqa: E402
+from app.warm_up import umap_warm_up  # noqa: E402
 
-present = common.presenting()
+present = presenting()
 st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
-common.umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
+umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
 
 PAGES = [
     st.Page("views/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
@@ -30,20 +37,20 @@ PAGES = [
 page = st.navigation(PAGES, position="top" if present else "sidebar")
 
 if present:
-    st.markdown(common.PRESENTATION_CSS, unsafe_allow_html=True)
+    st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
 else:
     with st.sidebar:
-        st.toggle("Presentation mode", value=False, key="present_toggle", on_change=common.start_presenting,
+        st.toggle("Presentation mode", value=False, key="present_toggle", on_change=start_presenting,
                   help="Larger text, no sidebar: for a projector. A link with ?present=1 opens in this mode.")
-        common.url_state("image_format", "png", options=["png", "svg"])
+        url_state("image_format", "png", options=["png", "svg"])
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True,
                  help="The camera icon above each figure downloads it in this format.")
 
-common.to_url("present")
+to_url("present")
 page.run()
 
 if present and st.button("Leave presentation mode", type="tertiary"):
     st.session_state["present"] = False
     st.session_state["present_toggle"] = False
-    common.to_url("present")
+    to_url("present")
     st.rerun()

@@ -38,10 +38,10 @@ def median_time(fn, repeat: int) -> float:
 
 def occurrence_set(n_target: int = 300) -> tuple[list[str], str]:
     """Preset sentences (all words) with enough occurrences of "the" to reach about ``n_target``."""
-    from app import common
+    from app.presets import preset_sentences, preset_words
     from ctxmodels.analysis.vectors import find_occurrences
 
-    lines = [s for w in common.preset_words() for s in common.preset_sentences(w)]
+    lines = [s for w in preset_words() for s in preset_sentences(w)]
     found = find_occurrences(lines, "the")
     per_line = len(found.occurrences) / len(lines)
     keep = int(n_target / per_line) + 1
@@ -51,8 +51,8 @@ def occurrence_set(n_target: int = 300) -> tuple[list[str], str]:
 def bench_layer_switch(model, repeat: int) -> tuple[float, int]:
     """Changing the layer: vectors from the cache, a joint PCA of 2 x n occurrences, two scatters to JSON."""
     from app import figures
-    from app.common import centred_directions
     from ctxmodels.analysis import projections, vectors
+    from ctxmodels.analysis.word_senses import centred_directions
 
     lines, target = occurrence_set()
     ov = vectors.word_vectors(model, lines, target)  # first call embeds (not timed: the page caches it)

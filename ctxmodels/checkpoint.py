@@ -6,7 +6,6 @@ save never leaves a half-written checkpoint behind: the previous one stays reada
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -90,10 +89,6 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path}: expected a dict of tensors")
     return {k: v.float() if v.dtype in HALF_DTYPES else v for k, v in state.items()}
 
-
-
-def config_to_dict(config: Any) -> dict:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
 
 
 def replace_dir_atomic(tmp_dir: Path, final_dir: Path) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -58,39 +57,13 @@ class LSTMConfig:
     use_skip_connections: bool = True
 
 
-def _options_error(msg: str) -> ValueError:
+def options_error(msg: str) -> ValueError:
     return ValueError(f"ELMo options: {msg}")
-
-
-def _get(d: dict, key: str, kind: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
-    if key not in d:
-        if default is ...:
-            raise _options_error(f"missing required field '{where}{key}'")
-        return default
-    value = d[key]
-    # bool is an int in Python; a flag given where a number is expected is a mistake worth reporting.
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        raise _options_error(f"field '{where}{key}' must be {_kind_name(kind)}, got {value!r}")
-    return value
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    return " or ".join(k.__name__ for k in _as_tuple(kind))
-
-
-def _clip_value(d: dict, key: str) -> float | None:
-    value = _get(d, key, (int, float, type(None)), "lstm.", default=None)
-    # bilm-tf treats a missing or zero clip as "no clipping".
-    return float(value) if value else None
 
 
 @dataclass
 class ElmoConfig:
-    """Mirrors the published ``options.json``; :meth:`from_options` / :meth:`to_options` convert."""
+    """Mirrors the published ``options.json`` (read and written by :mod:`ctxmodels.formats.allennlp`)."""
 
     char_cnn: CharCNNConfig = field(default_factory=CharCNNConfig)
     lstm: LSTMConfig = field(default_factory=LSTMConfig)
@@ -103,114 +76,31 @@ class ElmoConfig:
     def validate(self) -> None:
         c, s = self.char_cnn, self.lstm
         if c.embedding_dim <= 0:
-            raise _options_error(f"char_cnn.embedding.dim must be positive, got {c.embedding_dim}")
+            raise options_error(f"char_cnn.embedding.dim must be positive, got {c.embedding_dim}")
         if not c.filters:
-            raise _options_error("char_cnn.filters must list at least one [width, count] pair")
+            raise options_error("char_cnn.filters must list at least one [width, count] pair")
         for f in c.filters:
             if len(f) != 2 or not all(isinstance(v, int) and v > 0 for v in f):
-                raise _options_error(f"char_cnn.filters entries must be [width, count] positive ints, got {f!r}")
+                raise options_error(f"char_cnn.filters entries must be [width, count] positive ints, got {f!r}")
             if f[0] > c.max_characters_per_token:
-                raise _options_error(f"filter width {f[0]} exceeds max_characters_per_token "
+                raise options_error(f"filter width {f[0]} exceeds max_characters_per_token "
                                      f"{c.max_characters_per_token}")
         if c.activation not in ("relu", "tanh"):
-            raise _options_error(f"char_cnn.activation must be 'relu' or 'tanh', got {c.activation!r}")
+            raise options_error(f"char_cnn.activation must be 'relu' or 'tanh', got {c.activation!r}")
         if c.n_highway < 0:
-            raise _options_error(f"char_cnn.n_highway must be >= 0, got {c.n_highway}")
+            raise options_error(f"char_cnn.n_highway must be >= 0, got {c.n_highway}")
         if c.n_characters != N_CHARACTERS:
-            raise _options_error(f"char_cnn.n_characters must be {N_CHARACTERS} (261 or 262 in options.json), "
+            raise options_error(f"char_cnn.n_characters must be {N_CHARACTERS} (261 or 262 in options.json), "
                                  f"got {c.n_characters}")
         if c.max_characters_per_token < 3:
-            raise _options_error("char_cnn.max_characters_per_token must be at least 3")
+            raise options_error("char_cnn.max_characters_per_token must be at least 3")
         for name in ("dim", "projection_dim", "n_layers"):
             if getattr(s, name) <= 0:
-                raise _options_error(f"lstm.{name} must be positive, got {getattr(s, name)}")
+                raise options_error(f"lstm.{name} must be positive, got {getattr(s, name)}")
         if self.n_tokens_vocab < 0:
-            raise _options_error(f"n_tokens_vocab must be >= 0, got {self.n_tokens_vocab}")
+            raise options_error(f"n_tokens_vocab must be >= 0, got {self.n_tokens_vocab}")
         if not 0.0 <= self.dropout < 1.0:
-            raise _options_error(f"dropout must be in [0, 1), got {self.dropout}")
-
-    # -- options.json layout ---------------------------------------------------------------------------
-    @classmethod
-    def from_options(cls, options: dict) -> ElmoConfig:
-        """Build from an ``options.json`` dict (published or ours); raises ValueError naming the bad field."""
-        if not isinstance(options, dict):
-            raise _options_error(f"expected a JSON object, got {type(options).__name__}")
-        model_type = options.get("model_type", "elmo")
-        if model_type != "elmo":
-            raise _options_error(f"model_type is {model_type!r}, not 'elmo'")
-        cnn = _get(options, "char_cnn", dict, "")
-        lstm = _get(options, "lstm", dict, "")
-        emb = _get(cnn, "embedding", dict, "char_cnn.")
-        filters = _get(cnn, "filters", list, "char_cnn.")
-        if not all(isinstance(f, (list, tuple)) for f in filters):
-            raise _options_error(f"char_cnn.filters must be a list of [width, count] pairs, got {filters!r}")
-        n_characters = _get(cnn, "n_characters", int, "char_cnn.", default=N_CHARACTERS)
-        # bilm-tf trains with 261 and reads with 262 (the extra row is the padding id 0); both mean the same.
-        if n_characters == N_CHARACTERS - 1:
-            n_characters = N_CHARACTERS
-        return cls(
-            char_cnn=CharCNNConfig(
-                embedding_dim=_get(emb, "dim", int, "char_cnn.embedding."),
-                filters=[list(f) for f in filters],
-                n_highway=_get(cnn, "n_highway", (int, type(None)), "char_cnn.", default=0) or 0,
-                activation=_get(cnn, "activation", str, "char_cnn.", default="relu"),
-                n_characters=n_characters,
-                max_characters_per_token=_get(cnn, "max_characters_per_token", int, "char_cnn.", default=MAX_CHARS),
-            ),
-            lstm=LSTMConfig(
-                dim=_get(lstm, "dim", int, "lstm."),
-                projection_dim=_get(lstm, "projection_dim", int, "lstm."),
-                n_layers=_get(lstm, "n_layers", int, "lstm.", default=1),  # bilm-tf's default
-                cell_clip=_clip_value(lstm, "cell_clip"),
-                proj_clip=_clip_value(lstm, "proj_clip"),
-                use_skip_connections=_get(lstm, "use_skip_connections", bool, "lstm.", default=False),
-            ),
-            n_tokens_vocab=_get(options, "n_tokens_vocab", (int, type(None)), "", default=0) or 0,
-            dropout=float(_get(options, "dropout", (int, float), "", default=0.1)),
-        )
-
-    def to_options(self) -> dict:
-        c, s = self.char_cnn, self.lstm
-        return {
-            "model_type": "elmo",
-            "char_cnn": {
-                "embedding": {"dim": c.embedding_dim},
-                "filters": [list(f) for f in c.filters],
-                "n_highway": c.n_highway,
-                "activation": c.activation,
-                "n_characters": c.n_characters,
-                "max_characters_per_token": c.max_characters_per_token,
-            },
-            "lstm": {
-                "dim": s.dim,
-                "projection_dim": s.projection_dim,
-                "n_layers": s.n_layers,
-                "cell_clip": s.cell_clip,
-                "proj_clip": s.proj_clip,
-                "use_skip_connections": s.use_skip_connections,
-            },
-            "n_tokens_vocab": self.n_tokens_vocab,
-            "dropout": self.dropout,
-        }
-
-    def save(self, directory: str | Path) -> None:
-        from .checkpoint import write_json
-
-        write_json(Path(directory) / "config.json", self.to_options())
-
-    @classmethod
-    def load(cls, path: str | Path) -> ElmoConfig:
-        """Read ``config.json`` (or any options file) from a directory or a file path."""
-        from .checkpoint import CheckpointError, read_json
-
-        path = Path(path)
-        file = path / "config.json" if path.is_dir() else path
-        try:
-            return cls.from_options(read_json(file))
-        except CheckpointError:
-            raise
-        except ValueError as e:
-            raise CheckpointError(f"{file}: {e}") from e
+            raise options_error(f"dropout must be in [0, 1), got {self.dropout}")
 
     # -- presets -----------------------------------------------------------------------------------------
     @classmethod

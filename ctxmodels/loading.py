@@ -8,7 +8,8 @@ What it accepts, tried in this order:
    directory, or a word2vec/GloVe ``.txt`` / ``.vec`` file;
 2. a short name of a shipped model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in
    ``assets/``), looked up in ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
-3. ``ORG/NAME``: a model in the Hugging Face cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub``, ``~/.cache/huggingface/hub``).
+3. ``ORG/NAME``: a model in the Hugging Face cache (:func:`ctxmodels.paths.hf_cache_dirs`: ``$HF_HUB_CACHE``,
+   ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``).
 
 Whatever the source, the result is a :class:`LoadedModel`: its kind, layer names, capabilities, tokenizer,
 model card and one method that matters most, :meth:`LoadedModel.embed` (word-level vectors for every layer).
@@ -17,7 +18,6 @@ Each path is loaded once per process (the app asks for the same model on every r
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import warnings
@@ -30,6 +30,11 @@ import numpy as np
 import torch
 
 from .checkpoint import CheckpointError, read_json
+from .formats.huggingface import hf_cache_folder, hf_cached, hf_repo_name, hf_snapshot
+from .paths import assets_dir, hf_cache_dirs
+
+# The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
+# by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
 
 SHORT_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec")
 POOLINGS = ("mean", "first", "last")
@@ -257,10 +262,13 @@ class ElmoLoaded(LoadedModel):
     kind = "elmo"
 
     def __init__(self, name: str, path: Path | None, model, card: str = ""):
+        from .formats.allennlp import config_to_options
+
         cfg = model.config
         n = cfg.lstm.n_layers
         layer_names = ["layer 0 (char CNN)"] + [f"layer {k} (LSTM)" for k in range(1, n + 1)]
-        super().__init__(name, path, model, cfg.to_options(), layer_names, 2 * cfg.lstm.projection_dim, None, card)
+        dim = 2 * cfg.lstm.projection_dim
+        super().__init__(name, path, model, config_to_options(cfg), layer_names, dim, None, card)
 
     @property
     def has_lm(self) -> bool:  # type: ignore[override]
@@ -315,45 +323,6 @@ class StaticLoaded(LoadedModel):
 # finding the files
 
 
-def assets_dir() -> Path:
-    """Where shipped models live: ``$CTXMODELS_ASSETS``, else ``assets/`` at the repository root."""
-    env = os.environ.get("CTXMODELS_ASSETS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "assets"
-
-
-def hf_cache_dirs() -> list[Path]:
-    """The Hugging Face hub cache folders to search, most specific first (as huggingface_hub resolves them)."""
-    dirs = []
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(var):
-            dirs.append(Path(os.environ[var]))
-    if os.environ.get("HF_HOME"):
-        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    dirs.append((Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub")
-    seen, out = set(), []
-    for d in dirs:
-        if d not in seen:
-            seen.add(d)
-            out.append(d)
-    return out
-
-
-def hf_snapshot(repo_dir: Path) -> Path:
-    """The snapshot of a ``models--ORG--NAME`` cache folder that ``refs/main`` points to (else the newest)."""
-    snapshots = repo_dir / "snapshots"
-    candidates = sorted(p for p in snapshots.iterdir() if p.is_dir()) if snapshots.is_dir() else []
-    if not candidates:
-        raise ModelNotFoundError(f"{repo_dir}: a Hugging Face cache entry without snapshots (an interrupted "
-                                 "download?); download it again or point to a model directory")
-    ref = repo_dir / "refs" / "main"
-    if ref.is_file():
-        wanted = snapshots / ref.read_text(encoding="utf-8").strip()
-        if wanted.is_dir():
-            return wanted
-    return max(candidates, key=lambda p: p.stat().st_mtime)
-
-
 def hf_cache_models() -> list[dict[str, str]]:
     """Models in the Hugging Face cache that this package can read: ``{"name", "model_type", "path"}`` for each
     ``models--ORG--NAME`` entry whose snapshot holds a ``config.json`` (BERT-family encoders load; others are
@@ -363,7 +332,7 @@ def hf_cache_models() -> list[dict[str, str]]:
         if not cache.is_dir():
             continue
         for repo_dir in sorted(cache.glob("models--*")):
-            name = _hf_name(repo_dir)
+            name = hf_repo_name(repo_dir)
             if name in seen:
                 continue
             try:
@@ -374,14 +343,6 @@ def hf_cache_models() -> list[dict[str, str]]:
             seen.add(name)
             found.append({"name": name, "model_type": model_type, "path": str(snap)})
     return found
-
-
-def _hf_name(path: Path) -> str | None:
-    """"ORG/NAME" for a path inside a ``models--ORG--NAME`` cache folder."""
-    for part in (path, *path.parents):
-        if part.name.startswith("models--"):
-            return part.name[len("models--"):].replace("--", "/")
-    return None
 
 
 def resolve(path_or_name: str | Path) -> tuple[Path, str]:
@@ -398,10 +359,10 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
                 and (path.parent / "config.json").is_file():
             path = path.parent  # config.json or the weights of a checkpoint directory: the directory
         if path.is_dir() and path.name.startswith("models--") and (path / "snapshots").exists():
-            return hf_snapshot(path), _hf_name(path) or path.name
+            return hf_snapshot(path), hf_repo_name(path) or path.name
         # A published ELMo's options or weights file, or a config.json: the model is the folder.
         named = path.parent if path.is_file() and path.suffix.lower() in (".json", ".hdf5", ".h5") else path
-        return path, _hf_name(path) or named.name
+        return path, hf_repo_name(path) or named.name
     looked = [f"no file or directory {path}"]
 
     assets = assets_dir()
@@ -417,12 +378,11 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
         looked.append(f"no shipped model {candidate} (short names: {', '.join(SHORT_NAMES)})")
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", raw):
-        folder = "models--" + raw.replace("/", "--")
-        for d in hf_cache_dirs():
-            if (d / folder).is_dir():
-                return hf_snapshot(d / folder), raw
-        looked.append(f"no {folder} in the Hugging Face cache ({', '.join(str(d) for d in hf_cache_dirs())}); "
-                      "nothing is downloaded")
+        snapshot = hf_cached(raw)
+        if snapshot is not None:
+            return snapshot, raw
+        looked.append(f"no {hf_cache_folder(raw)} in the Hugging Face cache "
+                      f"({', '.join(str(d) for d in hf_cache_dirs())}); nothing is downloaded")
     raise ModelNotFoundError(f"cannot find a model {raw!r}: " + "; ".join(looked))
 
 

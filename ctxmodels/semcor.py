@@ -17,7 +17,6 @@ RB, plus a handful of VBN/VBD/VBG/NNS). ``NNP`` marks named entities, whose "lem
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -283,9 +282,10 @@ def _read_tags(path: Path, semcor: SemCor) -> None:
 
 
 def default_semcor_dir() -> Path:
-    """``$CTXMODELS_DATA/semcor``, else ``../shared/data/semcor`` beside the checkout."""
-    env = os.environ.get("CTXMODELS_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    """``$CTXMODELS_DATA/semcor``, else ``../shared/data/semcor`` beside the checkout (:mod:`ctxmodels.paths`)."""
+    from .paths import data_dir
+
+    root = data_dir()
     return root / "semcor"
 
 

@@ -19,10 +19,8 @@ The command ``ctxmodels neighbours --model DIR_OR_FILE WORD ...`` prints nearest
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import gzip
-import json
 import math
 import warnings
 from collections.abc import Iterable, Sequence
@@ -35,6 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from .cosine import unit_rows
 
 MODEL_TYPE = "static"
 INPUT_KEY = "input_embeddings.weight"
@@ -183,8 +182,8 @@ class StaticVectors(nn.Module):
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two words."""
-        va, vb = self.vectors([a, b])
-        return float(va @ vb / max(np.linalg.norm(va) * np.linalg.norm(vb), 1e-12))
+        ua, ub = unit_rows(self.vectors([a, b]))
+        return float(ua @ ub)
 
     def most_similar(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` nearest other words by cosine similarity, best first."""
@@ -199,9 +198,7 @@ class StaticVectors(nn.Module):
         q = np.asarray(vector.detach().cpu() if isinstance(vector, torch.Tensor) else vector, dtype=np.float32)
         if q.shape != (self.dim,):
             raise ValueError(f"expected a vector of shape ({self.dim},), got {q.shape}")
-        m = self._matrix()
-        norms = np.linalg.norm(m, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
-        sims = (m @ q) / np.maximum(norms, 1e-12)
+        sims = unit_rows(self._matrix()) @ unit_rows(q)
         for e in exclude:
             sims[e if isinstance(e, int) else self.index(e)] = -np.inf
         k = min(k, int(np.isfinite(sims).sum()))
@@ -484,33 +481,3 @@ m.most_similar("{words[0] if words else 'word'}")
 
 or `ctxmodels neighbours --model this/folder WORD`.
 """
-
-
-# ----------------------------------------------------------------------------------------------------------
-# CLI: ctxmodels neighbours --model DIR WORD [WORD...]
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="a static-vector folder, a word2vec/GloVe text file, or a short name (static-eltec)")
-    p.add_argument("words", nargs="+", metavar="WORD", help="words to find neighbours of")
-    p.add_argument("--k", type=int, default=10, help="neighbours per word (default 10)")
-    p.add_argument("--json", action="store_true", help="print JSON {word: [[neighbour, cosine], ...]}")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.k < 1:
-        raise ValueError(f"--k must be at least 1, got {args.k}")
-    from .loading import resolve
-
-    model = load_static(resolve(args.model)[0])  # a folder or file, or a short name (static-eltec)
-    model.vectors(args.words)  # one clear error naming every unknown word before printing anything
-    result = {w: model.most_similar(w, args.k) for w in args.words}
-    if args.json:
-        print(json.dumps({w: [[n, round(s, 6)] for n, s in ns] for w, ns in result.items()}, ensure_ascii=False))
-        return 0
-    for w, ns in result.items():
-        print(f"{w}:")
-        for rank, (n, s) in enumerate(ns, 1):
-            print(f"  {rank:>3}  {s:+.3f}  {n}")
-    return 0

@@ -1,7 +1,8 @@
 """Tiny random-weight models for the app's tests and for trying the app by hand.
 
 ``build_tiny_assets(folder)`` writes ``bert-eltec``, ``elmo-eltec`` and ``static-eltec`` (the shipped short names)
-plus ``bert-no-mlm`` (an encoder without its masked-LM head) and a small training corpus ``corpus.txt``.
+plus ``bert-no-mlm`` (an encoder without its masked-LM head), a small training corpus ``corpus.txt`` and a copy
+of the example sets (``examples/``: the app's preset sentences sit beside the models).
 Point ``CTXMODELS_ASSETS`` at the folder and the app opens on them::
 
     python tests/app_fixtures.py /tmp/tiny-assets
@@ -12,6 +13,7 @@ The weights are random, so the pictures mean nothing; the shapes, names and code
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -74,6 +76,8 @@ def build_tiny_assets(folder: str | Path) -> Path:
             folder / "static-eltec", card="# tiny static vectors\n\nRandom vectors, for tests.")
     if not (folder / "corpus.txt").is_file():
         write_corpus(folder / "corpus.txt")
+    if not (folder / "examples" / "senses").is_dir():
+        shutil.copytree(SENSES.parent, folder / "examples", dirs_exist_ok=True)
     return folder
 
 

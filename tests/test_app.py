@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from app import common, training
+from app import inputs, training
+from app.registry import registry
+from app.settings import settings
+from ctxmodels.thread_warnings import caught_warnings
 from tests.app_fixtures import build_tiny_assets
 
 pytest.importorskip("streamlit.testing.v1")
@@ -65,7 +68,7 @@ def test_without_models_every_page_says_what_to_do(tmp_path, monkeypatch):
     for name in PAGES:
         at = page(name)
         assert not at.exception, (name, texts(at.exception))
-        if name == "models" and common.registry().extra():
+        if name == "models" and registry().extra():
             continue  # a model trained earlier in this process is still registered
         if name in ("models", "overview"):
             assert any("No model is available" in w for w in texts(at.warning)), name
@@ -381,7 +384,7 @@ def test_models_page_trains_a_model_that_becomes_selectable(tmp_path):
     assert_clean(at)
     assert any("now selectable" in s for s in texts(at.success)), texts(at.markdown)[-3:]
     assert charts(at), "no loss chart"
-    trained = next(i for i in common.registry().extra() if Path(i).parent == tmp_path / "runs")
+    trained = next(i for i in registry().extra() if Path(i).parent == tmp_path / "runs")
     at = page("word_senses", projection="pca")
     assert Path(trained).name in at.multiselect(key="models").options  # options are shown by their label
 
@@ -399,19 +402,19 @@ def test_presentation_mode_from_the_url():
 def test_settings_from_environment_and_arguments(monkeypatch):
     monkeypatch.setenv("CTXMODELS_APP_MODELS", "/a, /b")
     monkeypatch.setenv("CTXMODELS_ALLOW_UPLOADS", "1")
-    s = common.settings(["--models", "/c", "/a", "--allow-paths"])
+    s = settings(["--models", "/c", "/a", "--allow-paths"])
     assert s.models == ["/a", "/b", "/c"] and s.allow_paths and s.allow_uploads
-    assert not common.settings([]).allow_paths
+    assert not settings([]).allow_paths
 
 
 def test_own_sentence_limits():
     with pytest.raises(ValueError, match="no sentences"):
-        common.own_sentences("  \n ")
+        inputs.own_sentences("  \n ")
     with pytest.raises(ValueError, match="at most"):
-        common.own_sentences("word " * (common.MAX_WORDS_PER_SENTENCE + 1))
+        inputs.own_sentences("word " * (inputs.MAX_WORDS_PER_SENTENCE + 1))
     with pytest.raises(ValueError, match="more than"):
-        common.own_sentences("bank\n" * (common.MAX_SENTENCES + 1))
-    assert common.own_sentences("a bank | money\n\nthe bank") == ["a bank | money", "the bank"]
+        inputs.own_sentences("bank\n" * (inputs.MAX_SENTENCES + 1))
+    assert inputs.own_sentences("a bank | money\n\nthe bank") == ["a bank | money", "the bank"]
 
 
 def test_training_command_and_metrics_reader(tmp_path):
@@ -461,7 +464,7 @@ def test_warnings_reach_the_visitor_who_caused_them():
     got: dict[str, list[str]] = {}
 
     def visitor(name: str) -> None:
-        with common.caught_warnings() as caught:
+        with caught_warnings() as caught:
             for i in range(3):
                 barrier.wait()  # both threads warn in lockstep, interleaved
                 warnings.warn(f"{name} {i}", UserWarning, stacklevel=1)

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ctxmodels import cli
+from ctxmodels.commands.train import add_common_arguments
 from ctxmodels.training import bert_task
 from ctxmodels.training.bert_data import (
     PretrainingData,
@@ -93,7 +94,7 @@ def segments(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def parse_bert_args(argv: list[str]) -> argparse.Namespace:
     """The arguments `ctxmodels train bert` would parse, for driving build_task directly."""
     p = argparse.ArgumentParser()
-    cli._add_common_train_arguments(p)
+    add_common_arguments(p)
     bert_task.add_train_arguments(p)
     return p.parse_args(argv)
 

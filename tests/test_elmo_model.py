@@ -16,6 +16,7 @@ from ctxmodels.char_ids import (
     word_to_char_ids,
 )
 from ctxmodels.elmo import PRESETS, ElmoBiLM, ElmoConfig, ElmoLanguageModel
+from ctxmodels.formats.allennlp import config_from_options, config_to_options, load_config, save_config
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_batch_char_ids_reject_untokenised_input(bad):
 def test_options_round_trip_and_presets():
     for name in PRESETS:
         config = ElmoConfig.preset(name)
-        assert ElmoConfig.from_options(config.to_options()) == config
+        assert config_from_options(config_to_options(config)) == config
     small = ElmoConfig.preset("published-small")
     assert small.char_cnn.embedding_dim == 16 and small.char_cnn.n_highway == 1
     assert small.char_cnn.filters == [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -98,8 +99,8 @@ def test_options_round_trip_and_presets():
 
 def test_config_save_load(tmp_path):
     config = ElmoConfig.preset("mini", n_tokens_vocab=100, dropout=0.2)
-    config.save(tmp_path)
-    assert ElmoConfig.load(tmp_path) == config
+    save_config(config, tmp_path)
+    assert load_config(tmp_path) == config
 
 
 @pytest.mark.parametrize(
@@ -117,10 +118,10 @@ def test_config_save_load(tmp_path):
     ],
 )
 def test_bad_options_give_clear_errors(change, message):
-    options = ElmoConfig.preset("tiny").to_options()
+    options = config_to_options(ElmoConfig.preset("tiny"))
     change(options)
     with pytest.raises(ValueError, match=message):
-        ElmoConfig.from_options(options)
+        config_from_options(options)
 
 
 def test_unknown_preset():

@@ -131,10 +131,19 @@ def test_choose_threshold_by_hand():
         ev.choose_threshold(np.array([np.nan]), [True])
 
 
-def test_macro_f1_by_hand():
-    assert ev.macro_f1(["a", "a", "b"], ["a", "b", "b"]) == pytest.approx((2 / 3 + 2 / 3) / 2)
-    # a class only predicted counts too (F1 0)
-    assert ev.macro_f1(["a", "a"], ["a", "c"]) == pytest.approx((2 / 3 + 0) / 2)
+def test_wsd_macro_f1_counts_a_class_only_predicted():
+    """A test set need not hold every train class: a class only predicted counts with F1 0, as in sklearn's
+    f1_score(average="macro"), the one definition the sense tables and the model cards use too."""
+    from sklearn.metrics import f1_score
+
+    from ctxmodels.analysis import metrics, senses
+
+    gold, pred = ["a", "a", "b"], ["a", "c", "b"]   # c: a train class absent from this test set
+    r = ev._wsd_record("m", "layer", "w", gold, pred)
+    assert r["macro_f1"] == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert r["macro_f1"] == pytest.approx(f1_score(gold, pred, average="macro", zero_division=0))
+    assert r["accuracy"] == pytest.approx(2 / 3)
+    assert ev.macro_f1 is senses.macro_f1 is metrics.macro_f1
 
 
 def write_wic_split(root: Path, split: str, rows: list[tuple[str, str, str, str]], gold: bool = True) -> None:

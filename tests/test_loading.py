@@ -133,14 +133,45 @@ def test_load_bert_from_the_hugging_face_cache(tmp_path, monkeypatch):
     assert hf_cache_models() == [{"name": "someorg/tiny-bert", "model_type": "bert", "path": str(m.path)}]
 
 
-def test_hf_home_is_searched(tmp_path, monkeypatch):
-    repo = tmp_path / "home" / "hub" / "models--org--m"
-    (repo / "snapshots").mkdir(parents=True)
-    make_bert_dir(repo / "snapshots", "rev1")
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
-    assert load("org/m").path == repo / "snapshots" / "rev1"
+def test_hugging_face_cache_environment_variables(tmp_path, monkeypatch):
+    """Each variable alone puts the cache where huggingface_hub puts it, and the loader, the BERT reader and the
+    Models page all follow it; with several set, the most specific comes first; cache_dir= overrides them all."""
+    from ctxmodels.formats.huggingface import resolve_checkpoint_dir
+    from ctxmodels.loading import hf_cache_dirs, hf_cache_models, resolve
+
+    def snapshot(root: Path, name: str) -> Path:
+        snap = root / f"models--org--{name}" / "snapshots" / "rev1"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text('{"model_type": "bert"}')
+        return snap
+
+    roots = {  # variable -> (its value, the cache folder it means)
+        "HF_HUB_CACHE": (tmp_path / "hub-cache", tmp_path / "hub-cache"),
+        "HUGGINGFACE_HUB_CACHE": (tmp_path / "old-hub-cache", tmp_path / "old-hub-cache"),
+        "HF_HOME": (tmp_path / "hf-home", tmp_path / "hf-home" / "hub"),
+        "XDG_CACHE_HOME": (tmp_path / "xdg", tmp_path / "xdg" / "huggingface" / "hub"),
+        "HOME": (tmp_path / "home", tmp_path / "home" / ".cache" / "huggingface" / "hub"),
+    }
+    for var, (value, root) in roots.items():
+        for other in roots:
+            monkeypatch.delenv(other, raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "no-home"))  # never this machine's own cache
+        monkeypatch.setenv(var, str(value))
+        name = var.lower().replace("_", "-")
+        snap = snapshot(root, name)
+        assert hf_cache_dirs()[0] == root, var
+        assert resolve(f"org/{name}") == (snap, f"org/{name}"), var
+        assert resolve_checkpoint_dir(f"org/{name}") == snap, var
+        assert {"name": f"org/{name}", "model_type": "bert", "path": str(snap)} in hf_cache_models(), var
+
+    for var, (value, _) in roots.items():
+        monkeypatch.setenv(var, str(value))
+    assert hf_cache_dirs() == [root for _, root in list(roots.values())[:4]]  # $XDG_CACHE_HOME replaces ~/.cache
+    first, later = snapshot(roots["HF_HUB_CACHE"][1], "both"), snapshot(roots["HF_HOME"][1], "both")
+    assert resolve("org/both")[0] == first and resolve_checkpoint_dir("org/both") == first
+    assert resolve_checkpoint_dir("org/both", cache_dir=roots["HF_HOME"][1]) == later
+    with pytest.raises(CheckpointError, match="models--org--hf-hub-cache"):
+        resolve_checkpoint_dir("org/hf-hub-cache", cache_dir=roots["HF_HOME"][1])
 
 
 def test_load_our_elmo(tmp_path):

@@ -13,7 +13,6 @@ from ctxmodels.analysis.senses import (
     contextuality_table,
     intra_sentence_similarity,
     knn_sense_accuracy,
-    macro_f1,
     majority_share,
     mfs_baseline,
     self_similarity,
@@ -98,21 +97,18 @@ def test_mfs_baseline_leave_one_out():
     assert majority_share(["x", "y", "y"]) == pytest.approx(2 / 3)
 
 
-def test_macro_f1_by_hand():
-    # true a a b c, predicted a b b b: a F1 = 2/3 (P 1, R 1/2), b F1 = 1/2 (P 1/3, R 1), c F1 = 0 -> 7/18
-    assert macro_f1(["a", "a", "b", "c"], ["a", "b", "b", "b"]) == pytest.approx(7 / 18)
-    with pytest.raises(ValueError, match="equally long"):
-        macro_f1(["a"], ["a", "b"])
-
-
-def test_macro_f1_equals_sklearn():
+@pytest.mark.parametrize("k", [1, 3])
+def test_knn_macro_f1_is_sklearns_on_its_predictions(k):
+    """The k-NN's macro-F1 is the package's one macro-F1 (ctxmodels.analysis.metrics, sklearn's definition), on
+    random vectors with senses of unequal size; a k-NN only ever predicts senses of the data."""
     from sklearn.metrics import f1_score
 
-    rng = np.random.default_rng(0)
-    y_true = rng.choice(["a", "b", "c", "d"], size=60)
-    y_pred = rng.choice(["a", "b", "c", "x"], size=60)  # "x" is not a true sense; "d" is never predicted
-    expected = f1_score(y_true, y_pred, labels=np.unique(y_true), average="macro", zero_division=0)
-    assert macro_f1(y_true, y_pred) == pytest.approx(expected)
+    rng = np.random.default_rng(k)
+    labels = ["a"] * 20 + ["b"] * 8 + ["c"] * 3 + ["d"] * 2
+    X = rng.normal(size=(len(labels), 5))
+    r = knn_sense_accuracy(X, labels, k=k)
+    assert set(r.predictions) <= set(labels)
+    assert r.macro_f1 == pytest.approx(f1_score(labels, r.predictions, average="macro", zero_division=0), abs=1e-12)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])

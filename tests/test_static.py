@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from ctxmodels import cli
 from ctxmodels.checkpoint import CheckpointError
+from ctxmodels.commands.train import add_common_arguments
 from ctxmodels.static import (
     StaticConfig,
     StaticVectors,
@@ -135,7 +136,7 @@ def test_resume_with_other_settings_is_refused(tmp_path, capsys):
 
 def _task(tmp_path: Path, corpus: Path, *extra: str) -> StaticTask:
     p = argparse.ArgumentParser()
-    cli._add_common_train_arguments(p)
+    add_common_arguments(p)
     add_train_arguments(p)
     args = p.parse_args(["--corpus", str(corpus), "--out", str(tmp_path / "out"), *TRAIN_ARGS, *extra])
     return build_task(args)[0]

@@ -6,18 +6,24 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import common, figures
+from app import figures
+from app.errors import guard, record_warnings, show_warnings
+from app.explanations import explain, page_header
+from app.inputs import check_text
+from app.plots import plot
+from app.registry import get_model, label, require_models
+from app.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
 
 GRID_TOKENS = 48  # the overview grid shows at most this many positions per map: it must stay light
 LINE_TOKENS = 60  # the line view draws up to T^2 segments: beyond this the heatmap is the readable view
 
-common.page_header(
+page_header(
     "Attention",
     "Each BERT layer has several attention heads; each head decides, for every token, how much to draw on "
     "every other token. Rows are the token that looks, columns the tokens it looks at.",
 )
-common.explain(
+explain(
     "A head projects every token to a query, a key and a value; the weights are the softmax of the scaled dot "
     "products of one token's query with all keys, so each row sums to 1. The layer's output concatenates the heads. "
     "*Merge word pieces*: attention to a word is the sum over its pieces, from a word the mean. *Hide [CLS]/[SEP]*: "
@@ -27,17 +33,17 @@ common.explain(
     ["attention", "multihead", "rollout"],
 )
 
-ids = common.require_models(kinds=["bert"], what="attention")
-common.url_state("att_model", ids[0], options=ids)
-common.url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.")
-common.url_state("pair", "")
-common.url_state("merge", True, kind=bool)
-common.url_state("hide", False, kind=bool)
-common.url_state("view", "head", options=["head", "mean", "rollout"])
-common.url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
+ids = require_models(kinds=["bert"], what="attention")
+url_state("att_model", ids[0], options=ids)
+url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.")
+url_state("pair", "")
+url_state("merge", True, kind=bool)
+url_state("hide", False, kind=bool)
+url_state("view", "head", options=["head", "mean", "rollout"])
+url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
 
 c1, c2 = st.columns([1, 3])
-model_id = c1.selectbox("Model", ids, key="att_model", format_func=common.label)
+model_id = c1.selectbox("Model", ids, key="att_model", format_func=label)
 sentence = c2.text_input("Sentence A", key="sentence")
 pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair")
 o1, o2, o3 = st.columns(3)
@@ -45,13 +51,13 @@ merge = o1.checkbox("Merge word pieces into words", key="merge")
 hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide")
 view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True,
                 format_func={"head": "one head", "mean": "mean over heads", "rollout": "rollout"}.get)
-common.to_url("att_model", "sentence", "pair", "merge", "hide", "view")
+to_url("att_model", "sentence", "pair", "merge", "hide", "view")
 
 
 @st.cache_data(max_entries=64, show_spinner="Running the model …")
 def raw_maps(model_id: str, text: str, pair: str | None) -> tuple[att.AttentionMaps, list[str]]:
-    with common.record_warnings() as warned:
-        maps = att.compute_attention(common.get_model(model_id), None, text, pair=pair or None)
+    with record_warnings() as warned:
+        maps = att.compute_attention(get_model(model_id), None, text, pair=pair or None)
     return maps, warned
 
 
@@ -67,11 +73,11 @@ def shown(maps: att.AttentionMaps, rollout: bool) -> att.AttentionMaps:
 
 
 maps = None
-with common.guard("The sentence"):
-    text = common.check_text(sentence, "sentence A")
-    pair_text = common.check_text(pair, "sentence B") if pair.strip() else None
+with guard("The sentence"):
+    text = check_text(sentence, "sentence A")
+    pair_text = check_text(pair, "sentence B") if pair.strip() else None
     maps, warned = raw_maps(model_id, text, pair_text)
-    common.show_warnings(warned)
+    show_warnings(warned)
 if maps is None:
     st.stop()
 
@@ -81,7 +87,7 @@ with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):
                  width="stretch")
 
 detail = None
-with common.guard("Attention"):
+with guard("Attention"):
     base = shown(maps, rollout=False)
     detail = shown(maps, rollout=True) if view == "rollout" else (att.mean_over_heads(base) if view == "mean"
                                                                    else base)
@@ -93,7 +99,7 @@ st.subheader("All layers and heads")
 if base.n_tokens > GRID_TOKENS:
     st.caption(f"The overview shows the first {GRID_TOKENS} of {base.n_tokens} positions of each map; the detail "
                "below shows them all.")
-common.plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
+plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
 
 # -- one map in detail --------------------------------------------------------------------------------------
 st.subheader("In detail")
@@ -109,11 +115,11 @@ tokens = detail.tokens
 data = pd.DataFrame(matrix, index=tokens, columns=tokens).reset_index(names="from")
 h1, h2 = st.columns(2)
 with h1:
-    common.plot(figures.attention_heatmap(matrix, tokens, title=what), f"attention-{what}", key="att::heat", data=data)
+    plot(figures.attention_heatmap(matrix, tokens, title=what), f"attention-{what}", key="att::heat", data=data)
 with h2:
     if len(tokens) <= LINE_TOKENS:
         threshold = st.slider("Hide lines below", 0.0, 0.5, 0.05, 0.01, key="att_threshold")
-        common.plot(figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
+        plot(figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
                     f"attention-lines-{what}", key="att::lines")
     else:
         st.info(f"The line view draws up to {LINE_TOKENS} tokens; this input has {len(tokens)}. Tick *merge word "
@@ -130,8 +136,8 @@ by = r1.selectbox("by", list(att.SUMMARY_COLUMNS), key="rank_by",
                                "to_sep": "attention to [SEP]", "to_self": "attention to itself",
                                "to_prev": "attends to the previous token", "to_next": "attends to the next token"}.get)
 ascending = r1.checkbox("lowest first", key="rank_ascending")
-common.to_url("rank_by")
-with common.guard("Ranking"):
+to_url("rank_by")
+with guard("Ranking"):
     summary = att.head_summaries(base)
     ranked = att.rank_heads(summary, by=by, ascending=ascending, top=12)
     r2.dataframe(ranked.drop(columns=["head_name"]).round(3), hide_index=True, width="stretch")

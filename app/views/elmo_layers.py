@@ -5,24 +5,29 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import common, figures
+from app import figures
+from app.errors import guard
+from app.explanations import FORMULAS, explain, page_header
+from app.plots import plot
+from app.registry import get_model, label, require_models
+from app.url_state import to_url, url_state
 from ctxmodels.analysis import probes
 
 TASK_NAMES = {"pos": "part of speech", "wsd": "word sense"}
 
-common.page_header(
+page_header(
     "ELMo layers",
     "ELMo hands a task not one layer but a learned mix of all of them. Train a small probe on top of the frozen "
     "model and read off which layers it wants:",
 )
-st.latex(common.FORMULAS["scalar_mix"])
+st.latex(FORMULAS["scalar_mix"])
 st.markdown(
     "The bars are the weights $s_j$ a probe learned for each layer $\\mathbf{h}_j$ (they sum to 1; $\\gamma$ "
     "scales the mix); the line is the accuracy of the same probe given one layer alone. **In the ELMo paper, "
     "part of speech is read best from the first LSTM layer and word sense from the top one: the layers carry "
     "different kinds of information, and the mix lets each task take what it needs.**"
 )
-common.explain(
+explain(
     "The probe (on SemCor sentences, split by sentence into train and test) is a scalar mix followed by one "
     "linear layer, trained with cross-entropy; the model itself is frozen. Each layer is standardised first, "
     "so the weights compare what the layers carry rather than their scales. The baseline is the majority tag "
@@ -31,16 +36,17 @@ common.explain(
     ["bilm", "scalar_mix"],
 )
 
-ids = common.require_models(need=lambda m: m.n_layers >= 2, what="layer probes")
-elmo_first = sorted(ids, key=lambda m: common.get_model(m).kind != "elmo")
-common.url_state("probe_model", elmo_first[0], options=ids)
-model_id = st.selectbox("Model", elmo_first, key="probe_model", format_func=common.label,
+ids = require_models(need=lambda m: m.n_layers >= 2, what="layer probes")
+elmo_first = sorted(ids, key=lambda m: get_model(m).kind != "elmo")
+url_state("probe_model", elmo_first[0], options=ids)
+model_id = st.selectbox("Model", elmo_first, key="probe_model", format_func=label,
                         help="ELMo first; a probe works on any model with several layers (BERT too).")
-common.to_url("probe_model")
-model = common.get_model(model_id)
+to_url("probe_model")
+model = get_model(model_id)
 
 
-results = common.cached_probe_results(model)
+found = {task: probes.latest_cached_result(model, task) for task in probes.TASKS}
+results = {task: r for task, r in found.items() if r is not None}  # the newest of each task
 for task in probes.TASKS:  # a result computed in this session (e.g. recomputed without caching) wins
     fresh = st.session_state.get(f"probe::{model_id}::{task}")
     if fresh is not None:
@@ -52,14 +58,14 @@ for col, task in zip(cols, probes.TASKS):
         st.subheader(TASK_NAMES[task])
         r = results.get(task)
         if r is None:
-            st.info(f"No {TASK_NAMES[task]} probe has been run on `{common.label(model_id)}` yet. Run one below "
+            st.info(f"No {TASK_NAMES[task]} probe has been run on `{label(model_id)}` yet. Run one below "
                     f"(or `ctxmodels probe --model ... --task {task}`); results are cached beside the model.")
             continue
         fig = figures.mix_weights_bars(r.layer_names, r.mix_weights, r.gamma, r.layer_accuracies,
                                        title=f"{TASK_NAMES[task]} probe")
         data = pd.DataFrame(r.rows()).assign(task=task, gamma=r.gamma, mix_accuracy=r.mix_accuracy,
                                              baseline=r.baseline_accuracy)
-        common.plot(fig, f"probe-{task}-{common.label(model_id)}", key=f"probe::{task}", data=data)
+        plot(fig, f"probe-{task}-{label(model_id)}", key=f"probe::{task}", data=data)
         base = "majority tag" if task == "pos" else "most frequent sense"
         st.markdown(f"Accuracy with the mix: **{r.mix_accuracy:.1%}** · best single layer "
                     f"({r.layer_names[r.best_layer]}): **{max(r.layer_accuracies):.1%}** · {base}: "
@@ -84,7 +90,7 @@ if go:
     def progress(fraction: float, message: str) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=message)
 
-    with common.guard("The probe"):
+    with guard("The probe"):
         settings = probes.ProbeSettings(n_sentences=int(n_sentences), epochs=int(epochs))
         result = probes.run_probe(model, task, settings, progress=progress, cache=not again)
         st.session_state[f"probe::{model_id}::{task}"] = result

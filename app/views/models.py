@@ -9,20 +9,27 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import common, figures, training
+from app import figures, training
+from app.errors import guard
+from app.explanations import explain, page_header
+from app.plots import plot
+from app.presets import preset_sentences, preset_words
+from app.registry import get_model, label, model_ids, no_models_message, registry
+from app.settings import settings
 from ctxmodels.analysis import projections, vectors
-from ctxmodels.loading import hf_cache_dirs, hf_cache_models
+from ctxmodels.loading import hf_cache_models
+from ctxmodels.paths import hf_cache_dirs
 
-common.page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
+page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
                    "watch it learn.")
-common.explain(
+explain(
     "**BERT** is trained to restore masked words (and to tell whether sentence B followed A); **ELMo** as two "
     "language models, one reading forward and one backward; **static vectors** (skip-gram) so that a word's "
     "vector predicts the words around it. The models trained here are tiny and see a tiny corpus: they are for "
     "watching training happen, not for good vectors.",
     ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"],
 )
-cfg = common.settings()
+cfg = settings()
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -37,24 +44,24 @@ def runner() -> training.JobRunner:
 
 # -- what is loaded -----------------------------------------------------------------------------------------
 st.subheader("Available models")
-ids = common.model_ids()
+ids = model_ids()
 if not ids:
-    common.no_models_message()
+    no_models_message()
 rows = []
 for mid in ids:
-    with common.guard(f"Loading {common.label(mid)}"):
-        d = common.get_model(mid).describe()
-        rows.append({"model": common.label(mid), "kind": d["kind"], "layers": len(d["layers"]), "dim": d["dim"],
+    with guard(f"Loading {label(mid)}"):
+        d = get_model(mid).describe()
+        rows.append({"model": label(mid), "kind": d["kind"], "layers": len(d["layers"]), "dim": d["dim"],
                      "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
                      "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for mid in ids:
         try:
-            m = common.get_model(mid)
+            m = get_model(mid)
         except Exception:  # noqa: BLE001 - already reported above
             continue
-        with st.expander(f"{common.label(mid)}: card and configuration"):
+        with st.expander(f"{label(mid)}: card and configuration"):
             st.markdown(m.card or "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
@@ -82,13 +89,13 @@ else:
                                "cache, a published ELMo folder, a word-vector .txt file")
         go = st.form_submit_button("Load")
     if go:
-        with common.guard("Loading"):
+        with guard("Loading"):
             import ctxmodels
             from ctxmodels.loading import resolve
 
             path, _ = resolve(source)
             model = ctxmodels.load(str(path))
-            common.registry().add(str(path))
+            registry().add(str(path))
             st.success(f"Loaded {model.name} ({model.kind}, {model.n_layers} layers); it is now selectable on "
                        "every page.")
 
@@ -132,8 +139,8 @@ def corpus_for(out: Path) -> Path:
             raise ValueError(f"{upload.name} is not UTF-8 text ({e}); save it as UTF-8 plain text") from e
         text = training.check_corpus(text, upload.name)
     else:
-        docs = ["\n".join(vectors.parse_labelled(s)[0] for s in common.preset_sentences(w))
-                for w in common.preset_words()]
+        docs = ["\n".join(vectors.parse_labelled(s)[0] for s in preset_sentences(w))
+                for w in preset_words()]
         text = "\n\n".join(docs) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -142,7 +149,7 @@ def corpus_for(out: Path) -> Path:
 
 
 if start and not busy:
-    with common.guard("Training"):
+    with guard("Training"):
         out = cfg.runs_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
         runner().start(kind, corpus_for(out), out, int(steps))
         st.rerun()
@@ -154,7 +161,7 @@ def preview(out: str, stamp: float, word: str) -> dict:
     import ctxmodels
 
     model = ctxmodels.load(out)
-    ov = vectors.word_vectors(model, common.preset_sentences(word), word, inflections=True)
+    ov = vectors.word_vectors(model, preset_sentences(word), word, inflections=True)
     proj = projections.project(ov.layer(-1), method="pca", seed=0)
     return {"coords": proj.coords, "labels": ov.labels,
             "hover": [figures.highlight(o.sentence, o.char_span) for o in ov.occurrences],
@@ -183,24 +190,24 @@ def job_panel() -> None:
     c1, c2 = st.columns(2)
     with c1:
         if any("loss" in r for r in records):
-            common.plot(figures.loss_chart(records), f"loss-{job.out.name}", key="train::loss",
+            plot(figures.loss_chart(records), f"loss-{job.out.name}", key="train::loss",
                         data=pd.DataFrame([r for r in records if "loss" in r]))
         else:
             st.caption("Waiting for the first loss (preparing the data) …")
     with c2:
-        word = st.selectbox("Word to watch", common.preset_words(), key="train_word")
+        word = st.selectbox("Word to watch", preset_words(), key="train_word")
         if job.has_model():
-            with common.guard("Preview"):
+            with guard("Preview"):
                 p = preview(str(job.out), model_stamp(job.out), word)
                 if np.isfinite(p["coords"]).any():
                     fig = figures.sense_scatter(p["coords"], p["labels"], p["hover"], marker_size=7,
                                                 title=f"{word}: {p['layer']}, PCA, at the last checkpoint")
-                    common.plot(fig, f"preview-{word}", key="train::preview")
+                    plot(fig, f"preview-{word}", key="train::preview")
         else:
             st.caption("The preview appears at the first checkpoint.")
     if not job.running:
         if job.has_model() and status in ("finished", "cancelled"):
-            common.registry().add(str(job.out))
+            registry().add(str(job.out))
             st.success(f"The model in `{job.out}` is now selectable on every page as `{job.out.name}`.")
         elif status == "failed":
             st.error("Training failed; the end of its log:")

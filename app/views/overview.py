@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from app import common
+from app.explanations import explain, page_header
+from app.registry import label, model_ids, no_models_message
 
-common.page_header(
+page_header(
     "ctxmodels explorer",
     "See how **contextual word representations** work. A static word vector gives *bank* one point, whether "
     "it is a river bank or the bank that holds money; **ELMo** and **BERT** give every occurrence its own "
@@ -24,14 +25,14 @@ cols[1].page_link("views/models.py", label="**Models** — what is loaded; train
                   icon=":material/model_training:")
 
 st.subheader("Models available")
-ids = common.model_ids()
+ids = model_ids()
 if not ids:
-    common.no_models_message()
+    no_models_message()
 else:
-    st.markdown(", ".join(f"`{common.label(i)}`" for i in ids) +
+    st.markdown(", ".join(f"`{label(i)}`" for i in ids) +
                 ". They load on first use and are shared by everyone using this server.")
 
-common.explain(
+explain(
     "Each page says what it shows and the formulas behind it. The state that matters (page, word, models, "
     "layer, projection) is in the address bar: copy the link to share the view. Every figure's camera icon "
     "saves it as PNG or SVG; the buttons below a figure give it as HTML and its data as CSV.",

@@ -6,7 +6,8 @@
     ``test.gold.txt`` (one class id per line) and ``classes_map.txt`` (JSON: class id -> sense name). DIR may also
     be a single word's folder. Each test occurrence gets the class of its nearest train occurrence (cosine, 1-NN;
     ties go to the earlier train line), per model, layer and word. Records: ``model, layer, word, n_test, accuracy,
-    macro_f1``; per model and layer also a record with ``word: "ALL"`` (accuracy over all test occurrences,
+    macro_f1`` (:func:`ctxmodels.analysis.metrics.macro_f1`: sklearn's macro average over the classes in gold or
+    predicted); per model and layer also a record with ``word: "ALL"`` (accuracy over all test occurrences,
     macro_f1 the mean over words), and the most-frequent-sense baseline as model ``"most frequent sense"``.
 
 ``ctxmodels eval wic --data DIR --model M --json OUT``
@@ -26,9 +27,7 @@ nearest-neighbour candidates and of the threshold search.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checkpoint import write_json
+from ..cosine import unit_rows
+from .metrics import accuracy, macro_f1
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -234,11 +234,6 @@ def occurrence_vectors(model: LoadedModel, occurrences: Sequence[Occurrence], po
     return np.stack([arrays[unique[tuple(o.tokens)]][:, o.index] for o in occurrences]).astype(np.float32)
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(x, axis=-1, keepdims=True)
-    return x / np.where(norm > 0, norm, 1.0)
-
-
 def nearest_neighbour(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray) -> list[str]:
     """1-NN by cosine; rows with NaN are skipped as neighbours and predicted as the most frequent train label."""
     train_y = list(train_y)
@@ -248,31 +243,16 @@ def nearest_neighbour(train_x: np.ndarray, train_y: Sequence[str], test_x: np.nd
     pred = [fallback] * len(test_x)
     if ok_train.any() and ok_test.any():
         candidates = np.flatnonzero(ok_train)
-        sims = _unit(test_x[ok_test]) @ _unit(train_x[candidates]).T
+        sims = unit_rows(test_x[ok_test]) @ unit_rows(train_x[candidates]).T
         best = candidates[sims.argmax(axis=1)]  # argmax takes the first of equal scores: the earlier train line
         for i, j in zip(np.flatnonzero(ok_test), best):
             pred[i] = train_y[j]
     return pred
 
 
-def macro_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
-    """Unweighted mean of per-class F1 over the classes in gold or predictions."""
-    scores = []
-    for c in sorted(set(gold) | set(pred)):
-        tp = sum(g == c and p == c for g, p in zip(gold, pred))
-        fp = sum(g != c and p == c for g, p in zip(gold, pred))
-        fn = sum(g == c and p != c for g, p in zip(gold, pred))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return float(np.mean(scores))
-
-
-def accuracy(gold: Sequence, pred: Sequence) -> float:
-    return float(np.mean([g == p for g, p in zip(gold, pred)]))
-
-
 def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine of [n, dim] arrays (NaN where either side has no vector)."""
-    return np.sum(_unit(a) * _unit(b), axis=-1)
+    return np.sum(unit_rows(a) * unit_rows(b), axis=-1)
 
 
 def choose_threshold(scores: np.ndarray, labels: Sequence[bool]) -> tuple[float, float]:
@@ -420,46 +400,3 @@ def format_table(task: str, records: list[dict]) -> str:
         top = max(best.values(), key=lambda r: r[key])
         lines.append(f"best overall: {top['model']}, {top['layer']}")
     return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# command line
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", choices=("wsd", "wic"), help="wsd: CoarseWSD-20 layout; wic: WiC layout")
-    p.add_argument("--data", required=True, help="benchmark folder")
-    p.add_argument("--model", required=True, action="append",
-                   help="model path or short name; repeat for several (static vectors too)")
-    p.add_argument("--json", default=None, help="write {'task': ..., 'results': [...]} here")
-    p.add_argument("--words", default=None, help="wsd: comma-separated word folders to use (default: all)")
-    p.add_argument("--pooling", choices=("mean", "first", "last"), default="mean", help="BERT word pieces -> word")
-    p.add_argument("--batch-size", type=int, default=32)
-
-
-def run(args: argparse.Namespace) -> int:
-    from .. import load
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    # Read the data first: a format error should not wait for the models to load.
-    if args.task == "wsd":
-        words = read_wsd_dataset(args.data, [w.strip() for w in args.words.split(",")] if args.words else None)
-    else:
-        fit, test = read_wic_dataset(args.data)
-        if fit.name != "train":
-            log(f"no train/ folder in {args.data}: the threshold is chosen on dev/ (train_accuracy is on dev)")
-    models = [load(m) for m in args.model]
-    names = [m.name for m in models]
-    if len(set(names)) < len(names):  # e.g. two checkpoints of one run: tell them apart by what was typed
-        names = list(args.model)
-    if args.task == "wsd":
-        records = evaluate_wsd(words, models, args.pooling, args.batch_size, log, names)
-    else:
-        records = evaluate_wic(fit, test, models, args.pooling, args.batch_size, log, names)
-    print(format_table(args.task, records))
-    if args.json:
-        write_json(args.json, {"task": args.task, "results": records})
-        log(f"wrote {args.json}")
-    return 0

@@ -14,8 +14,6 @@ Command line: ``ctxmodels fill-mask --model PATH [--top-k K] [--json] "text with
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -145,50 +143,3 @@ def mask_word(
         top=[[{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(v.tolist(), ix.tolist())]
              for v, ix in zip(top.values, top.indices)],
     )
-
-
-# ----------------------------------------------------------------------------------------------------------
-# command line
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="a BERT checkpoint directory (ours or Hugging Face's) or a short name (bert-eltec)")
-    p.add_argument("--top-k", type=int, default=5, help="how many guesses per mask (default 5)")
-    p.add_argument("--json", action="store_true", help="print one JSON list: per mask, [{token, prob}, ...]")
-    p.add_argument("--word", default=None,
-                   help="instead of [MASK]s: mask this word of the text and report the probability and rank "
-                        "the model gives it")
-    p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
-
-
-def _load(path_or_name: str):
-    from ..formats.huggingface import load_bert
-    from ..loading import resolve
-
-    return load_bert(resolve(path_or_name)[0])  # a folder, a short name (bert-eltec) or a cached HF name
-
-
-def run(args: argparse.Namespace) -> int:
-    text = " ".join(args.text)
-    model, tokenizer = _load(args.model)
-    if args.word is not None:
-        score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k)
-        if args.json:
-            print(json.dumps(score.to_dict(), ensure_ascii=False))
-        else:
-            print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
-            for piece, guesses in zip(score.pieces, score.top):
-                shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
-                print(f"  {piece}: model's guesses {shown}")
-        return 0
-    results = fill_mask(model, tokenizer, text, top_k=args.top_k)
-    if args.json:
-        print(json.dumps(results, ensure_ascii=False))
-        return 0
-    for n, guesses in enumerate(results, 1):
-        print(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:")
-        width = max(len(g["token"]) for g in guesses)
-        for g in guesses:
-            print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
-    return 0

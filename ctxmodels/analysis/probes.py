@@ -31,12 +31,9 @@ not writable), keyed by a fingerprint of the model files and the settings, so th
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
 import random
-import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -48,6 +45,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import paths
 from ..checkpoint import write_json
 from ..semcor import SemCor, coarse_pos, default_semcor_dir, load_semcor
 
@@ -534,20 +532,13 @@ def model_fingerprint(model: LoadedModel) -> str | None:
     return h.hexdigest()
 
 
-def user_cache_dir() -> Path:
-    """``$CTXMODELS_CACHE``, else ``$XDG_CACHE_HOME/ctxmodels``, else ``~/.cache/ctxmodels``."""
-    if os.environ.get("CTXMODELS_CACHE"):
-        return Path(os.environ["CTXMODELS_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ctxmodels"
-
-
 def cache_paths(model: LoadedModel, task: str, fingerprint: str, cache_dir: str | Path | None = None) -> list[Path]:
     """Where a result is looked for and written, in order: beside the model, then the user cache."""
     if cache_dir is not None:
         return [Path(cache_dir) / fingerprint[:16] / f"{task}.json"]
     folder, _, prefix = _model_files(Path(model.path))
-    return [folder / "probes" / f"{prefix}{task}.json", user_cache_dir() / "probes" / fingerprint[:16] / f"{task}.json"]
+    user = paths.cache_dir() / "probes" / fingerprint[:16] / f"{task}.json"
+    return [folder / "probes" / f"{prefix}{task}.json", user]
 
 
 def _semcor_stamp(semcor: SemCor | None) -> str:
@@ -594,50 +585,3 @@ def _write_cache(path: Path, key: str, result: ProbeResult, keep: int = 8) -> bo
         return True
     except OSError:
         return False
-
-
-# ----------------------------------------------------------------------------------------------------------
-# command line: ctxmodels probe --model M --task pos|wsd
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    d = ProbeSettings()
-    p.add_argument("--model", required=True, help="model path or short name (ELMo or BERT: several layers)")
-    p.add_argument("--task", required=True, choices=TASKS, help="pos: part of speech; wsd: word sense")
-    p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor)")
-    p.add_argument("--n-sentences", type=int, default=d.n_sentences, help="SemCor sentences to embed")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--tagset", choices=("coarse", "penn"), default=d.tagset, help="pos: tag set")
-    p.add_argument("--lemmas", default=None, help="wsd: comma-separated lemmas (default: the most frequent "
-                   "polysemous ones)")
-    p.add_argument("--n-lemmas", type=int, default=d.n_lemmas)
-    p.add_argument("--min-per-sense", type=int, default=d.min_per_sense)
-    p.add_argument("--pooling", choices=("mean", "first", "last"), default=d.pooling)
-    p.add_argument("--threads", type=int, default=d.threads, help="torch threads while probing (0: leave as set)")
-    p.add_argument("--no-cache", action="store_true", help="recompute even if a cached result exists")
-    p.add_argument("--json", default=None, help="also write the result to this JSON file")
-
-
-def run(args: argparse.Namespace) -> int:
-    from .. import load
-
-    settings = ProbeSettings(
-        n_sentences=args.n_sentences, epochs=args.epochs, seed=args.seed, tagset=args.tagset,
-        lemmas=tuple(w.strip() for w in args.lemmas.split(",") if w.strip()) if args.lemmas else None,
-        n_lemmas=args.n_lemmas, min_per_sense=args.min_per_sense, pooling=args.pooling, threads=args.threads or None)
-    model = load(args.model)
-    semcor = load_semcor(args.semcor) if args.semcor else None
-
-    def show(fraction: float, message: str) -> None:
-        print(f"\r{message:<50} {100 * fraction:5.1f}%", end="", file=sys.stderr, flush=True)
-
-    result = run_probe(model, args.task, settings, semcor=semcor, progress=show, cache=not args.no_cache)
-    print(file=sys.stderr)
-    print(result.format_table())
-    took = "cached result" if result.cached else (f"embedding {result.seconds['embed']:.1f} s, "
-                                                   f"training {result.seconds['train']:.1f} s")
-    print(f"({took})")
-    if args.json:
-        write_json(args.json, result.to_dict())
-    return 0

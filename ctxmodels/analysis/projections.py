@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..cosine import unit_rows
 from ..thread_warnings import CHATTER, caught_warnings
-from .senses import unit_rows
 
 METHODS = ("umap", "pca", "tsne")
 DISPLAY = {"umap": "UMAP", "pca": "PCA", "tsne": "t-SNE"}

@@ -3,9 +3,11 @@
 Sense measurements (vectors of the occurrences of one word, each with a sense label):
 
 * :func:`knn_sense_accuracy` — leave-one-out k-nearest-neighbour classification (cosine by default): every
-  occurrence is labelled by its k nearest *other* occurrences. Accuracy and macro-F1 (sklearn, averaged over the
-  senses present). Deterministic ties: neighbours at equal distance are taken in input order (stable sort);
-  a tied vote goes to the tied sense whose member is nearest (the earliest of the k neighbours in that order).
+  occurrence is labelled by its k nearest *other* occurrences. Accuracy and macro-F1
+  (:func:`ctxmodels.analysis.metrics.macro_f1`, sklearn's definition; a k-NN only predicts senses present in the
+  data, so the mean runs over those senses). Deterministic ties: neighbours at equal distance are taken in input
+  order (stable sort); a tied vote goes to the tied sense whose member is nearest (the earliest of the k
+  neighbours in that order).
 * :func:`centroid_sense_accuracy` — leave-one-out nearest sense centroid. This is the ELMo paper's WSD probe
   (Peters et al. 2018, sec. 5.3: average the vectors of each sense over the training data, label a test
   occurrence by the nearest sense average) with the held-out occurrence removed from its own sense's average.
@@ -39,6 +41,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from ..cosine import unit_rows
+from .metrics import macro_f1
 
 METRICS = ("cosine", "euclidean")
 
@@ -144,28 +149,6 @@ def majority_share(labels: Sequence[Hashable]) -> float:
     if len(codes) == 0:
         raise ValueError("majority_share needs at least one label")
     return float(np.bincount(codes).max() / len(codes))
-
-
-def macro_f1(y_true, y_pred) -> float:
-    """Macro-F1 over the senses present in ``y_true`` (a sense never predicted correctly scores F1 = 0).
-
-    The same number as ``sklearn.metrics.f1_score(y_true, y_pred, labels=<senses in y_true>, average="macro",
-    zero_division=0)``, computed directly: sklearn's input validation costs ~40 ms a call, which adds up over
-    layers and k values.
-    """
-    y_true, y_pred = list(y_true), list(y_pred)
-    if len(y_true) == 0 or len(y_true) != len(y_pred):
-        raise ValueError(f"macro_f1 needs two equally long, non-empty label lists (got {len(y_true)} and "
-                         f"{len(y_pred)})")
-    true, names = _encode_labels(y_true)
-    index = {lab: i for i, lab in enumerate(names)}
-    pred = np.array([index.get(lab, -1) for lab in y_pred])  # -1: a label that is not a true sense
-    f1 = []
-    for c in range(len(names)):
-        tp = np.sum((pred == c) & (true == c))
-        fp, fn = np.sum((pred == c) & (true != c)), np.sum((pred != c) & (true == c))
-        f1.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return float(np.mean(f1))
 
 
 def sense_silhouette(X: np.ndarray, labels: Sequence[Hashable], metric: str = "cosine") -> tuple[float, str]:
@@ -487,12 +470,6 @@ def _thread_limit():
 def _check_k(k) -> None:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-
-
-def unit_rows(X: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; zero rows stay zero (their cosine to anything counts as 0)."""
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.where(norms > 0, norms, 1.0)
 
 
 def _finite_rows(vectors, where: str) -> np.ndarray:

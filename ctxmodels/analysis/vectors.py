@@ -3,22 +3,18 @@
 The pieces, in the order a caller meets them:
 
 * :func:`parse_labelled` splits ``"text | label"`` into the sentence and its sense label.
-* :func:`inflections` expands a word to its simple English inflections (see the function for the rules).
+* :func:`ctxmodels.text.inflections` expands a word to its simple English inflections (see the function for the
+  rules).
 * :func:`find_occurrences` splits sentences into words with the project's word tokenizer and finds every
   occurrence of a target (case-insensitive, several per sentence), with its character span.
 * :func:`word_vectors` embeds the sentences with any loaded model and returns an :class:`OccurrenceVectors`.
   Sentence embeddings go through an LRU cache, so another layer or another target word in the same sentences
   does not run the model again. :func:`occurrence_vectors` does the same for occurrences already found.
-* ``ctxmodels embed`` (:func:`add_arguments` / :func:`run`) writes per-layer vectors of whitespace-tokenised
-  sentences to an ``.npz`` file for scripts and notebooks.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import tempfile
 import threading
 import warnings
 from collections import OrderedDict
@@ -29,12 +25,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..loading import POOLINGS
 from ..text import inflections, tokenize_with_offsets
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
 
-POOLINGS = ("mean", "first", "last")
 
 # ----------------------------------------------------------------------------------------------------------
 # sentences with labels, words and character spans
@@ -363,61 +359,3 @@ def occurrence_vectors(
                       f"{model.name} (unknown word, or beyond the model's maximum length): their rows are NaN; "
                       "OccurrenceVectors.finite marks the others", stacklevel=2)
     return result
-
-
-# ----------------------------------------------------------------------------------------------------------
-# `ctxmodels embed`
-
-
-def read_sentences(path: str | Path) -> list[list[str]]:
-    """One whitespace-tokenised sentence a line; an empty line is an empty sentence (indices follow lines)."""
-    path = Path(path)
-    # exists(), not is_file(): a shell pipe such as <(...) is a fine input too.
-    if not path.exists() or path.is_dir():
-        raise ValueError(f"{path}: input file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e}); save the file as UTF-8") from e
-    return [line.split() for line in text.splitlines()]
-
-
-def write_npz(path: str | Path, layer_names: list[str], arrays: Sequence[np.ndarray]) -> None:
-    """``layers`` (names, in order) and ``s{i}`` float32 [layers, words, dim]; written atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"layers": np.array(layer_names, dtype=str)}
-    payload.update({f"s{i}": np.asarray(a, dtype=np.float32) for i, a in enumerate(arrays)})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="short name, checkpoint directory, Hugging Face directory or cache name, published ELMo "
-                        "folder (options.json + weights .hdf5) or word-vector .txt file")
-    p.add_argument("--input", required=True, help="UTF-8 text, one whitespace-tokenised sentence a line")
-    p.add_argument("--out", required=True, help="output .npz: `layers` and s0, s1, ... [layers, words, dim]")
-    p.add_argument("--pooling", choices=POOLINGS, default="mean", help="how BERT word pieces become one vector")
-    p.add_argument("--batch-size", type=int, default=32)
-
-
-def run(args: argparse.Namespace) -> int:
-    from ..loading import load
-
-    if args.batch_size < 1:
-        raise ValueError("--batch-size must be at least 1")
-    sentences = read_sentences(args.input)
-    model = load(args.model)
-    arrays = model.embed(sentences, pooling=args.pooling, batch_size=args.batch_size)
-    write_npz(args.out, model.layer_names, arrays)
-    n_words = sum(len(s) for s in sentences)
-    print(f"{len(sentences)} sentences, {n_words} words, {len(model.layer_names)} layers x {model.dim} "
-          f"-> {args.out}", file=sys.stderr)
-    return 0

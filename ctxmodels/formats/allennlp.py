@@ -9,20 +9,22 @@ character row for padding (we prepend a zero row) and no softmax.
 Ours: ``config.json`` (the options.json fields) + ``model.safetensors`` + ``vocab.txt`` (the output vocabulary,
 when the model has an LM head) + ``README.md`` (model card).
 
-Command line: ``ctxmodels export-elmo --model DIR --out DIR`` writes ours in the published layout.
+The config of both is ``options.json``'s layout: :func:`config_from_options` reads it (naming the bad field when
+it is wrong), :func:`config_to_options` writes it. ``ctxmodels export-elmo`` writes ours in the published layout.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+from ..char_ids import MAX_CHARS, N_CHARACTERS
 from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
-from ..elmo import ElmoBiLM, ElmoConfig, ElmoLanguageModel
+from ..elmo import CharCNNConfig, ElmoBiLM, ElmoConfig, ElmoLanguageModel, LSTMConfig, options_error
 
 # Row blocks of our LSTM gates (i, f, o, g) taken from TensorFlow's (i, j, f, o), where j is the candidate g.
 _OURS_FROM_TF = [0, 2, 3, 1]
@@ -33,6 +35,114 @@ _TF_FORGET_BIAS = 1.0
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# options.json: ELMo's config file, published and ours
+
+
+def _get(d: dict, key: str, kind: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
+    if key not in d:
+        if default is ...:
+            raise options_error(f"missing required field '{where}{key}'")
+        return default
+    value = d[key]
+    # bool is an int in Python; a flag given where a number is expected is a mistake worth reporting.
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise options_error(f"field '{where}{key}' must be {_kind_name(kind)}, got {value!r}")
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in _as_tuple(kind))
+
+
+def _clip_value(d: dict, key: str) -> float | None:
+    value = _get(d, key, (int, float, type(None)), "lstm.", default=None)
+    # bilm-tf treats a missing or zero clip as "no clipping".
+    return float(value) if value else None
+
+
+def config_from_options(options: dict) -> ElmoConfig:
+    """Build from an ``options.json`` dict (published or ours); raises ValueError naming the bad field."""
+    if not isinstance(options, dict):
+        raise options_error(f"expected a JSON object, got {type(options).__name__}")
+    model_type = options.get("model_type", "elmo")
+    if model_type != "elmo":
+        raise options_error(f"model_type is {model_type!r}, not 'elmo'")
+    cnn = _get(options, "char_cnn", dict, "")
+    lstm = _get(options, "lstm", dict, "")
+    emb = _get(cnn, "embedding", dict, "char_cnn.")
+    filters = _get(cnn, "filters", list, "char_cnn.")
+    if not all(isinstance(f, (list, tuple)) for f in filters):
+        raise options_error(f"char_cnn.filters must be a list of [width, count] pairs, got {filters!r}")
+    n_characters = _get(cnn, "n_characters", int, "char_cnn.", default=N_CHARACTERS)
+    # bilm-tf trains with 261 and reads with 262 (the extra row is the padding id 0); both mean the same.
+    if n_characters == N_CHARACTERS - 1:
+        n_characters = N_CHARACTERS
+    return ElmoConfig(
+        char_cnn=CharCNNConfig(
+            embedding_dim=_get(emb, "dim", int, "char_cnn.embedding."),
+            filters=[list(f) for f in filters],
+            n_highway=_get(cnn, "n_highway", (int, type(None)), "char_cnn.", default=0) or 0,
+            activation=_get(cnn, "activation", str, "char_cnn.", default="relu"),
+            n_characters=n_characters,
+            max_characters_per_token=_get(cnn, "max_characters_per_token", int, "char_cnn.", default=MAX_CHARS),
+        ),
+        lstm=LSTMConfig(
+            dim=_get(lstm, "dim", int, "lstm."),
+            projection_dim=_get(lstm, "projection_dim", int, "lstm."),
+            n_layers=_get(lstm, "n_layers", int, "lstm.", default=1),  # bilm-tf's default
+            cell_clip=_clip_value(lstm, "cell_clip"),
+            proj_clip=_clip_value(lstm, "proj_clip"),
+            use_skip_connections=_get(lstm, "use_skip_connections", bool, "lstm.", default=False),
+        ),
+        n_tokens_vocab=_get(options, "n_tokens_vocab", (int, type(None)), "", default=0) or 0,
+        dropout=float(_get(options, "dropout", (int, float), "", default=0.1)),
+    )
+
+def config_to_options(config: ElmoConfig) -> dict:
+    """The ``options.json`` fields of ``config`` (ours add ``model_type``, ``n_tokens_vocab`` and ``dropout``)."""
+    c, s = config.char_cnn, config.lstm
+    return {
+        "model_type": "elmo",
+        "char_cnn": {
+            "embedding": {"dim": c.embedding_dim},
+            "filters": [list(f) for f in c.filters],
+            "n_highway": c.n_highway,
+            "activation": c.activation,
+            "n_characters": c.n_characters,
+            "max_characters_per_token": c.max_characters_per_token,
+        },
+        "lstm": {
+            "dim": s.dim,
+            "projection_dim": s.projection_dim,
+            "n_layers": s.n_layers,
+            "cell_clip": s.cell_clip,
+            "proj_clip": s.proj_clip,
+            "use_skip_connections": s.use_skip_connections,
+        },
+        "n_tokens_vocab": config.n_tokens_vocab,
+        "dropout": config.dropout,
+    }
+
+def save_config(config: ElmoConfig, directory: str | Path) -> None:
+    write_json(Path(directory) / CONFIG_FILE, config_to_options(config))
+
+def load_config(path: str | Path) -> ElmoConfig:
+    """Read ``config.json`` (or any options file) from a directory or a file path."""
+    path = Path(path)
+    file = path / CONFIG_FILE if path.is_dir() else path
+    try:
+        return config_from_options(read_json(file))
+    except CheckpointError:
+        raise
+    except ValueError as e:
+        raise CheckpointError(f"{file}: {e}") from e
 
 
 def _reorder_gates(w: np.ndarray, order: list[int]) -> np.ndarray:
@@ -77,10 +187,6 @@ def _find_published_files(dir_or_options: str | Path, weights: str | Path | None
     if not weights.is_file():
         raise CheckpointError(f"{weights}: ELMo weights file not found")
     return options, weights
-
-
-def _read_options(path: Path) -> ElmoConfig:
-    return ElmoConfig.load(path)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -157,7 +263,7 @@ def load_published_elmo(dir_or_options: str | Path, weights: str | Path | None =
     import h5py
 
     options_path, weights_path = _find_published_files(dir_or_options, weights)
-    config = _read_options(options_path)
+    config = load_config(options_path)
     config.n_tokens_vocab = 0  # published files never hold the softmax
     model = ElmoLanguageModel(config)
     try:
@@ -204,7 +310,7 @@ def export_published(model: ElmoLanguageModel | ElmoBiLM, directory: str | Path)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     # Exactly the two sections the published options files have.
-    options = {key: cfg.to_options()[key] for key in ("lstm", "char_cnn")}
+    options = {key: config_to_options(cfg)[key] for key in ("lstm", "char_cnn")}
     # bilm-tf reads a missing clip as "no clipping" but chokes on null; write 0 for "off".
     options["lstm"]["cell_clip"] = options["lstm"]["cell_clip"] or 0
     options["lstm"]["proj_clip"] = options["lstm"]["proj_clip"] or 0
@@ -278,7 +384,7 @@ def save_elmo(
     else:
         vocab = None
     directory.mkdir(parents=True, exist_ok=True)
-    lm.config.save(directory)
+    save_config(lm.config, directory)
     save_tensors(directory / WEIGHTS_FILE, lm.state_dict(), metadata={"format": "pt", "model_type": "elmo"})
     if vocab is not None:
         write_text_atomic(directory / VOCAB_FILE, "\n".join(vocab) + "\n")
@@ -288,7 +394,7 @@ def save_elmo(
 
 
 def _load_ours(directory: Path) -> ElmoLanguageModel:
-    config = ElmoConfig.load(directory / CONFIG_FILE)
+    config = load_config(directory / CONFIG_FILE)
     state = load_tensors(directory / WEIGHTS_FILE)
     model = ElmoLanguageModel(config)
     expected = model.state_dict()
@@ -332,23 +438,3 @@ def load_elmo(directory: str | Path) -> ElmoLanguageModel:
         return load_published_elmo(directory)
     raise CheckpointError(f"{directory}: no ELMo found (expected config.json + {WEIGHTS_FILE}, or the published "
                           "options.json + *_weights.hdf5)")
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Command line: ctxmodels export-elmo
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
-                   help="our ELMo checkpoint directory, a published one, or a short name (elmo-eltec)")
-    p.add_argument("--out", required=True, help="directory for options.json + weights.hdf5")
-
-
-def run(args: argparse.Namespace) -> int:
-    from ..loading import resolve
-
-    model = load_elmo(resolve(args.model)[0])  # a folder, or a short name (elmo-eltec)
-    out = export_published(model, args.out)
-    note = " (the LM head is not part of that layout and was left out)" if model.has_lm_head else ""
-    print(f"wrote {out / 'options.json'} and {out / 'weights.hdf5'}{note}")
-    return 0

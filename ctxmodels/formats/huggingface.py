@@ -12,7 +12,9 @@ accepts, because published checkpoints differ:
 - a missing ``cls.predictions.decoder.weight`` (tied to the word embeddings, as saved by recent transformers),
   a redundant ``cls.predictions.decoder.bias``, and the unused ``position_ids`` / ``token_type_ids`` buffers;
 - the Hugging Face cache layout ``models--ORG--NAME/snapshots/REV/``, given as the snapshot, as the
-  ``models--ORG--NAME`` folder, or as ``"ORG/NAME"`` plus a cache root.
+  ``models--ORG--NAME`` folder, or as ``"ORG/NAME"`` plus a cache root (default: the Hugging Face caches of
+  :func:`ctxmodels.paths.hf_cache_dirs`). :func:`hf_snapshot`, :func:`hf_repo_name` and :func:`hf_cached` are the
+  package's one reading of that layout; :mod:`ctxmodels.loading` uses them too.
 
 Anything else wrong (missing keys, shapes that do not fit the config, an unreadable file, a config that is not
 BERT) raises one :class:`~ctxmodels.checkpoint.CheckpointError` naming the file and the problem.
@@ -20,14 +22,15 @@ BERT) raises one :class:`~ctxmodels.checkpoint.CheckpointError` naming the file 
 
 from __future__ import annotations
 
-import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
 from ..bert import BertConfig, BertForPreTraining
 from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from ..paths import hf_cache_dirs
 from ..tokenization import WordPieceTokenizer
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -99,33 +102,48 @@ def default_card(model: BertForPreTraining) -> str:
 # finding the directory
 
 
-def _cache_roots() -> list[Path]:
-    roots = []
-    if os.environ.get("HF_HUB_CACHE"):
-        roots.append(Path(os.environ["HF_HUB_CACHE"]))
-    if os.environ.get("HF_HOME"):
-        roots.append(Path(os.environ["HF_HOME"]) / "hub")
-    roots.append(Path.home() / ".cache" / "huggingface" / "hub")
-    return roots
+def hf_cache_folder(name: str) -> str:
+    """The cache folder name of the Hugging Face model ``ORG/NAME``: ``models--ORG--NAME``."""
+    return "models--" + name.strip("/").replace("/", "--")
 
 
-def _snapshot(repo_dir: Path) -> Path:
-    """The snapshot of a ``models--ORG--NAME`` folder: the one ``refs/main`` names, else the newest."""
+def hf_repo_name(path: Path) -> str | None:
+    """"ORG/NAME" for a path at or inside a ``models--ORG--NAME`` cache folder; None for any other path."""
+    for part in (path, *path.parents):
+        if part.name.startswith("models--"):
+            return part.name[len("models--"):].replace("--", "/")
+    return None
+
+
+def hf_snapshot(repo_dir: Path) -> Path:
+    """The snapshot of a ``models--ORG--NAME`` cache folder that ``refs/main`` names, else the newest one."""
     snapshots = repo_dir / "snapshots"
     ref = repo_dir / "refs" / "main"
-    if ref.is_file():
-        rev = ref.read_text(encoding="utf-8").strip()
-        if (snapshots / rev).is_dir():
-            return snapshots / rev
-    found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime) \
-        if snapshots.is_dir() else []
+    rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
+    if rev and (snapshots / rev).is_dir():
+        return snapshots / rev
+    found = [p for p in snapshots.iterdir() if p.is_dir()] if snapshots.is_dir() else []
     if not found:
-        raise CheckpointError(f"{repo_dir}: a Hugging Face cache folder without snapshots/")
-    return found[-1]
+        raise CheckpointError(f"{repo_dir}: a Hugging Face cache entry without snapshots (an interrupted "
+                              "download?); download it again or point to a model directory")
+    return max(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def hf_cached(name: str, cache_dirs: Sequence[str | Path] | None = None) -> Path | None:
+    """The snapshot of the model ``ORG/NAME`` in the first of ``cache_dirs`` (default
+    :func:`ctxmodels.paths.hf_cache_dirs`) that holds it; None when none does. Nothing is downloaded."""
+    folder = hf_cache_folder(name)
+    for root in (hf_cache_dirs() if cache_dirs is None else [Path(d).expanduser() for d in cache_dirs]):
+        if (root / folder).is_dir():
+            return hf_snapshot(root / folder)
+    return None
 
 
 def resolve_checkpoint_dir(path: str | Path, cache_dir: str | Path | None = None) -> Path:
-    """Turn what a user typed into the directory that holds config.json."""
+    """Turn what a user typed into the directory that holds config.json.
+
+    ``"ORG/NAME"`` is looked up in ``cache_dir`` when given, else in the Hugging Face caches
+    (:func:`ctxmodels.paths.hf_cache_dirs`)."""
     p = Path(path).expanduser()
     if p.is_file():
         p = p.parent
@@ -133,17 +151,17 @@ def resolve_checkpoint_dir(path: str | Path, cache_dir: str | Path | None = None
         if (p / "config.json").is_file():
             return p
         if (p / "snapshots").is_dir():
-            return _snapshot(p)
+            return hf_snapshot(p)
         raise CheckpointError(f"{p}: no config.json here; expected a BERT checkpoint directory")
     # "ORG/NAME" in a Hugging Face cache (read locally; nothing is downloaded).
     name = str(path).strip("/")
     if name.count("/") == 1:
-        folder = "models--" + name.replace("/", "--")
-        roots = [Path(cache_dir)] if cache_dir is not None else _cache_roots()
-        for root in roots:
-            if (root / folder).is_dir():
-                return _snapshot(root / folder)
-        raise CheckpointError(f"{path}: not a directory, and no {folder} in the cache ({', '.join(map(str, roots))})")
+        roots = [Path(cache_dir).expanduser()] if cache_dir is not None else hf_cache_dirs()
+        found = hf_cached(name, roots)
+        if found is not None:
+            return found
+        raise CheckpointError(f"{path}: not a directory, and no {hf_cache_folder(name)} in the cache "
+                              f"({', '.join(map(str, roots))})")
     raise CheckpointError(f"{path}: no such checkpoint directory")
 
 

@@ -20,8 +20,6 @@ baseline rather than a chance draw.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis.senses import knn_sense_accuracy, macro_f1
-from ..checkpoint import write_json
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -41,7 +38,6 @@ if TYPE_CHECKING:
 SENSE_LEMMAS = ("bank", "run", "light", "play", "bear", "match", "line", "point", "interest", "plant", "field",
                 "paper", "fire", "face", "serve", "table")
 MFS = "most frequent sense"
-CLOZE_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples" / "cloze.tsv"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -127,8 +123,12 @@ def sense_summary(records: list[dict[str, Any]], static_layers: dict[str, int]) 
 # cloze
 
 
-def read_cloze(path: str | Path = CLOZE_FILE) -> list[tuple[str, list[str]]]:
-    """``sentence<TAB>answer|answer…`` lines: the sentence has one [MASK]; any listed answer counts."""
+def read_cloze(path: str | Path | None = None) -> list[tuple[str, list[str]]]:
+    """``sentence<TAB>answer|answer…`` lines: the sentence has one [MASK]; any listed answer counts. The default
+    file is the shipped ``assets/examples/cloze.tsv``."""
+    from ..paths import examples_dir
+
+    path = examples_dir() / "cloze.tsv" if path is None else path
     items = []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -274,47 +274,6 @@ def weights_dtype(directory: str | Path) -> str | None:
             if dtype in names:
                 return names[dtype]
     return None
-
-
-# ----------------------------------------------------------------------------------------------------------
-# CLI: ctxmodels quality
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", action="append", required=True, help="a model name or folder (repeatable)")
-    p.add_argument("--corpus", default=None, help="the training corpus, for the held-out language-model figures")
-    p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor)")
-    p.add_argument("--no-senses", action="store_true", help="skip the SemCor word-sense figures and probes")
-    p.add_argument("--no-probes", action="store_true", help="skip the scalar-mix probes")
-    p.add_argument("--bert-sequences", type=int, default=2048, help="held-out BERT sequences (default 2048)")
-    p.add_argument("--elmo-tokens", type=int, default=100_000, help="held-out ELMo tokens (default 100,000)")
-    p.add_argument("--fp32-report", default=None, metavar="JSON",
-                   help="a report measured on the fp32 training runs of the same models (matched by folder "
-                        "name), kept under 'fp32' for the cards' fp16-vs-fp32 comparison")
-    p.add_argument("--out", default=None, help="write the report as JSON here (default: print a summary only)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-
-
-def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from ..loading import load
-    from ..semcor import load_semcor
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    models = [load(name) for name in args.model]
-    semcor = None if args.no_senses else load_semcor(args.semcor)
-    report = measure(models, semcor, args.corpus, args.bert_sequences, args.elmo_tokens, probes=not args.no_probes,
-                     log=lambda msg: print(f"ctxmodels: {msg}", file=sys.stderr, flush=True))
-    if args.fp32_report:
-        from ..checkpoint import read_json
-
-        report["fp32"] = read_json(args.fp32_report)["models"]
-    if args.out:
-        write_json(Path(args.out), report)
-    print(format_summary(report))
-    return 0
 
 
 def format_summary(report: dict[str, Any]) -> str:

@@ -14,15 +14,13 @@ files.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, write_text_atomic
+from ..checkpoint import CheckpointError, file_sha256, save_tensors, write_text_atomic
 
 WEIGHTS = "model.safetensors"
 LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz"}  # training state and data caches
@@ -188,30 +186,3 @@ def write_card(asset_dir: str | Path, report: dict[str, Any], command: str) -> s
     card = card.rstrip("\n") + "\n\n" + section
     write_text_atomic(card_path, card)
     return card
-
-
-# ----------------------------------------------------------------------------------------------------------
-# CLI: ctxmodels ship
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="RUN_DIR ASSET_DIR, or with --cards: ASSET_DIR...")
-    p.add_argument("--fp32", action="store_true", help="keep float32 weights (default: fp16)")
-    p.add_argument("--cards", metavar="REPORT", default=None,
-                   help="add the figures of this `ctxmodels quality --out` report to the cards of ASSET_DIR...")
-    p.add_argument("--command", default="ctxmodels quality …", help="the measuring command, quoted in the card")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.cards:
-        report = read_json(args.cards)
-        for d in args.paths:
-            write_card(d, report, args.command)
-            print(f"ctxmodels: measured figures written into {Path(d) / 'README.md'}", file=sys.stderr)
-        return 0
-    if len(args.paths) != 2:
-        raise ValueError("give RUN_DIR ASSET_DIR (or --cards REPORT ASSET_DIR...)")
-    out = ship(args.paths[0], args.paths[1], half=not args.fp32)
-    size = sum(f.stat().st_size for f in out.iterdir())
-    print(f"ctxmodels: shipped {args.paths[0]} to {out} ({size / 1e6:.1f} MB)", file=sys.stderr)
-    return 0

@@ -1,0 +1,57 @@
+"""Errors and warnings: nothing a user types may end in a traceback, and each visitor sees their own warnings."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import streamlit as st
+
+from ctxmodels.checkpoint import CheckpointError
+from ctxmodels.thread_warnings import CHATTER, caught_warnings
+
+log = logging.getLogger("ctxmodels.app")
+
+
+@contextmanager
+def guard(what: str = "That") -> Iterator[None]:
+    """Run a block; a ValueError (bad input) becomes an error box with its message, any other exception an error
+    box that says it is a bug (with the exception), and warnings raised inside become warning boxes."""
+    try:
+        with caught_warnings() as caught:
+            yield
+        show_warnings(str(message) for message, category in caught if _shown(category))
+    except (ValueError, KeyError, CheckpointError, FileNotFoundError, UnicodeError) as e:
+        st.error(f"{what}: {_message(e)}")
+    except MemoryError:
+        st.error(f"{what}: not enough memory for this input; use fewer or shorter sentences.")
+    except Exception as e:  # noqa: BLE001 - the page must survive anything; the log keeps the traceback
+        log.error("%s failed:\n%s", what, traceback.format_exc())
+        st.error(f"{what} failed unexpectedly ({type(e).__name__}: {_message(e)}). This is a bug in the explorer; "
+                 "the server log has the details.")
+
+
+def _message(e: BaseException) -> str:
+    text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    return text or type(e).__name__
+
+
+def _shown(category: type[Warning]) -> bool:
+    """Warnings meant for the user (the core's), not library deprecation chatter."""
+    return issubclass(category, UserWarning) and not issubclass(category, CHATTER)
+
+
+def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
+    for msg in dict.fromkeys(messages):
+        st.warning(msg)
+
+
+@contextmanager
+def record_warnings() -> Iterator[list[str]]:
+    """Collect the user-facing warnings of a block as strings (for results cached with ``st.cache_data``)."""
+    out: list[str] = []
+    with caught_warnings() as caught:
+        yield out
+    out.extend(dict.fromkeys(str(message) for message, category in caught if _shown(category)))

@@ -1,0 +1,37 @@
+"""A page's words: its title and introduction, and the "What am I looking at?" box with the formulas behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+FORMULAS = {
+    "mlm": r"\mathcal{L}_{\text{MLM}} = -\sum_{i \in M} \log p_\theta\big(x_i \mid x_{\setminus M}\big), \qquad "
+           r"p_\theta(x_i = w \mid \cdot) = \operatorname{softmax}(W\,h_i + b)_w",
+    "attention": r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}}\Big) V",
+    "multihead": r"\operatorname{MultiHead}(X) = [\,\text{head}_1; \dots; \text{head}_h\,]\,W^O, \quad "
+                 r"\text{head}_j = \operatorname{Attention}(X W_j^Q, X W_j^K, X W_j^V)",
+    "bilm": r"\max \sum_{k=1}^{N} \Big( \log p(t_k \mid t_1, \dots, t_{k-1}; \overrightarrow{\Theta}) + "
+            r"\log p(t_k \mid t_{k+1}, \dots, t_N; \overleftarrow{\Theta}) \Big)",
+    "scalar_mix": r"\mathbf{v}_k = \gamma \sum_{j=0}^{L} s_j\, \mathbf{h}_{k,j}, \qquad "
+                  r"s = \operatorname{softmax}(w)",
+    "cosine": r"\cos(u, v) = \frac{u \cdot v}{\lVert u \rVert\, \lVert v \rVert}",
+    "self_similarity": r"\text{SelfSim}_\ell(w) = \frac{1}{n(n-1)} \sum_{i \ne j} \cos\big(f_\ell(s_i, w), "
+                       r"f_\ell(s_j, w)\big) \;-\; \text{(mean cosine of random word pairs in layer } \ell)",
+    "rollout": r"\tilde{A}_\ell = \tfrac12 \bar{A}_\ell + \tfrac12 I, \qquad R_\ell = \tilde{A}_\ell\, R_{\ell-1}",
+}
+
+
+def page_header(title: str, intro: str) -> None:
+    st.title(title)
+    st.markdown(intro)
+
+
+def explain(text: str, formulas: Sequence[str] = ()) -> None:
+    """The page's "what am I looking at": a few sentences and the formulas it illustrates (keys of ``FORMULAS``
+    or LaTeX)."""
+    with st.expander("What am I looking at?", expanded=False):
+        st.markdown(text)
+        for f in formulas:
+            st.latex(FORMULAS.get(f, f))

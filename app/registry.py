@@ -1,0 +1,101 @@
+"""The models: which ones a visitor can choose, loading them once per server, and a page's "which models fit"."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from app.settings import settings
+from ctxmodels.paths import assets_dir
+
+
+class Registry:
+    """Models added while the server runs (loaded from a path or trained on the Models page), for every visitor."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._extra: list[str] = []
+
+    def add(self, source: str) -> None:
+        with self._lock:
+            if source not in self._extra:
+                self._extra.append(source)
+
+    def extra(self) -> list[str]:
+        with self._lock:
+            return list(self._extra)
+
+
+@st.cache_resource
+def registry() -> Registry:
+    return Registry()
+
+
+def shipped_models() -> list[str]:
+    """Short names of the models in the assets folder (``$CTXMODELS_ASSETS`` or ``assets/``), defaults first."""
+    from ctxmodels.loading import SHORT_NAMES
+
+    folder = assets_dir()
+    if not folder.is_dir():
+        return []
+    found = [p.name for p in sorted(folder.iterdir())
+             if p.is_dir() and ((p / "config.json").is_file() or any(p.glob("*options*.json")))]
+    return [n for n in SHORT_NAMES if n in found] + [n for n in found if n not in SHORT_NAMES]
+
+
+def model_ids() -> list[str]:
+    """Every selectable model: shipped ones, the operator's, then those added in this server's lifetime."""
+    return list(dict.fromkeys(shipped_models() + settings().models + registry().extra()))
+
+
+def label(model_id: str) -> str:
+    """A short display name: the short name, or a path's last folder."""
+    p = Path(model_id)
+    return p.name if len(p.parts) > 1 else model_id
+
+
+@st.cache_resource(show_spinner="Loading model …", max_entries=16)
+def get_model(model_id: str):
+    """The loaded model (once per server: every visitor shares it)."""
+    import ctxmodels
+
+    return ctxmodels.load(model_id)
+
+
+def no_models_message() -> None:
+    st.warning(
+        "**No model is available yet.** The shipped models (`bert-eltec`, `elmo-eltec`, `static-eltec`) are not "
+        f"in `{assets_dir()}`. Either train them into that folder (`ctxmodels train bert --corpus FILE --out "
+        f"{assets_dir() / 'bert-eltec'}`, and likewise `elmo`, `static`), or start the app with your own models: "
+        "`CTXMODELS_APP_MODELS=/path/a,/path/b streamlit run app/Home.py` (or `-- --models /path/a`), "
+        "or train a small one on the **Models** page."
+    )
+
+
+def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], bool] | None = None,
+                   what: str = "this page") -> list[str]:
+    """Ids of available models (of ``kinds``); if there are none, say what to do and stop the page."""
+    ids = model_ids()
+    if not ids:
+        no_models_message()
+        st.stop()
+    if kinds is None and need is None:
+        return ids
+    ok = []
+    for mid in ids:
+        try:
+            m = get_model(mid)
+        except Exception:  # noqa: BLE001 - reported where the model is used; here it is just not offered
+            continue
+        if (kinds is None or m.kind in kinds) and (need is None or need(m)):
+            ok.append(mid)
+    if not ok:
+        kinds_text = " or ".join(kinds) if kinds else "suitable"
+        st.warning(f"None of the available models ({', '.join(label(i) for i in ids)}) works for {what}: it needs "
+                   f"a {kinds_text} model. Add one on the **Models** page or with `CTXMODELS_APP_MODELS`.")
+        st.stop()
+    return ok

@@ -1,0 +1,58 @@
+"""Operator settings: what the person who starts the server allows (off by default, since a student's browser must
+not reach the teacher's disk).
+
+* ``CTXMODELS_APP_MODELS=path1,path2`` or ``streamlit run app/Home.py -- --models path1 path2``: extra models;
+* ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path;
+* ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
+  of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
+* ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
+* ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Settings:
+    models: list[str] = field(default_factory=list)
+    allow_paths: bool = False
+    allow_uploads: bool = False
+    upload_mb: float = 5.0
+    runs_dir: Path = ROOT / "runs" / "app"
+    warm_up: bool = True
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def settings(argv: Sequence[str] | None = None) -> Settings:
+    """Settings from the environment and from the arguments after ``--`` in ``streamlit run app/Home.py -- ...``."""
+    p = argparse.ArgumentParser(prog="app/Home.py", add_help=False)
+    p.add_argument("--models", nargs="*", default=[])
+    p.add_argument("--allow-paths", action="store_true")
+    p.add_argument("--allow-uploads", action="store_true")
+    args, _ = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    models = [m.strip() for m in os.environ.get("CTXMODELS_APP_MODELS", "").split(",") if m.strip()]
+    models += [m.strip() for chunk in args.models for m in chunk.split(",") if m.strip()]
+    try:
+        upload_mb = float(os.environ.get("CTXMODELS_UPLOAD_MB", "5"))
+    except ValueError:
+        upload_mb = 5.0
+    return Settings(
+        models=list(dict.fromkeys(models)),
+        allow_paths=args.allow_paths or _flag("CTXMODELS_ALLOW_PATHS"),
+        allow_uploads=args.allow_uploads or _flag("CTXMODELS_ALLOW_UPLOADS"),
+        upload_mb=upload_mb,
+        runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or ROOT / "runs" / "app"),
+        warm_up=os.environ.get("CTXMODELS_APP_WARMUP", "1") != "0",
+    )

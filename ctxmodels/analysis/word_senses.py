@@ -1,0 +1,224 @@
+"""One word's occurrences across a model's layers: the analysis behind the explorer's *Word senses* page.
+
+Where :mod:`~ctxmodels.analysis.senses` measures arrays, this module puts the pieces together for one word in
+one set of sentences, so the app, the command line and the tests share it:
+
+* :func:`layer_vectors` picks one layer of the occurrence vectors, or ELMo's learned :class:`ScalarMix` of all
+  of them (:func:`mix_from_probe`, :func:`learned_mix` read it from a word-sense probe result).
+* :func:`centred_directions` and :func:`project_layers` project several layers of the same occurrences to 2-D,
+  one by one or jointly on shared axes (:class:`LayerProjection`, whose ``path`` follows one occurrence).
+* :func:`nearest_occurrences` lists an occurrence's nearest other occurrences by cosine in the full space.
+* :func:`measure_layers` (arrays in) and :func:`measure_word` (a model in) give the per-layer table of sense
+  accuracy, silhouette and self-similarity (:class:`LayerMeasurements`); :func:`majority_baseline` the line
+  to compare the accuracy with.
+
+Occurrences are found once, with :func:`~ctxmodels.analysis.vectors.find_occurrences`, and passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..cosine import unit_rows
+from . import projections, senses
+from .vectors import OccurrenceSearch, embed_sentences, occurrence_vectors
+
+if TYPE_CHECKING:
+    from ..loading import LoadedModel
+    from .probes import ProbeResult
+
+MIX = "mix"  # the layer choice for a learned scalar mix of all layers
+
+
+# ----------------------------------------------------------------------------------------------------------
+# layers and ELMo's scalar mix
+
+
+class ScalarMix(NamedTuple):
+    """ELMo's learned layer mix ``v = gamma * sum_j s_j h_j`` (a tuple, so it can key a cache)."""
+
+    weights: tuple[float, ...]  # s_j, one per layer (softmax-normalised: they sum to 1)
+    gamma: float
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        """``vectors`` [n, n_layers, dim] -> the mixed vectors [n, dim]."""
+        if vectors.ndim != 3 or vectors.shape[1] != len(self.weights):
+            raise ValueError(f"a mix of {len(self.weights)} layers needs vectors [n, {len(self.weights)}, dim], "
+                             f"got shape {vectors.shape}")
+        s = np.asarray(self.weights, dtype=vectors.dtype)
+        return self.gamma * np.tensordot(vectors, s, axes=([1], [0]))
+
+
+def mix_from_probe(result: ProbeResult | None, n_layers: int) -> ScalarMix | None:
+    """The scalar mix a probe learned, if there is a result and it has one weight per layer of the model."""
+    if result is None or len(result.mix_weights) != n_layers:
+        return None
+    return ScalarMix(tuple(float(w) for w in result.mix_weights), float(result.gamma))
+
+
+def learned_mix(model: LoadedModel) -> ScalarMix | None:
+    """The mix of the newest cached word-sense probe on ``model`` (never trains one); None without one."""
+    from .probes import latest_cached_result
+
+    return mix_from_probe(latest_cached_result(model, "wsd"), model.n_layers)
+
+
+def layer_vectors(vectors: np.ndarray, layer: int | str, mix: ScalarMix | None = None) -> np.ndarray:
+    """The [n, dim] vectors of one layer of ``vectors`` [n, n_layers, dim]; ``layer=MIX`` applies ``mix``."""
+    if layer == MIX:
+        if mix is None:
+            raise ValueError("the scalar-mix layer needs a mix (run a word-sense probe on this model first)")
+        return mix.apply(vectors)
+    return vectors[:, layer]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# projections of several layers
+
+
+def centred_directions(X: np.ndarray) -> np.ndarray:
+    """Rows of ``X`` [n, dim] scaled to unit length (cosine geometry), minus the mean of the finite ones; rows
+    with NaN (no vector) keep it.
+
+    For layers fitted jointly: layers sit in different regions of the space, and fitted as they are the first
+    axis would only say "this is layer 0, that is layer 2". Centring each layer keeps one scale for all and
+    shows the spread within it."""
+    U = unit_rows(X)
+    ok = np.isfinite(U).all(axis=1)
+    if ok.any():
+        U = U - U[ok].mean(axis=0)
+    return U
+
+
+@dataclass
+class LayerProjection:
+    """2-D coordinates of the same occurrences at several layers."""
+
+    coords: list[np.ndarray]  # one [n, 2] per layer asked for, in that order; NaN for rows without a vector
+    method: str  # the method used ("pca" when a small input fell back from UMAP / t-SNE)
+    joint: bool  # fitted together on shared axes (each layer centred) rather than one by one
+    notes: list[str] = field(default_factory=list)  # remarks for the reader (clipping, fallbacks, dropped rows)
+
+    def path(self, index: int) -> np.ndarray:
+        """[n_layers, 2]: where occurrence ``index`` sits in each layer's coordinates."""
+        return np.stack([c[index] for c in self.coords])
+
+
+def project_layers(
+    vectors: np.ndarray,
+    layers: Sequence[int | str],
+    method: str = "umap",
+    seed: int = 0,
+    joint: bool = True,
+    mix: ScalarMix | None = None,
+    n_neighbors: int = 15,
+    min_dist: float = 0.1,
+    perplexity: float = 30.0,
+) -> LayerProjection:
+    """Project ``vectors`` [n, n_layers, dim] at each of ``layers`` (indices, or :data:`MIX`) to 2-D.
+
+    ``joint`` (with two layers or more): one projection of all of them, each layer's directions centred first
+    (:func:`centred_directions`), so the panels share axes and scale. Otherwise each layer is projected on its
+    own with the cosine metric."""
+    sets = [layer_vectors(vectors, layer, mix) for layer in layers]
+    params = dict(method=method, seed=seed, n_neighbors=n_neighbors, min_dist=min_dist, perplexity=perplexity)
+    if joint and len(sets) > 1:
+        proj = projections.project([centred_directions(s) for s in sets], metric="euclidean", **params)
+        return LayerProjection(list(proj.coords), proj.method, True, list(proj.notes))
+    coords: list[np.ndarray] = []
+    notes: list[str] = []
+    used = method
+    for s in sets:
+        proj = projections.project(s, **params)
+        coords.append(proj.coords)
+        notes += [n for n in proj.notes if n not in notes]
+        used = proj.method
+    return LayerProjection(coords, used, False, notes)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# neighbours
+
+
+class Neighbour(NamedTuple):
+    index: int  # the occurrence
+    cosine: float  # to the occurrence asked about, in the full space
+
+
+def nearest_occurrences(X: np.ndarray, index: int, n: int = 5) -> list[Neighbour]:
+    """The ``n`` occurrences nearest to occurrence ``index`` by cosine in ``X`` [n_occ, dim], nearest first.
+
+    The occurrence itself and rows without a vector (NaN) are left out; equal cosines keep the input order."""
+    if not 0 <= index < len(X):
+        raise ValueError(f"occurrence {index} out of range: there are {len(X)}")
+    U = unit_rows(X)
+    sims = U @ U[index]  # [n_occ]
+    sims[index] = -np.inf
+    sims[~np.isfinite(sims)] = -np.inf
+    order = [int(i) for i in np.argsort(-sims, kind="stable") if np.isfinite(sims[i])][:n]
+    return [Neighbour(i, float(sims[i])) for i in order]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# measurements per layer
+
+
+def sense_names(labels: Sequence[str | None]) -> set[str]:
+    """The distinct sense labels (an empty or missing label is no sense)."""
+    return {lab for lab in labels if lab}
+
+
+def majority_baseline(labels: Sequence[str | None]) -> float | None:
+    """Share of the most frequent sense among the labelled occurrences; None with fewer than two senses."""
+    labelled = [lab for lab in labels if lab]
+    return senses.majority_share(labelled) if len(set(labelled)) >= 2 else None
+
+
+@dataclass
+class LayerMeasurements:
+    """One row per layer: ``layer_index``, ``layer``, Ethayarajh's self-similarity raw and adjusted (and the other
+    columns of :func:`~ctxmodels.analysis.senses.contextuality_table`), and with two senses or more the columns of
+    :func:`~ctxmodels.analysis.senses.sense_table` (``knn1_accuracy``, ``silhouette``, ...)."""
+
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)  # why a measurement is missing
+
+
+def measure_layers(
+    occurrences: np.ndarray,
+    labels: Sequence[str | None],
+    sentence_vectors: Sequence[np.ndarray],
+    layer_names: Sequence[str],
+    k: Sequence[int] = (1,),
+) -> LayerMeasurements:
+    """Sense and contextuality measurements of one word at every layer.
+
+    occurrences: [n_occ, n_layers, dim] vectors of the word; labels: one sense (or None) per occurrence;
+    sentence_vectors: one [n_layers, n_words, dim] per sentence (for the anisotropy baseline). A measurement that
+    cannot be made (too few occurrences, a single sense) is left out and a note says why."""
+    table = pd.DataFrame({"layer_index": range(len(layer_names)), "layer": list(layer_names)})
+    notes: list[str] = []
+    try:
+        ctx = senses.contextuality_table(sentence_vectors, list(layer_names), occurrences=occurrences)
+        table = table.merge(ctx.drop(columns=["layer"]), on="layer_index")
+    except ValueError as e:
+        notes.append(f"self-similarity: {e}")
+    if len(sense_names(labels)) >= 2:
+        try:
+            by_sense = senses.sense_table(occurrences, list(labels), list(layer_names), k=k)
+            table = table.merge(by_sense.drop(columns=["layer"]), on="layer_index")
+        except ValueError as e:
+            notes.append(f"sense accuracy: {e}")
+    return LayerMeasurements(table, notes)
+
+
+def measure_word(model: LoadedModel, found: OccurrenceSearch, k: Sequence[int] = (1,)) -> LayerMeasurements:
+    """:func:`measure_layers` for the occurrences ``found`` in ``model`` (the sentences are embedded once)."""
+    ov = occurrence_vectors(model, found)
+    by_sentence = embed_sentences(model, found.words)  # from the embedding cache that filled just above
+    return measure_layers(ov.vectors, ov.labels, by_sentence, model.layer_names, k=k)

@@ -1,0 +1,33 @@
+"""``ctxmodels ship``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..checkpoint import read_json
+from ..release.shipping import ship, write_card
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="RUN_DIR ASSET_DIR, or with --cards: ASSET_DIR...")
+    p.add_argument("--fp32", action="store_true", help="keep float32 weights (default: fp16)")
+    p.add_argument("--cards", metavar="REPORT", default=None,
+                   help="add the figures of this `ctxmodels quality --out` report to the cards of ASSET_DIR...")
+    p.add_argument("--command", default="ctxmodels quality …", help="the measuring command, quoted in the card")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.cards:
+        report = read_json(args.cards)
+        for d in args.paths:
+            write_card(d, report, args.command)
+            print(f"ctxmodels: measured figures written into {Path(d) / 'README.md'}", file=sys.stderr)
+        return 0
+    if len(args.paths) != 2:
+        raise ValueError("give RUN_DIR ASSET_DIR (or --cards REPORT ASSET_DIR...)")
+    out = ship(args.paths[0], args.paths[1], half=not args.fp32)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    print(f"ctxmodels: shipped {args.paths[0]} to {out} ({size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0

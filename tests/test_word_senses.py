@@ -1,0 +1,168 @@
+"""One word across a model's layers (ctxmodels.analysis.word_senses): layer choice and ELMo's scalar mix, centred
+joint projections, nearest occurrences and the per-layer measurements, on tiny arrays and a tiny fake model."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from ctxmodels.analysis import vectors
+from ctxmodels.analysis import word_senses as ws
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedding_cache():
+    vectors.CACHE.clear()
+    yield
+    vectors.CACHE.clear()
+
+
+# -- layers and the scalar mix ---------------------------------------------------------------------------------
+
+
+def test_layer_vectors_picks_a_layer_or_applies_the_mix():
+    V = np.arange(12, dtype=np.float32).reshape(2, 3, 2)  # [n=2, layers=3, dim=2]
+    np.testing.assert_array_equal(ws.layer_vectors(V, 1), V[:, 1])
+    mix = ws.ScalarMix((0.5, 0.0, 0.5), 2.0)
+    np.testing.assert_allclose(ws.layer_vectors(V, ws.MIX, mix), V[:, 0] + V[:, 2])  # 2 * (V0 + V2) / 2
+    with pytest.raises(ValueError, match="needs a mix"):
+        ws.layer_vectors(V, ws.MIX)
+    with pytest.raises(ValueError, match="mix of 2 layers"):
+        ws.ScalarMix((0.5, 0.5), 1.0).apply(V)
+
+
+def test_mix_from_probe_needs_one_weight_per_layer():
+    result = SimpleNamespace(mix_weights=[0.2, 0.5, 0.3], gamma=1.1)
+    mix = ws.mix_from_probe(result, 3)
+    assert mix == ws.ScalarMix((0.2, 0.5, 0.3), 1.1)
+    assert hash(mix) == hash(((0.2, 0.5, 0.3), 1.1))  # a plain tuple: usable as a cache key
+    assert ws.mix_from_probe(result, 2) is None
+    assert ws.mix_from_probe(None, 3) is None
+
+
+# -- projections -------------------------------------------------------------------------------------------------
+
+
+def test_centred_directions_are_unit_rows_minus_their_mean_and_keep_nan_rows():
+    X = np.array([[3.0, 0.0], [0.0, 2.0], [np.nan, np.nan], [-5.0, 0.0]])  # row 2: a word without a vector
+    U = ws.centred_directions(X)
+    unit = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    np.testing.assert_allclose(U[[0, 1, 3]], unit - unit.mean(axis=0))
+    assert np.isnan(U[2]).all()
+    np.testing.assert_allclose(ws.centred_directions(7 * X)[[0, 1, 3]], U[[0, 1, 3]])  # the length does not count
+
+
+def test_joint_projection_puts_two_layers_on_shared_axes():
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(12, 3, 8)).astype(np.float32)
+    V[:, 2] = 4 * V[:, 0]  # the same directions, longer: centred directions make them one picture
+    joint = ws.project_layers(V, (0, 2), method="pca")
+    assert joint.joint and joint.method == "pca" and len(joint.coords) == 2
+    assert joint.coords[0].shape == (12, 2)
+    np.testing.assert_allclose(joint.coords[0], joint.coords[1], atol=1e-6)
+    np.testing.assert_allclose(joint.path(5), [joint.coords[0][5], joint.coords[1][5]])  # [layers, 2]
+
+    apart = ws.project_layers(V, (0, 1), method="pca", joint=False)
+    assert not apart.joint
+    alone = ws.project_layers(V, (1,), method="pca")  # one layer is never "joint"
+    assert not alone.joint
+    np.testing.assert_allclose(apart.coords[1], alone.coords[0])
+
+
+def test_projection_of_the_mix_layer():
+    V = np.random.default_rng(1).normal(size=(10, 2, 4))
+    proj = ws.project_layers(V, (0, ws.MIX), method="pca", mix=ws.ScalarMix((0.5, 0.5), 1.0))
+    assert [c.shape for c in proj.coords] == [(10, 2), (10, 2)]
+    assert np.isfinite(proj.coords[1]).all()
+
+
+# -- neighbours --------------------------------------------------------------------------------------------------
+
+
+def test_nearest_occurrences_by_cosine_without_itself_or_empty_rows():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [np.nan, np.nan], [10.0, 1.0], [-1.0, 0.0]])
+    near = ws.nearest_occurrences(X, 0, n=3)
+    assert [nb.index for nb in near] == [3, 1, 4]
+    assert near[0].cosine == pytest.approx(10 / np.sqrt(101))
+    assert near[1].cosine == pytest.approx(0.0) and near[2].cosine == pytest.approx(-1.0)
+    assert [nb.index for nb in ws.nearest_occurrences(X, 0)] == [3, 1, 4]  # only three others have a vector
+    assert ws.nearest_occurrences(X, 2) == []  # an occurrence without a vector has no neighbours
+    with pytest.raises(ValueError, match="out of range"):
+        ws.nearest_occurrences(X, 5)
+
+
+# -- measurements ------------------------------------------------------------------------------------------------
+
+
+def test_majority_baseline_and_sense_names():
+    assert ws.majority_baseline(["a", "a", "b", None, ""]) == pytest.approx(2 / 3)
+    assert ws.majority_baseline(["a", "a", None]) is None  # one sense: nothing to compare with
+    assert ws.sense_names(["a", None, "", "b", "a"]) == {"a", "b"}
+
+
+def two_sense_vectors() -> tuple[np.ndarray, list[str], list[np.ndarray]]:
+    """Six occurrences, two layers: layer 0 gives every occurrence the same vector, layer 1 separates the senses."""
+    rng = np.random.default_rng(0)
+    labels = ["river", "money"] * 3
+    occ = np.zeros((6, 2, 4))
+    occ[:, 0] = [1.0, 1.0, 0.0, 0.0]
+    for i, lab in enumerate(labels):
+        occ[i, 1] = ([1.0, 0.0, 0.0, 0.0] if lab == "river" else [0.0, 1.0, 0.0, 0.0]) + 0.05 * rng.normal(size=4)
+    sentences = [rng.normal(size=(2, 5, 4)) for _ in range(6)]  # [layers, words, dim] each
+    return occ, labels, sentences
+
+
+def test_measure_layers_sense_accuracy_and_self_similarity():
+    occ, labels, sentences = two_sense_vectors()
+    m = ws.measure_layers(occ, labels, sentences, ["static", "contextual"])
+    assert m.notes == []
+    t = m.table.set_index("layer")
+    assert list(t.index) == ["static", "contextual"] and list(t["layer_index"]) == [0, 1]
+    assert t.loc["contextual", "knn1_accuracy"] == 1.0
+    assert t.loc["static", "knn1_accuracy"] < 1.0  # identical vectors cannot tell the senses apart
+    assert t.loc["static", "self_similarity"] == pytest.approx(1.0)
+    assert t.loc["contextual", "self_similarity"] < 0.6
+    assert t.loc["contextual", "silhouette"] > 0.8
+
+
+def test_measure_layers_without_two_senses_or_sentences_says_what_is_missing():
+    occ, _, sentences = two_sense_vectors()
+    m = ws.measure_layers(occ, [None] * 6, sentences, ["a", "b"])
+    assert "knn1_accuracy" not in m.table.columns and "self_similarity" in m.table.columns
+    m = ws.measure_layers(occ, ["x", "y"] * 3, [], ["a", "b"])
+    assert list(m.table.columns[:2]) == ["layer_index", "layer"] and "knn1_accuracy" in m.table.columns
+    assert len(m.notes) == 1 and m.notes[0].startswith("self-similarity:")
+
+
+class OneHotModel:
+    """A fake two-layer model: layer 0 is a word's one-hot vector, layer 1 adds the mean of its sentence's."""
+
+    name = "one-hot"
+    layer_names = ["words", "context"]
+    n_layers = 2
+
+    def __init__(self, vocab: list[str]):
+        self.index = {w: i for i, w in enumerate(vocab)}
+        self.calls = 0
+
+    def embed(self, sentences, pooling="mean", batch_size=32):
+        self.calls += 1
+        out = []
+        for words in sentences:
+            base = np.eye(len(self.index))[[self.index[w.lower()] for w in words]]  # [words, dim]
+            out.append(np.stack([base, base + 3 * base.mean(axis=0)]).astype(np.float32))
+        return out
+
+
+def test_measure_word_embeds_once_and_finds_the_senses():
+    lines = ["The bank of the river. | river", "The bank lent money. | money", "A river bank. | river",
+             "Money in the bank. | money", "By the river bank. | river", "The bank kept money. | money"]
+    found = vectors.find_occurrences(lines, "bank")
+    model = OneHotModel(sorted({w.lower() for ws_ in found.words for w in ws_}))
+    m = ws.measure_word(model, found)
+    assert model.calls == 1  # the occurrence vectors and the sentence vectors come from one run of the model
+    t = m.table.set_index("layer")
+    assert t.loc["words", "self_similarity"] == pytest.approx(1.0)
+    assert t.loc["context", "knn1_accuracy"] == 1.0
