@@ -25,7 +25,9 @@ if [ "$STAGE" = all ]; then
   # The WordPiece vocabulary is the shipped one when present: the tokenizers library orders equally frequent
   # pieces differently from run to run, and a model is tied to its piece ids. Without it a new one is trained.
   TOKENIZER=()
-  if [ -f assets/bert-eltec/tokenizer.json ] && [ ! -f "$RUNS/bert-stage1/train_args.json" ]; then
+  # (run.json, or train_args.json for runs started before it, marks a started run)
+  if [ -f assets/bert-eltec/tokenizer.json ] && [ ! -f "$RUNS/bert-stage1/run.json" ] \
+     && [ ! -f "$RUNS/bert-stage1/train_args.json" ]; then
     mkdir -p "$RUNS/tokenizer" && cp assets/bert-eltec/tokenizer.json "$RUNS/tokenizer/"
   fi
   [ -f "$RUNS/tokenizer/tokenizer.json" ] && TOKENIZER=(--tokenizer "$RUNS/tokenizer/tokenizer.json")

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from ctxmodels.checkpoint import file_sha256  # noqa: E402
 from ctxmodels.elmo import ElmoConfig  # noqa: E402
+from ctxmodels.paths import data_dir  # noqa: E402
 from ctxmodels.training.elmo_task import ElmoLMTask, load_corpus  # noqa: E402
 from ctxmodels.training.trainer import TrainConfig, make_optimizer  # noqa: E402
 
@@ -33,7 +34,7 @@ SENTENCE = "The old man walked slowly down to the bank of the river and sat ther
 
 
 def parse_args() -> argparse.Namespace:
-    data = Path(os.environ.get("CTXMODELS_DATA", ROOT.parent / "shared" / "data"))
+    data = data_dir()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--corpus", default=str(data / "corpus" / "eltec-eng.txt"))
     p.add_argument("--data-cache", default="/tmp/ctxmodels-bench-elmo-cache")

@@ -18,9 +18,10 @@ import torch
 
 import ctxmodels
 from ctxmodels.analysis import vectors
+from ctxmodels.paths import data_dir
 from ctxmodels.text import tokenize
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "eltec-eng.txt"
+CORPUS = data_dir() / "corpus" / "eltec-eng.txt"
 
 
 def _random_models(texts: list[str], root: Path) -> list[Path]:

@@ -370,6 +370,10 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
         candidate = assets / raw
         if candidate.exists():
             return candidate.resolve(), raw
+        if raw in SHORT_NAMES and not assets.is_dir():  # an installed package: no checkout around it
+            raise ModelNotFoundError(
+                f"the shipped model {raw!r} is not installed with the package: no assets folder at {assets}. Set "
+                "CTXMODELS_ASSETS to the folder that holds the shipped models (assets/ of a ctxmodels checkout)")
         if raw in SHORT_NAMES:
             raise ModelNotFoundError(
                 f"the shipped model {raw!r} is not in this checkout: {candidate} does not exist. Train it into "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import warnings
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 import torch
 
 from ctxmodels import cli
-from ctxmodels.commands.train import add_common_arguments
-from ctxmodels.training import bert_task
+from ctxmodels.commands.train import add_kind_arguments, build
 from ctxmodels.training.bert_data import (
     PretrainingData,
     TokenizedDocuments,
@@ -25,6 +23,7 @@ from ctxmodels.training.bert_data import (
     tokenize_documents,
 )
 from ctxmodels.training.trainer import Trainer
+from tests.helpers import synthetic_corpus
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, UNK, CLS, SEP, MASK = range(5)
@@ -32,34 +31,6 @@ PAD, UNK, CLS, SEP, MASK = range(5)
 
 # ----------------------------------------------------------------------------------------------------------
 # helpers
-
-
-def synthetic_corpus(n_docs: int = 12, paragraphs: int = 20, seed: int = 0) -> str:
-    """A small language with structure an MLM can learn: fixed sentence frames, number agreement between noun
-    and verb ("-s" on one of them), and a topic per document that fixes which nouns, verbs and adjectives occur.
-    Words are made of syllables, so WordPiece splits the rarer ones into several pieces."""
-    rng = random.Random(seed)
-    syllables = ["ka", "lo", "mi", "ta", "re", "su", "no", "vi", "de", "po", "ga", "bu"]
-
-    def word() -> str:
-        return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 3)))
-
-    topics = [{k: [word() for _ in range(6)] for k in ("nouns", "verbs", "adjs")} for _ in range(4)]
-    docs = []
-    for d in range(n_docs):
-        t = topics[d % len(topics)]
-        paras = []
-        for _ in range(paragraphs):
-            sents = []
-            for _ in range(rng.randint(2, 4)):
-                adj, n1, n2, verb = (rng.choice(t[k]) for k in ("adjs", "nouns", "nouns", "verbs"))
-                if rng.random() < 0.5:
-                    sents.append(f"The {adj} {n1} {verb}s the {n2}.")
-                else:
-                    sents.append(f"The {adj} {n1}s {verb} the {n2}s.")
-            paras.append(" ".join(sents))
-        docs.append("\n".join(paras))
-    return "\n\n".join(docs) + "\n"
 
 
 def unique_corpus(n_docs: int = 20, n_sents: int = 40, seed: int = 0, lengths=(3, 15)):
@@ -92,10 +63,9 @@ def segments(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def parse_bert_args(argv: list[str]) -> argparse.Namespace:
-    """The arguments `ctxmodels train bert` would parse, for driving build_task directly."""
+    """The arguments `ctxmodels train bert` would parse, for building the task with `build`."""
     p = argparse.ArgumentParser()
-    add_common_arguments(p)
-    bert_task.add_train_arguments(p)
+    add_kind_arguments(p, "bert")
     return p.parse_args(argv)
 
 
@@ -381,7 +351,7 @@ def test_cli_trains_end_to_end_and_writes_a_loadable_model(tmp_path, corpus_file
                        "--steps", "4", "--log-every", "1", *TINY], capsys)
     assert rc == 0, err
     for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "README.md",
-                 "train_args.json", "data/meta.json", "checkpoint/trainer_state.pt"):
+                 "run.json", "data/meta.json", "checkpoint/trainer_state.pt"):
         assert (out / name).is_file(), name
     recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in recs if "loss" in r]
@@ -399,11 +369,11 @@ def test_cli_trains_end_to_end_and_writes_a_loadable_model(tmp_path, corpus_file
     assert model.config.num_hidden_layers == 2 and model.has_mlm_head and model.has_nsp_head
 
     # the same --out again without --resume is refused before anything is overwritten
-    args_before = (out / "train_args.json").read_text()
+    args_before = (out / "run.json").read_text()
     rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(out), "--steps", "9", *TINY],
                       capsys)
     assert rc == 2 and "already holds a training run" in err
-    assert (out / "train_args.json").read_text() == args_before
+    assert (out / "run.json").read_text() == args_before
 
 
 def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, tokenizer_dir, capsys):
@@ -418,8 +388,8 @@ def test_interrupted_run_resumes_with_identical_losses(tmp_path, corpus_file, to
     rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(part), "--resume",
                        "--batch-size", "4", "--seed", "3"], capsys)
     assert rc == 2 and "--batch-size 4 (the run used 8)" in err and "--seed 3 (the run used 0)" in err
-    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--out", str(part), "--resume",
-                       "--no-progress", "--threads", "1"], capsys)
+    # nothing but --out: the corpus, model and schedule come from the run's run.json
+    rc, err = run_cli(["train", "bert", "--out", str(part), "--resume", "--no-progress", "--threads", "1"], capsys)
     assert rc == 0, err
     assert "tokenising" not in err, "resume reuses the cached pre-training data"
     a, b = losses(full), losses(part)
@@ -441,11 +411,27 @@ def test_resume_with_more_steps_extends_the_run(tmp_path, corpus_file, tokenizer
     after = losses(out)
     assert sorted(after) == list(range(1, 9))
     assert all(after[s] == first[s] for s in first), "the steps already taken are kept as they were"
-    assert json.loads((out / "train_args.json").read_text())["settings"]["steps"] == 8
+    assert json.loads((out / "run.json").read_text())["settings"]["steps"] == 8
     recs = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     lrs = [r["lr"] for r in recs if "lr" in r and r["step"] > 4]
     # (the lr logged at a step is the next step's) decaying after step 4 (where the short run ended at 0), to 0 at 8
     assert lrs[0] > 0 and lrs[-1] == 0 and all(a > b for a, b in zip(lrs, lrs[1:])), lrs
+
+
+def test_a_run_started_before_run_json_resumes_from_train_args_json(tmp_path, corpus_file, tokenizer_dir, capsys):
+    out = tmp_path / "run"
+    assert run_cli(["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--steps", "3",
+                    "--log-every", "1", "--out", str(out), "--time-limit", "0", *TINY], capsys)[0] == 0
+    stored = json.loads((out / "run.json").read_text())
+    del stored["settings"]["corpus_sha256"]  # the older file did not record it
+    (out / "train_args.json").write_text(json.dumps(stored))
+    (out / "run.json").unlink()
+    rc, err = run_cli(["train", "bert", "--out", str(out), "--resume", "--preset", "mini"], capsys)
+    assert rc == 2 and "--preset mini (the run used tiny)" in err
+    rc, err = run_cli(["train", "bert", "--out", str(out), "--resume", "--no-progress", "--threads", "1"], capsys)
+    assert rc == 0, err
+    assert max(losses(out)) == 3
+    assert json.loads((out / "run.json").read_text())["settings"]["max_seq_len"] == 32
 
 
 def test_resume_without_a_run_is_a_clear_error(tmp_path, corpus_file, capsys):
@@ -492,7 +478,7 @@ def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
     args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--preset", "tiny",
                             "--vocab-size", "200", "--max-seq-len", "32", "--batch-size", "32", "--steps", "200",
                             "--lr", "2e-3", "--eval-every", "0", "--eval-sequences", "64", "--no-progress"])
-    task, cfg = bert_task.build_task(args)
+    task, cfg = build(args)
     task.model.eval()
     with torch.no_grad():
         before = task.evaluate(task.model)
@@ -503,10 +489,14 @@ def test_a_minute_of_training_clearly_lowers_heldout_mlm_loss(tmp_path):
     assert after["mlm_accuracy"] > 0.35 and after["mlm_top5_accuracy"] > after["mlm_accuracy"]
 
 
+def bert_task_in(out: Path, *argv: str):
+    """The task `ctxmodels train bert --out OUT ARGV` would train (its settings stored in OUT, nothing trained)."""
+    return build(parse_bert_args(["--out", str(out), *argv]))[0]
+
+
 def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tmp_path):
-    args = parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "run"), "--tokenizer",
-                            str(tokenizer_dir), *TINY, "--dropout", "0", "--sinusoidal-positions"])
-    task, _ = bert_task.build_task(args)
+    common = ["--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), *TINY]
+    task = bert_task_in(tmp_path / "run", *common, "--dropout", "0", "--sinusoidal-positions")
     cfg = task.model.config
     assert cfg.hidden_dropout_prob == 0 and cfg.attention_probs_dropout_prob == 0
     pos = task.model.bert.embeddings.position_embeddings.weight.detach()
@@ -515,26 +505,19 @@ def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tm
     # neighbouring positions start out more alike than distant ones
     cos = torch.nn.functional.cosine_similarity
     assert cos(pos[10], pos[11], dim=0) > cos(pos[10], pos[60], dim=0) + 0.2
-    default, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r2"),
-                                                       "--tokenizer", str(tokenizer_dir), *TINY]))
-    assert default.model.config.hidden_dropout_prob == 0.1
+    assert bert_task_in(tmp_path / "r2", *common).model.config.hidden_dropout_prob == 0.1
     with pytest.raises(ValueError, match="--dropout"):
-        bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "r3"),
-                                              "--tokenizer", str(tokenizer_dir), *TINY, "--dropout", "1.5"]))
+        bert_task_in(tmp_path / "r3", *common, "--dropout", "1.5")
 
 
 def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
-    first, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "a"),
-                                                     "--tokenizer", str(tokenizer_dir), *TINY, "--seed", "1"]))
+    common = ["--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), *TINY]
+    first = bert_task_in(tmp_path / "a", *common, "--seed", "1")
     first.save_model(tmp_path / "a")
-    second, _ = bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "b"),
-                                                      "--tokenizer", str(tokenizer_dir), *TINY,
-                                                      "--init-from", str(tmp_path / "a")]))
+    second = bert_task_in(tmp_path / "b", *common, "--init-from", str(tmp_path / "a"))
     for (k, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
         assert torch.equal(a, b), k
     card = second.model_card({"metrics": {}})
     assert "continued pre-training" in card
     with pytest.raises(Exception, match="does not fit"):
-        bert_task.build_task(parse_bert_args(["--corpus", str(corpus_file), "--out", str(tmp_path / "c"),
-                                              "--tokenizer", str(tokenizer_dir), *TINY, "--preset", "mini",
-                                              "--init-from", str(tmp_path / "a")]))
+        bert_task_in(tmp_path / "c", *common, "--preset", "mini", "--init-from", str(tmp_path / "a"))

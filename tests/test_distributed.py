@@ -10,32 +10,8 @@ import sys
 
 import pytest
 import torch
-from test_bert_training import synthetic_corpus
 
-# Each rank runs the real CLI; wrapping Trainer.train lets it report a hash of its own final weights.
-RANK_SCRIPT = """
-import hashlib, os, sys
-from ctxmodels import cli, trainer
-
-def state_hash(model):
-    h = hashlib.sha256()
-    for name, t in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(t.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-original = trainer.Trainer.train
-
-def train_and_report(self, *args, **kwargs):
-    result = original(self, *args, **kwargs)
-    path = os.path.join(os.environ["HASH_DIR"], f"rank{self.info.rank}.txt")
-    with open(path, "w") as f:
-        f.write(f"{self.info.world_size} {state_hash(self.task.model)}")
-    return result
-
-trainer.Trainer.train = train_and_report
-sys.exit(cli.main(sys.argv[1:]))
-"""
+from tests.helpers import RANK_SCRIPT, synthetic_corpus
 
 
 @pytest.mark.slow

@@ -28,31 +28,7 @@ from ctxmodels.training.elmo_task import (
     Vocabulary,
     sampled_softmax_loss,
 )
-
-# ----------------------------------------------------------------------------------------------------------
-# a generated language with plenty of structure, so that a tiny model learns it in seconds
-
-NAMES = ["Anna", "Ben", "Clara", "David", "Emma", "Frank", "Grace", "Henry"]
-VERBS = ["sees", "likes", "finds", "takes", "paints", "sells", "buys", "hides"]
-ADJS = ["red", "old", "small", "green", "heavy", "bright"]
-NOUNS = ["box", "horse", "letter", "garden", "river", "bank", "lamp", "coat", "ship", "bird"]
-
-
-def generated_paragraph(rng: random.Random, n_sentences: int = 6) -> str:
-    out = []
-    for _ in range(n_sentences):
-        if rng.random() < 0.5:
-            out.append(f"{rng.choice(NAMES)} {rng.choice(VERBS)} the {rng.choice(ADJS)} {rng.choice(NOUNS)}.")
-        else:
-            out.append(f"The {rng.choice(NOUNS)} is {rng.choice(ADJS)}, said {rng.choice(NAMES)}!")
-    return " ".join(out)
-
-
-def write_corpus(path: Path, n_docs: int = 4, paragraphs: int = 40, seed: int = 0) -> Path:
-    rng = random.Random(seed)
-    docs = ["\n".join(generated_paragraph(rng) for _ in range(paragraphs)) for _ in range(n_docs)]
-    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
-    return path
+from tests.helpers import ADJS, NOUNS, generated_paragraph, write_corpus
 
 
 def tiny_config() -> ElmoConfig:
@@ -326,7 +302,7 @@ def test_training_clearly_lowers_heldout_perplexity(tmp_path):
     # perplexity of the same untrained model (same seed gives the same initial weights)
     from ctxmodels.training.elmo_task import load_corpus
 
-    run = json.loads((out / "elmo_run.json").read_text())
+    run = json.loads((out / "run.json").read_text())["settings"]
     enc, _ = load_corpus(corpus, 1, 0, run["vocab_size"], run["corpus_sha256"], out / "data_cache")
     fresh = ElmoLMTask(enc, tiny_config(), seq_len=20, batch_size=16, n_samples=20, eval_tokens=2000)
     fresh.model.eval()
@@ -346,10 +322,11 @@ def test_cli_resume_equals_uninterrupted_run(tmp_path):
               "--n-samples", "10", "--log-every", "1", "--eval-every", "3", "--save-every", "100",
               "--eval-tokens", "200"]
     assert run_cli(*common, "--out", str(tmp_path / "full")) == 0
-    # --time-limit stops after the first step with a checkpoint; --resume with no other options continues
+    # --time-limit stops after the first step with a checkpoint; --resume with no other options (not even the
+    # corpus or the bookkeeping: the run stored --log-every 1) continues
     assert run_cli(*common, "--out", str(tmp_path / "cut"), "--time-limit", "1e-6") == 0
     assert max(losses(tmp_path / "cut")) == 1
-    assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "cut"), "--resume", "--log-every", "1") == 0
+    assert run_cli("--out", str(tmp_path / "cut"), "--resume") == 0
     full, cut = losses(tmp_path / "full"), losses(tmp_path / "cut")
     assert sorted(full) == sorted(cut) == list(range(1, 7))
     for step in full:
@@ -373,12 +350,31 @@ def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--seq-len 16 (the run used 8)" in err and "--steps" not in err  # more steps may be asked for
     assert run_cli(*common, "--steps", "4", "--resume", "--log-every", "1") == 0  # extends the run to 4 steps
-    assert max(losses(out)) == 4 and json.loads((out / "elmo_run.json").read_text())["steps"] == 4
+    assert max(losses(out)) == 4 and json.loads((out / "run.json").read_text())["settings"]["steps"] == 4
     assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "new"), "--resume") == 2
-    assert "elmo_run.json" in capsys.readouterr().err
+    assert "run.json: not found, so there is no ELMo run to resume" in capsys.readouterr().err
     corpus.write_text(corpus.read_text() + "\nMore text.\n")
     assert run_cli("--corpus", str(corpus), "--out", str(out), "--resume") == 2
     assert "corpus changed" in capsys.readouterr().err
+
+
+def test_a_run_started_before_run_json_resumes_from_elmo_run_json(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    out = tmp_path / "run"
+    assert run_cli("--corpus", str(corpus), "--out", str(out), "--preset", "tiny", "--steps", "3", "--batch-size", "4",
+                   "--seq-len", "8", "--n-samples", "10", "--eval-tokens", "100", "--time-limit", "1e-6") == 0
+    # the older file: the settings, flat, with the held-out count left to the default
+    settings = json.loads((out / "run.json").read_text())["settings"]
+    old = {k: settings[k] for k in ("preset", "vocab_size", "seq_len", "batch_size", "n_samples", "eval_tokens", "seed",
+                                    "steps", "lr", "warmup", "weight_decay", "bf16", "corpus", "corpus_sha256")}
+    (out / "elmo_run.json").write_text(json.dumps({**old, "heldout_docs": None}))
+    (out / "run.json").unlink()
+    capsys.readouterr()
+    assert run_cli("--out", str(out), "--resume", "--seq-len", "16") == 2
+    assert "--seq-len 16 (the run used 8)" in capsys.readouterr().err
+    assert run_cli("--out", str(out), "--resume", "--log-every", "1") == 0
+    assert max(losses(out)) == 3
+    assert json.loads((out / "run.json").read_text())["settings"]["heldout_docs"] == 1
 
 
 @pytest.mark.parametrize(
@@ -426,7 +422,7 @@ def test_two_process_training_keeps_ranks_identical(tmp_path):
     import subprocess
     import sys
 
-    from test_distributed import RANK_SCRIPT  # the BERT engineer's rank wrapper: reports a hash of the weights
+    from tests.helpers import RANK_SCRIPT  # reports a hash of each rank's final weights
 
     corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
     script = tmp_path / "rank.py"

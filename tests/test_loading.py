@@ -241,6 +241,30 @@ def test_short_names_resolve_in_the_assets_folder(tmp_path, monkeypatch):
     assert "no file or directory" in str(e.value) and "bert-eltec" in str(e.value)
 
 
+def test_an_installed_package_without_assets_says_which_variable_to_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(tmp_path / "not-there"))
+    with pytest.raises(ModelNotFoundError, match=r"not installed with the package.*Set CTXMODELS_ASSETS"):
+        load("elmo-eltec")
+
+
+def test_paths_follow_their_environment_variables(tmp_path, monkeypatch):
+    from ctxmodels import paths
+
+    for var in ("CTXMODELS_ASSETS", "CTXMODELS_DATA", "CTXMODELS_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    checkout = Path(ctxmodels.__file__).resolve().parents[1]
+    assert paths.data_dir() == checkout.parent / "shared" / "data"
+    assert paths.examples_dir() == checkout / "assets" / "examples"
+    assert paths.cache_dir() == Path.home() / ".cache" / "ctxmodels"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert paths.cache_dir() == tmp_path / "xdg" / "ctxmodels"
+    for var, get in (("CTXMODELS_ASSETS", paths.assets_dir), ("CTXMODELS_DATA", paths.data_dir),
+                     ("CTXMODELS_CACHE", paths.cache_dir)):
+        monkeypatch.setenv(var, str(tmp_path / var))
+        assert get() == tmp_path / var
+    assert paths.examples_dir() == tmp_path / "CTXMODELS_ASSETS" / "examples"
+
+
 def test_the_default_assets_folder_is_beside_the_package(monkeypatch):
     from ctxmodels.loading import assets_dir
 

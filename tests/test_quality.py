@@ -12,14 +12,13 @@ import torch
 
 from ctxmodels import cli
 from ctxmodels.checkpoint import CheckpointError, file_sha256, load_tensors
+from ctxmodels.elmo import ElmoConfig
 from ctxmodels.release import quality
-from ctxmodels.release.shipping import BEGIN, END, measured_section, ship, write_card
+from ctxmodels.release.shipping import BEGIN, measured_section, ship, write_card
 from ctxmodels.text import read_documents
-from ctxmodels.training import bert_task
+from ctxmodels.training import bert_task, elmo_task
 from ctxmodels.training.elmo_task import ElmoLMTask, EncodedCorpus
-from ctxmodels.training.elmo_task import heldout_metrics as elmo_heldout
-from tests.test_bert_training import TINY, parse_bert_args, synthetic_corpus
-from tests.test_elmo_training import tiny_config, write_corpus
+from tests.helpers import synthetic_corpus, write_corpus
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +32,9 @@ def test_bert_heldout_metrics_rebuild_the_training_evaluation(tmp_path):
     """From the model and the corpus alone: the same fixed held-out set, so the same figures as training's."""
     corpus = tmp_path / "c.txt"
     corpus.write_text(synthetic_corpus(), encoding="utf-8")
-    args = parse_bert_args(["--corpus", str(corpus), "--out", str(tmp_path / "run"), "--vocab-size", "150", *TINY,
-                            "--eval-sequences", "24"])
-    task, _ = bert_task.build_task(args)
+    settings = bert_task.BertSettings.resolve(dict(corpus=corpus, vocab_size=150, preset="tiny", max_seq_len=32,
+                                                   batch_size=8, eval_sequences=24), tmp_path / "run")
+    task, _ = bert_task.build_task(settings, tmp_path / "run")
     model = task.model.eval()
     during_training = task.evaluate(model)
     again = bert_task.heldout_metrics(model, task.tokenizer, corpus, n_sequences=24, max_seq_len=32)
@@ -52,11 +51,11 @@ def test_elmo_heldout_metrics_with_a_shipped_vocabulary(tmp_path):
 
     held = heldout_indices(len(docs), None, 0)
     encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held], [docs[i] for i in held], 30)
-    task = ElmoLMTask(encoded, tiny_config(), seq_len=8, batch_size=4, n_samples=0, eval_tokens=400)
+    task = ElmoLMTask(encoded, ElmoConfig.preset("tiny"), seq_len=8, batch_size=4, n_samples=0, eval_tokens=400)
     lm = task.model.eval()
     lm.vocab = encoded.vocab.words
     expected = task.evaluate(lm)
-    got = elmo_heldout(lm, encoded.vocab.words, corpus, eval_tokens=400, seq_len=8)
+    got = elmo_task.heldout_metrics(lm, encoded.vocab.words, corpus, eval_tokens=400, seq_len=8)
     for k in ("fwd_ppl", "bwd_ppl", "ppl"):
         assert got[k] == pytest.approx(expected[k], rel=1e-5)
     assert got["eval_tokens"] > 0 and 0 <= got["oov_rate"] < 1
@@ -169,4 +168,3 @@ def test_read_cloze_rejects_a_line_without_mask(tmp_path):
     with pytest.raises(ValueError, match="cloze.tsv:1"):
         quality.read_cloze(bad)
     assert all("[MASK]" in s and answers for s, answers in quality.read_cloze())
-    assert END

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from ctxmodels import cli
 from ctxmodels.checkpoint import CheckpointError
-from ctxmodels.commands.train import add_common_arguments
+from ctxmodels.commands.train import add_kind_arguments, build
 from ctxmodels.static import (
     StaticConfig,
     StaticVectors,
@@ -25,8 +25,8 @@ from ctxmodels.static import (
     sgns_loss,
 )
 from ctxmodels.training.static_task import (
+    StaticSettings,
     StaticTask,
-    add_train_arguments,
     build_task,
     context_pairs,
     keep_probabilities,
@@ -111,8 +111,9 @@ def test_resume_is_exact(tmp_path):
     assert train_cli(corpus, tmp_path / "full", *common) == 0
     assert train_cli(corpus, tmp_path / "part", *common, "--time-limit", "0") == 0  # stops after step 1
     assert max(_losses(tmp_path / "part")) == 1
-    # --resume needs none of the schedule's options again (the run's own are kept: 12 steps, not one epoch)
-    assert train_cli(corpus, tmp_path / "part", "--eval-every", "0", "--resume") == 0
+    # --resume needs none of the options again: not the corpus, the vectors' settings or the schedule (the run's
+    # own are kept: 12 steps, not one epoch)
+    assert cli.main(["train", "static", "--out", str(tmp_path / "part"), "--resume", "--no-progress"]) == 0
     full, resumed = _losses(tmp_path / "full"), _losses(tmp_path / "part")
     assert sorted(full) == sorted(resumed) == list(range(1, 13))
     for step in full:
@@ -126,7 +127,10 @@ def test_resume_with_other_settings_is_refused(tmp_path, capsys):
     corpus = write_two_group_corpus(tmp_path / "corpus.txt", docs=4, paragraphs=6)
     assert train_cli(corpus, tmp_path / "out", "--steps", "2", "--eval-every", "0") == 0
     assert train_cli(corpus, tmp_path / "out", "--steps", "4", "--resume", "--eval-every", "0", "--dim", "8") == 2
-    assert "dim: saved 16, now 8" in capsys.readouterr().err
+    assert "--dim 8 (the run used 16)" in capsys.readouterr().err
+    assert train_cli(corpus, tmp_path / "out", "--resume", "--cased", "--window", "4") == 2
+    err = capsys.readouterr().err
+    assert "--cased (the run was without it)" in err and "--window 4 (the run used 2)" in err
     assert train_cli(corpus, tmp_path / "out", "--resume", "--eval-every", "0", "--lr", "0.1") == 2
     assert "--lr 0.1 (the run used 0.03)" in capsys.readouterr().err
     # a new --steps moves the run's end: train longer
@@ -134,12 +138,40 @@ def test_resume_with_other_settings_is_refused(tmp_path, capsys):
     assert max(_losses(tmp_path / "out")) == 4
 
 
+def test_a_run_started_before_run_json_resumes_from_its_checkpoint(tmp_path, capsys):
+    """Older runs stored the schedule and the vectors' settings in the checkpoint only; the rest is given again."""
+    corpus = write_two_group_corpus(tmp_path / "corpus.txt", docs=4, paragraphs=6)
+    out = tmp_path / "out"
+    assert train_cli(corpus, out, "--steps", "4", "--eval-every", "0", "--time-limit", "0") == 0
+    (out / "run.json").unlink()
+    resume = ["train", "static", "--out", str(out), "--resume", "--no-progress"]
+    assert cli.main(resume) == 2
+    assert "does not record its corpus; pass --corpus" in capsys.readouterr().err
+    assert cli.main([*resume, "--corpus", str(corpus), "--dim", "8"]) == 2
+    assert "--dim 8 (the run used 16)" in capsys.readouterr().err
+    assert cli.main([*resume, "--corpus", str(corpus), "--batch-size", "256"]) == 0
+    assert max(_losses(out)) == 4
+    assert json.loads((out / "run.json").read_text())["settings"]["lr"] == 0.03
+
+
+def test_settings_and_task_from_plain_values(tmp_path):
+    corpus = write_two_group_corpus(tmp_path / "corpus.txt", docs=4, paragraphs=6)
+    out = tmp_path / "out"
+    settings = StaticSettings.resolve({"corpus": corpus, "dim": 8, "min_count": 1, "batch_size": 64}, out)
+    assert settings.steps is None and settings.weight_decay == 0.0  # one epoch, decided by the data
+    task, cfg = build_task(settings, out)
+    assert cfg.max_steps == settings.steps == task.num_batches(0) and cfg.warmup_steps == min(100, cfg.max_steps // 10)
+    stored = json.loads((out / "run.json").read_text())
+    assert stored["kind"] == "static" and stored["settings"]["heldout_docs"] == 1  # the default, resolved
+    assert stored["settings"]["corpus"] == str(corpus.resolve()) and len(stored["settings"]["corpus_sha256"]) == 64
+    with pytest.raises(ValueError, match="--batch-size must be at least 1"):
+        StaticSettings.resolve({"corpus": corpus, "batch_size": 0}, tmp_path / "other")
+
+
 def _task(tmp_path: Path, corpus: Path, *extra: str) -> StaticTask:
     p = argparse.ArgumentParser()
-    add_common_arguments(p)
-    add_train_arguments(p)
-    args = p.parse_args(["--corpus", str(corpus), "--out", str(tmp_path / "out"), *TRAIN_ARGS, *extra])
-    return build_task(args)[0]
+    add_kind_arguments(p, "static")
+    return build(p.parse_args(["--corpus", str(corpus), "--out", str(tmp_path / "out"), *TRAIN_ARGS, *extra]))[0]
 
 
 def test_batches_are_a_pure_function_of_seed_epoch_and_index(tmp_path):

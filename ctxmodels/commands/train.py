@@ -1,52 +1,174 @@
-"""``ctxmodels train bert|elmo|static``: build a training task from the options and run the one trainer.
+"""``ctxmodels train bert|elmo|static``: each kind's options, turned into its run settings, trained by the one trainer.
 
-Each kind's task module (:mod:`ctxmodels.training.bert_task`, ``elmo_task``, ``static_task``) provides
-``add_train_arguments(parser)`` for its own options and ``build_task(args) -> (task, TrainConfig)``; the options
-every kind shares are defined here.
+Every option that is a run setting (:mod:`ctxmodels.training.settings`) defaults to None here, meaning "not
+given", so that a new run can take the kind's defaults and a resumed run its stored values; the help shows
+each kind's defaults, read from its settings class. :func:`build` turns the parsed options into the task and
+the trainer's settings through the kind's module (``ctxmodels.training.bert_task``, ``elmo_task``,
+``static_task``): ``Settings.resolve(given, out, resume)``, then ``build_task(settings, out, ...)`` with the
+kind's own extras (BERT: ``resume``; ELMo: ``data_cache``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import shlex
 import sys
+from typing import Any
 
-# kind -> (task module, one-line help)
-KINDS: dict[str, tuple[str, str]] = {
-    "bert": ("ctxmodels.training.bert_task", "BERT: masked LM + next-sentence prediction"),
-    "elmo": ("ctxmodels.training.elmo_task", "ELMo: forward and backward LSTM language models"),
-    "static": ("ctxmodels.training.static_task", "static word vectors: skip-gram with negative sampling"),
+# kind -> (task module, its settings class, one-line help)
+KINDS: dict[str, tuple[str, str, str]] = {
+    "bert": ("ctxmodels.training.bert_task", "BertSettings", "BERT: masked LM + next-sentence prediction"),
+    "elmo": ("ctxmodels.training.elmo_task", "ElmoSettings", "ELMo: forward and backward LSTM language models"),
+    "static": ("ctxmodels.training.static_task", "StaticSettings",
+               "static word vectors: skip-gram with negative sampling"),
 }
 
 
-def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", required=True, help="plain text: one paragraph a line, blank lines between documents")
-    p.add_argument("--out", required=True, help="output directory (model, metrics.jsonl, checkpoint/)")
+def settings_class(kind: str) -> Any:
+    module, name, _ = KINDS[kind]
+    return getattr(importlib.import_module(module), name)
+
+
+def _default(settings: Any, name: str, derived: dict[str, str]) -> str:
+    """" (default X)" for a help text: the settings class's default, or ``derived[name]`` in words."""
+    value = derived.get(name, getattr(settings, name))
+    return f" (default {value:g})" if isinstance(value, float) else f" (default {value})"
+
+
+def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[str, str] | None = None) -> None:
+    """The options every kind has; ``derived`` names, in words, defaults that follow from other settings."""
+    S, d = settings_class(kind), derived or {}
+    p.add_argument("--corpus", default=None,
+                   help="plain text: one paragraph a line, blank lines between documents (not needed with --resume)")
+    p.add_argument("--out", required=True, help="output directory (model, run.json, metrics.jsonl, checkpoint/)")
     p.add_argument("--steps", type=int, default=None,
-                   help="optimizer steps in all; with --resume, a new end for the run (the learning-rate decay "
-                        "stretches from where it stands to the new end)")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
-    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast")
-    p.add_argument("--save-every", type=int, default=500, help="checkpoint every N steps (and on Ctrl-C)")
-    p.add_argument("--eval-every", type=int, default=500, help="held-out evaluation every N steps")
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
+                   help="optimizer steps in all" + _default(S, "steps", d) + "; with --resume, a new end for the "
+                        "run (the learning-rate decay stretches from where it stands to the new end)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate" + _default(S, "lr", d))
+    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps" + _default(S, "warmup", d))
+    p.add_argument("--weight-decay", type=float, default=None,
+                   help="AdamW weight decay" + _default(S, "weight_decay", d))
+    p.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast")
+    p.add_argument("--heldout-docs", type=int, default=None,
+                   help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the data order and the initial weights"
+                   + _default(S, "seed", d))
+    p.add_argument("--save-every", type=int, default=None,
+                   help="checkpoint every N steps (and on Ctrl-C)" + _default(S, "save_every", d))
+    p.add_argument("--eval-every", type=int, default=None,
+                   help="held-out evaluation every N steps, 0 = only at the end" + _default(S, "eval_every", d))
+    p.add_argument("--log-every", type=int, default=None, help="log every N steps" + _default(S, "log_every", d))
     p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
                    help="stop cleanly with a checkpoint after this many minutes; continue with --resume")
-    p.add_argument("--resume", action="store_true", help="continue exactly where the run in --out stopped")
+    p.add_argument("--resume", action="store_true",
+                   help="continue exactly where the run in --out stopped, with the settings it stored in run.json: "
+                        "no option needs repeating; one given again must equal the run's, except --steps and "
+                        "--save-every/--eval-every/--log-every")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
 
 
+def _bert_arguments(p: argparse.ArgumentParser) -> None:
+    from ..training.bert_task import DEFAULT_LR
+
+    S = settings_class("bert")
+    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
+    add_common_arguments(p, "bert", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    p.add_argument("--preset", default=None, choices=list(DEFAULT_LR), help="model size" + _default(S, "preset", {}))
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="WordPiece vocabulary to train" + _default(S, "vocab_size", {}))
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="use this tokenizer (tokenizer.json or vocab.txt) instead of training one")
+    p.add_argument("--max-seq-len", type=int, default=None,
+                   help="pieces per sequence with [CLS]/[SEP]" + _default(S, "max_seq_len", {}))
+    p.add_argument("--batch-size", type=int, default=None, help="sequences per step" + _default(S, "batch_size", {}))
+    p.add_argument("--max-predictions", type=int, default=None,
+                   help="most masked tokens per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+    p.add_argument("--dropout", type=float, default=None,
+                   help=f"dropout of hidden states and attention while training (default {S.dropout:g}, as in BERT; "
+                        "short runs learn faster with 0)")
+    p.add_argument("--init-from", default=None, metavar="DIR",
+                   help="start from the weights of an earlier run's model (same preset and --tokenizer), with this "
+                        "run's own schedule: continued pre-training")
+    p.add_argument("--sinusoidal-positions", action="store_true", default=None,
+                   help="start the learned position embeddings from the Transformer's sines and cosines instead "
+                        "of noise (they still train; the checkpoint format is unchanged)")
+    p.add_argument("--whole-word-masking", action="store_true", default=None,
+                   help="mask all pieces of a word together")
+    p.add_argument("--eval-sequences", type=int, default=None,
+                   help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
+
+
+def _elmo_arguments(p: argparse.ArgumentParser) -> None:
+    from ..elmo import PRESETS
+
+    S = settings_class("elmo")
+    add_common_arguments(p, "elmo")
+    p.add_argument("--preset", default=None, choices=list(PRESETS),
+                   help=f"model size (default {S.preset}; see ctxmodels.elmo.PRESETS)")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK>"
+                        + _default(S, "vocab_size", {}))
+    p.add_argument("--seq-len", type=int, default=None,
+                   help="tokens per training window" + _default(S, "seq_len", {}))
+    p.add_argument("--batch-size", type=int, default=None, help="windows per batch" + _default(S, "batch_size", {}))
+    p.add_argument("--n-samples", type=int, default=None,
+                   help="distinct sampled-softmax candidates per batch; 0 = exact full softmax"
+                        + _default(S, "n_samples", {}))
+    p.add_argument("--eval-tokens", type=int, default=None,
+                   help="held-out tokens scored per evaluation" + _default(S, "eval_tokens", {}))
+    p.add_argument("--data-cache", default=None,
+                   help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
+    p.epilog = (f"ELMo defaults: --preset {S.preset} --steps {S.steps} --lr {S.lr:g} --warmup {S.warmup}: the "
+                "shipped recipe, about two hours on a 2-core CPU. On a busy machine --threads 1 is much faster than "
+                "the default of all cores.")
+
+
+def _static_arguments(p: argparse.ArgumentParser) -> None:
+    S = settings_class("static")
+    add_common_arguments(p, "static", {"steps": "one pass over the training text",
+                                       "warmup": "10%% of --steps, at most 100"})
+    p.add_argument("--dim", type=int, default=None, help="vector size" + _default(S, "dim", {}))
+    p.add_argument("--window", type=int, default=None, help="largest context distance" + _default(S, "window", {}))
+    p.add_argument("--negatives", type=int, default=None, help="noise words per pair" + _default(S, "negatives", {}))
+    p.add_argument("--min-count", type=int, default=None, help="rarest word kept" + _default(S, "min_count", {}))
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="most frequent words kept" + _default(S, "vocab_size", {}))
+    p.add_argument("--subsample", type=float, default=None,
+                   help="frequent-word subsampling threshold t, 0 = off" + _default(S, "subsample", {}))
+    p.add_argument("--cased", action="store_true", default=None,
+                   help="keep letter case (default: lower-case everything)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="about this many (centre, context) pairs a step" + _default(S, "batch_size", {}))
+
+
+KIND_ARGUMENTS = {"bert": _bert_arguments, "elmo": _elmo_arguments, "static": _static_arguments}
+
+
+def add_kind_arguments(p: argparse.ArgumentParser, kind: str) -> None:
+    """All options of ``ctxmodels train KIND`` (the parser's ``kind`` defaults to ``kind``)."""
+    KIND_ARGUMENTS[kind](p)
+    p.set_defaults(kind=kind)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="kind", required=True)
-    for kind, (module, help_) in KINDS.items():
-        k = kinds.add_parser(kind, help=help_, description=help_)
-        add_common_arguments(k)
-        importlib.import_module(module).add_train_arguments(k)
+    for kind, (_, _, help_) in KINDS.items():
+        add_kind_arguments(kinds.add_parser(kind, help=help_, description=help_), kind)
+
+
+def build(args: argparse.Namespace):
+    """(task, trainer settings) of the parsed options: the run's settings resolved, the kind's task built."""
+    settings_cls = settings_class(args.kind)
+    given = {name: getattr(args, name, None) for name in settings_cls.names()}
+    settings = settings_cls.resolve(given, args.out, resume=args.resume)
+    extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None)}}
+    task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,
+                                                                         **extra.get(args.kind, {}))
+    limit = None if args.time_limit is None else 60.0 * args.time_limit
+    return task, dataclasses.replace(cfg, time_limit_s=limit, progress=not args.no_progress)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(args)
+    task, cfg = build(args)
     command = "ctxmodels " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []))
     trainer = Trainer(task, cfg, args.out, command=command)
     try:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.senses import knn_sense_accuracy, macro_f1
+from ..analysis.metrics import macro_f1
+from ..analysis.senses import knn_sense_accuracy
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -171,15 +172,15 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
             entry["weights_sha256"] = weights_sha256(m.path)
             entry["weights_dtype"] = weights_dtype(m.path)
         if corpus is not None and m.kind == "bert" and m.can_fill_mask:
-            from ..training.bert_task import heldout_metrics
+            from ..training import bert_task
 
             log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
-            entry["heldout"] = heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
+            entry["heldout"] = bert_task.heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
         if corpus is not None and m.kind == "elmo" and m.has_lm:
-            from ..training.elmo_task import heldout_metrics as elmo_heldout
+            from ..training import elmo_task
 
             log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
-            entry["heldout"] = elmo_heldout(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
+            entry["heldout"] = elmo_task.heldout_metrics(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
         if m.can_fill_mask:
             log(f"{m.name}: cloze check")
             entry["cloze"] = cloze_check(m, read_cloze())
@@ -219,12 +220,11 @@ def corpus_info(corpus: str | Path, heldout_docs: int | None = None, seed: int =
     authors when a ``<name>-metadata.tsv`` (columns file, blob, title, author, …; one row per document, in
     order) lies beside it."""
     from ..checkpoint import file_sha256
-    from ..text import read_documents
-    from ..training.corpus import heldout_indices
+    from ..training.corpus import heldout_documents
 
     corpus = Path(corpus)
-    n_docs = len(read_documents(corpus))
-    held = heldout_indices(n_docs, heldout_docs, seed)
+    docs, held = heldout_documents(corpus, heldout_docs, seed)
+    n_docs = len(docs)
     rows: list[dict[str, str]] = []
     meta = corpus.with_name(f"{corpus.stem}-metadata.tsv")
     if meta.is_file():

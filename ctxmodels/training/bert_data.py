@@ -31,12 +31,11 @@ import torch
 
 from ..checkpoint import CheckpointError, file_sha256, read_json, write_json
 from ..text import CorpusError, Document, read_documents
-from .corpus import default_heldout, heldout_indices
+from .corpus import default_heldout, heldout_documents
 from .trainer import Batch
 
 if TYPE_CHECKING:
     from ..tokenization import WordPieceTokenizer
-    from .bert_task import BertTrainSettings
 
 MLM_PROBABILITY = 0.15
 SHORT_SEQ_PROB = 0.1  # as in the original BERT: some chunks get a shorter target so short inputs are seen too
@@ -483,31 +482,36 @@ def _log(msg: str) -> None:
     print(f"ctxmodels: {msg}", file=sys.stderr, flush=True)
 
 
-def prepare_data(out: Path, s: BertTrainSettings, resume: bool = False, log: Callable[[str], None] = _log
-                 ) -> PreparedData:
-    """Tokenise the corpus once and cache it in ``out/data``; later calls with the same inputs just load it."""
+def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = None, vocab_size: int = 16_000,
+                 seed: int = 0, heldout_docs: int | None = None, resume: bool = False,
+                 log: Callable[[str], None] = _log) -> PreparedData:
+    """Tokenise the corpus once and cache it in ``out/data``; later calls with the same inputs just load it.
+
+    The tokenizer is loaded from ``tokenizer`` (a file or folder) or, when None, trained on the training
+    documents with ``vocab_size`` pieces; ``heldout_docs`` and ``seed`` choose the held-out documents.
+    """
     from ..tokenization import WordPieceTokenizer
 
     data_dir = out / "data"
-    corpus = Path(s.corpus)
+    corpus = Path(corpus)
     if not corpus.is_file():
         read_documents(corpus)  # raises the clear "not found" / "not a file" error
-    if s.tokenizer is not None:
-        tok_path = Path(s.tokenizer)
+    if tokenizer is not None:
+        tok_path = Path(tokenizer)
         files = [tok_path] if tok_path.is_file() else [tok_path / n for n in ("tokenizer.json", "vocab.txt")]
         files = [f for f in files if f.is_file()]
         if not files:
             raise CheckpointError(f"{tok_path}: no tokenizer.json or vocab.txt to load the tokenizer from")
         tok_spec: dict[str, Any] = {"path": str(tok_path), "sha256": file_sha256(files[0])}
     else:
-        tok_spec = {"train_vocab_size": s.vocab_size}
-    key = {"format": DATA_FORMAT, "corpus_sha256": file_sha256(corpus), "seed": s.seed, "tokenizer": tok_spec}
+        tok_spec = {"train_vocab_size": vocab_size}
+    key = {"format": DATA_FORMAT, "corpus_sha256": file_sha256(corpus), "seed": seed, "tokenizer": tok_spec}
 
     meta_path = data_dir / "meta.json"
     if meta_path.is_file():
         meta = read_json(meta_path)
         # The held-out count is compared resolved: "default" means what the default gives for this corpus.
-        n_held = default_heldout(meta.get("documents", 0)) if s.heldout_docs is None else s.heldout_docs
+        n_held = default_heldout(meta.get("documents", 0)) if heldout_docs is None else heldout_docs
         if meta.get("key") == key and len(meta.get("heldout_indices", [])) == n_held:
             return PreparedData(
                 WordPieceTokenizer.load(data_dir / "tokenizer"),
@@ -524,8 +528,7 @@ def prepare_data(out: Path, s: BertTrainSettings, resume: bool = False, log: Cal
             )
 
     t0 = time.perf_counter()
-    docs = read_documents(corpus)
-    held_idx = heldout_indices(len(docs), s.heldout_docs, s.seed)
+    docs, held_idx = heldout_documents(corpus, heldout_docs, seed)
     held_set = set(held_idx)
     train_docs = [d for i, d in enumerate(docs) if i not in held_set]
     held_docs = [d for i, d in enumerate(docs) if i in held_set]
@@ -536,12 +539,12 @@ def prepare_data(out: Path, s: BertTrainSettings, resume: bool = False, log: Cal
     if resume and (out / "checkpoint" / "vocab.txt").is_file():
         tok = WordPieceTokenizer.load(out / "checkpoint")  # the cache was deleted: keep the run's own vocabulary
         tok_source = f"the run's checkpoint ({out / 'checkpoint'})"
-    elif s.tokenizer is not None:
-        tok = WordPieceTokenizer.load(s.tokenizer)
-        tok_source = f"loaded from {s.tokenizer}"
+    elif tokenizer is not None:
+        tok = WordPieceTokenizer.load(tokenizer)
+        tok_source = f"loaded from {tokenizer}"
     else:
-        log(f"training a WordPiece tokenizer (vocabulary {s.vocab_size}) on {len(train_docs)} training documents")
-        tok = WordPieceTokenizer.train((p for d in train_docs for p in d), vocab_size=s.vocab_size)
+        log(f"training a WordPiece tokenizer (vocabulary {vocab_size}) on {len(train_docs)} training documents")
+        tok = WordPieceTokenizer.train((p for d in train_docs for p in d), vocab_size=vocab_size)
         tok_source = f"WordPiece trained on the {len(train_docs)} training documents"
     t_tok_train = time.perf_counter() - t0
 

@@ -6,20 +6,19 @@ The data it trains on (tokenised documents, masking, next-sentence pairs, batche
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
-from ..text import CorpusError, read_documents
+from ..checkpoint import CheckpointError, load_tensors, read_json
+from ..text import CorpusError
 from .bert_data import (
     IGNORE_INDEX,
     MLM_PROBABILITY,
@@ -29,123 +28,67 @@ from .bert_data import (
     prepare_data,
     tokenize_documents,
 )
-from .corpus import heldout_indices
+from .corpus import heldout_documents
+from .settings import RunSettings
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card, setup_distributed
 
 if TYPE_CHECKING:
     from ..tokenization import WordPieceTokenizer
 
 # ----------------------------------------------------------------------------------------------------------
-# run settings (stored in out/ so that --resume rebuilds the task identically)
+# run settings (stored in out/run.json so that --resume rebuilds the task identically; see .settings)
 
 # Peak learning rates by preset (warm-up: 10% of the steps). Small BERTs tolerate high rates: tiny and mini
 # trained without trouble at 1e-3 here (batch 32), where 1e-4 would waste a short CPU run. Larger models get
 # the lower rates of the BERT papers (1e-4 for base at batch 256), as post-LayerNorm stacks diverge more easily.
 DEFAULT_LR = {"tiny": 1e-3, "mini": 1e-3, "small": 5e-4, "medium": 3e-4, "base": 1e-4, "large": 1e-4}
-DEFAULT_STEPS = 10_000
-SETTINGS_FILE = "train_args.json"
 
 
 @dataclass
-class BertTrainSettings:
-    """Everything that defines a run's data and optimisation; None = not given on the command line."""
+class BertSettings(RunSettings):
+    """A BERT run: the common settings plus the model, tokenizer and masking; None = follows from the others."""
 
-    corpus: str
-    preset: str | None = None
-    vocab_size: int | None = None
-    tokenizer: str | None = None
-    max_seq_len: int | None = None
-    batch_size: int | None = None
-    max_predictions: int | None = None
-    whole_word_masking: bool | None = None
-    dropout: float | None = None
-    sinusoidal_positions: bool | None = None
-    init_from: str | None = None
-    heldout_docs: int | None = None
-    eval_sequences: int | None = None
-    seed: int | None = None
-    steps: int | None = None
-    lr: float | None = None
-    warmup: int | None = None
-    weight_decay: float | None = None
-    bf16: bool | None = None
-    # Bookkeeping that does not change the numbers: stored for --resume, but may be changed there.
-    save_every: int | None = None
-    eval_every: int | None = None
-    log_every: int | None = None
+    KIND: ClassVar[str] = "bert"
+    TITLE: ClassVar[str] = "BERT"
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "tokenizer", "init_from")
 
-    RUNTIME = ("save_every", "eval_every", "log_every")
-    # --steps may change on --resume too: it moves the run's end, and the learning-rate decay stretches (or
-    # shrinks) from where it stands to the new end; everything before stays exactly as it was.
-    EXTENDABLE = ("steps",)
+    steps: int | None = 10_000
+    lr: float | None = None  # DEFAULT_LR of the preset
+    warmup: int | None = None  # 10% of the steps, at most 10,000
+    preset: str = "mini"
+    vocab_size: int = 16_000
+    tokenizer: str | None = None  # a tokenizer to load instead of training one
+    max_seq_len: int = 128
+    batch_size: int = 32
+    max_predictions: int | None = None  # 15% of max_seq_len, rounded up: 20 for 128, as in BERT
+    whole_word_masking: bool = False
+    dropout: float = 0.1
+    sinusoidal_positions: bool = False
+    init_from: str | None = None  # an earlier run's model to start from (continued pre-training)
+    eval_sequences: int = 256
+
+    def check(self) -> None:
+        super().check()
+        if self.preset not in DEFAULT_LR:
+            raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(DEFAULT_LR)}")
+        if self.max_predictions is None:
+            self.max_predictions = math.ceil(MLM_PROBABILITY * self.max_seq_len)
+        if self.lr is None:
+            self.lr = DEFAULT_LR[self.preset]
+        if self.warmup is None:
+            self.warmup = max(1, min(10_000, self.steps // 10))
+        for name in ("vocab_size", "max_seq_len", "batch_size", "max_predictions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"--dropout must be at least 0 and below 1, got {self.dropout}")
+        if self.eval_sequences < 0:
+            raise ValueError(f"--eval-sequences must be 0 or more, got {self.eval_sequences}")
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> BertTrainSettings:
-        s = cls(**{f: getattr(args, f, None) for f in cls.__dataclass_fields__})
-        s.corpus = str(Path(args.corpus).resolve())
-        if s.tokenizer is not None:
-            s.tokenizer = str(Path(s.tokenizer).resolve())
-        if s.init_from is not None:
-            s.init_from = str(Path(s.init_from).resolve())
-        return s
-
-    def resolved(self) -> BertTrainSettings:
-        """Fill in the defaults (heldout_docs stays None until the corpus is read) and check the values."""
-        s = BertTrainSettings(**self.__dict__)
-        s.preset = s.preset or "mini"
-        s.vocab_size = s.vocab_size or 16_000
-        s.max_seq_len = s.max_seq_len or 128
-        s.batch_size = s.batch_size or 32
-        # 20 for 128 as in BERT: 15% of the tokens, rounded up.
-        s.max_predictions = s.max_predictions or math.ceil(MLM_PROBABILITY * s.max_seq_len)
-        s.whole_word_masking = bool(s.whole_word_masking)
-        s.dropout = 0.1 if s.dropout is None else s.dropout
-        s.sinusoidal_positions = bool(s.sinusoidal_positions)
-        s.eval_sequences = 256 if s.eval_sequences is None else s.eval_sequences
-        s.seed = 0 if s.seed is None else s.seed
-        s.steps = s.steps or DEFAULT_STEPS
-        if s.preset not in DEFAULT_LR:
-            raise ValueError(f"unknown --preset {s.preset!r}; choose one of {', '.join(DEFAULT_LR)}")
-        s.lr = s.lr or DEFAULT_LR[s.preset]
-        s.warmup = max(1, min(10_000, s.steps // 10)) if s.warmup is None else s.warmup
-        s.weight_decay = 0.01 if s.weight_decay is None else s.weight_decay
-        s.bf16 = bool(s.bf16)
-        s.save_every = 500 if s.save_every is None else s.save_every
-        s.eval_every = 500 if s.eval_every is None else s.eval_every
-        s.log_every = s.log_every or 10
-        for name in ("vocab_size", "max_seq_len", "batch_size", "max_predictions", "steps"):
-            if getattr(s, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(s, name)}")
-        if not 0 <= s.dropout < 1:
-            raise ValueError(f"--dropout must be at least 0 and below 1, got {s.dropout}")
-        if s.seed < 0 or s.eval_sequences < 0 or s.warmup < 0 or s.lr <= 0:
-            raise ValueError("--seed, --eval-sequences and --warmup must be 0 or more, --lr positive")
-        return s
-
-    def merged_with_stored(self, stored: dict[str, Any], path: Path) -> BertTrainSettings:
-        """The stored run's settings; any setting given now must equal the stored one."""
-        conflicts = []
-        for name, value in self.__dict__.items():
-            changeable = name in self.RUNTIME or name in self.EXTENDABLE
-            if value is not None and name in stored and stored[name] != value and not changeable:
-                conflicts.append(f"--{name.replace('_', '-')} {value} (the run used {stored[name]})")
-        if conflicts:
-            raise ValueError(
-                f"{path}: --resume continues a run with its own settings, but these differ: {'; '.join(conflicts)}. "
-                "Drop them to resume, or start a new run with another --out"
-            )
-        known = {k: v for k, v in stored.items() if k in self.__dataclass_fields__}
-        known.update({k: getattr(self, k) for k in self.RUNTIME + self.EXTENDABLE if getattr(self, k) is not None})
-        return BertTrainSettings(**known)
-
-    def train_config(self, args: argparse.Namespace) -> TrainConfig:
-        limit = getattr(args, "time_limit", None)
-        return TrainConfig(
-            max_steps=self.steps, lr=self.lr, warmup_steps=self.warmup, weight_decay=self.weight_decay,
-            bf16=self.bf16, save_every=self.save_every, eval_every=self.eval_every, log_every=self.log_every,
-            seed=self.seed, time_limit_s=None if limit is None else 60.0 * limit,
-            progress=not getattr(args, "no_progress", False),
-        )
+    def legacy(cls, out: Path) -> dict[str, Any] | None:
+        path = out / "train_args.json"  # runs started before run.json
+        return read_json(path).get("settings", {}) if path.is_file() else None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -208,8 +151,7 @@ def heldout_metrics(model: nn.Module, tokenizer: WordPieceTokenizer, corpus: str
     The documents are those a training run with the same ``heldout_docs`` and ``seed`` held out, so a shipped
     model can be measured again from its directory and the corpus alone.
     """
-    docs = read_documents(corpus)
-    held = heldout_indices(len(docs), heldout_docs, seed)
+    docs, held = heldout_documents(corpus, heldout_docs, seed)
     if not held:
         raise CorpusError(f"{corpus}: no held-out documents to evaluate on")
     tokenized = tokenize_documents([docs[i] for i in held], batch_encoder(tokenizer))
@@ -228,7 +170,7 @@ class BertPretrainingTask(TrainTask):
     name = "bert"
 
     def __init__(self, model: nn.Module, tokenizer: WordPieceTokenizer, train_data: PretrainingData,
-                 eval_data: PretrainingData | None, settings: BertTrainSettings, data_meta: dict[str, Any]):
+                 eval_data: PretrainingData | None, settings: BertSettings, data_meta: dict[str, Any]):
         self.model, self.tokenizer = model, tokenizer
         self.train_data, self.eval_data = train_data, eval_data
         self.settings, self.data_meta = settings, data_meta
@@ -305,39 +247,6 @@ in {m['train_sentences']:,} sentences |
         return card
 
 
-# ----------------------------------------------------------------------------------------------------------
-# command line
-
-
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``ctxmodels train bert``; unset ones take defaults, or the stored run's values on --resume."""
-    p.add_argument("--preset", default=None, choices=list(DEFAULT_LR), help="model size (default mini)")
-    p.add_argument("--vocab-size", type=int, default=None, help="WordPiece vocabulary to train (default 16000)")
-    p.add_argument("--tokenizer", default=None, metavar="DIR",
-                   help="use this tokenizer (tokenizer.json or vocab.txt) instead of training one")
-    p.add_argument("--max-seq-len", type=int, default=None, help="pieces per sequence with [CLS]/[SEP] (default 128)")
-    p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default 32)")
-    p.add_argument("--max-predictions", type=int, default=None,
-                   help="most masked tokens per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
-    p.add_argument("--dropout", type=float, default=None,
-                   help="dropout of hidden states and attention while training (default 0.1, as in BERT; short "
-                        "runs learn faster with 0)")
-    p.add_argument("--init-from", default=None, metavar="DIR",
-                   help="start from the weights of an earlier run's model (same preset and --tokenizer), with this "
-                        "run's own schedule: continued pre-training")
-    p.add_argument("--sinusoidal-positions", action="store_true", default=None,
-                   help="start the learned position embeddings from the Transformer's sines and cosines instead "
-                        "of noise (they still train; the checkpoint format is unchanged)")
-    p.add_argument("--whole-word-masking", action="store_true", default=None,
-                   help="mask all pieces of a word together")
-    p.add_argument("--heldout-docs", type=int, default=None,
-                   help="documents held out for evaluation (default 2; 1 for corpora under 10 documents)")
-    p.add_argument("--eval-sequences", type=int, default=None,
-                   help="held-out sequences per evaluation (default 256; 0 = no evaluation)")
-    # None = "not given", so that --resume can tell a conflicting value from a default.
-    p.set_defaults(seed=None, weight_decay=None, bf16=None, save_every=None, eval_every=None, log_every=None)
-
-
 @torch.no_grad()
 def init_sinusoidal_positions(weight: torch.Tensor, std: float) -> None:
     """Fill a [positions, hidden] table with the sines and cosines of "Attention is all you need", scaled to the
@@ -356,35 +265,25 @@ def init_sinusoidal_positions(weight: torch.Tensor, std: float) -> None:
     weight.copy_(table * (std / table.std()))
 
 
-def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConfig]:
+def build_task(settings: BertSettings, out: str | Path, resume: bool = False
+               ) -> tuple[BertPretrainingTask, TrainConfig]:
+    """The task and trainer settings of a BERT run in ``out``, from :meth:`BertSettings.resolve`'s settings."""
     from ..bert import BertConfig, BertForPreTraining
 
-    out = Path(args.out)
+    out = Path(out)
     info = setup_distributed()
-    given = BertTrainSettings.from_args(args)
-    settings_path = out / SETTINGS_FILE
-    if args.resume:
-        if not settings_path.is_file():
-            raise CheckpointError(f"{settings_path}: not found, so there is no BERT run to resume in {out}")
-        stored = read_json(settings_path).get("settings", {})
-        settings = given.merged_with_stored(stored, settings_path).resolved()
-    else:
-        if (out / "checkpoint" / "trainer_state.pt").exists():
-            raise CheckpointError(
-                f"{out} already holds a training run; pass --resume to continue it or choose another --out"
-            )
-        settings = given.resolved()
-
+    data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
+                         heldout_docs=settings.heldout_docs, resume=resume)
     if info.is_main:
-        data = prepare_data(out, settings, resume=args.resume)
+        data = prepare_data(out, settings.corpus, **data_settings)
         settings.heldout_docs = len(data.meta["heldout_indices"])
-        write_json(settings_path, {"kind": "bert", "settings": settings.__dict__})
+        settings.save(out)
     if info.world_size > 1:
         import torch.distributed as dist
 
         dist.barrier()  # the other ranks load what rank 0 prepared
     if not info.is_main:
-        data = prepare_data(out, settings, resume=args.resume)
+        data = prepare_data(out, settings.corpus, **data_settings)
 
     tok = data.tokenizer
     vocab = VocabInfo.from_tokenizer(tok)
@@ -409,6 +308,6 @@ def build_task(args: argparse.Namespace) -> tuple[BertPretrainingTask, TrainConf
     if settings.sinusoidal_positions:
         init_sinusoidal_positions(model.bert.embeddings.position_embeddings.weight, config.initializer_range)
     task = BertPretrainingTask(model, tok, train, eval_data, settings, data.meta)
-    if settings.init_from and not args.resume:
+    if settings.init_from and not resume:
         task.load_weights(Path(settings.init_from))  # same architecture and tokenizer, or a clear error
-    return task, settings.train_config(args)
+    return task, settings.train_config()

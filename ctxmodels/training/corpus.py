@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
-from ..text import CorpusError, Document
+from ..text import CorpusError, Document, read_documents
 
 
 def default_heldout(n_docs: int) -> int:
@@ -61,3 +62,11 @@ def split_documents(
     train = [d for i, d in enumerate(docs) if i not in held]
     test = [d for i, d in enumerate(docs) if i in held]
     return train, test
+
+
+def heldout_documents(corpus: str | Path, heldout: int | Sequence[int] | None = None,
+                      seed: int = 0) -> tuple[list[Document], list[int]]:
+    """Every document of the corpus file, and the indices of those a training run with the same ``heldout`` and
+    ``seed`` held out: what each model's held-out measurement starts from."""
+    docs = read_documents(corpus)
+    return docs, heldout_indices(len(docs), heldout, seed)

@@ -36,7 +36,6 @@ forward LM's last target of a sentence and ``<S>`` as the backward LM's, the usu
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -44,7 +43,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -52,11 +51,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
-from ..checkpoint import CheckpointError, file_sha256, read_json, write_json, write_text_atomic
+from ..checkpoint import CheckpointError, read_json, write_json, write_text_atomic
 from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
 from ..formats.allennlp import save_elmo
-from ..text import read_documents, sentences, tokenizer_fingerprint
-from .corpus import heldout_indices
+from ..text import sentences, tokenizer_fingerprint
+from .corpus import heldout_documents
+from .settings import RunSettings
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card
 
 UNK_TOKEN = "<UNK>"
@@ -470,8 +470,7 @@ def heldout_metrics(lm: ElmoLanguageModel, vocab: Sequence[str], corpus: str | P
     """Held-out perplexities of a trained LM (its output vocabulary ``vocab``) on the documents of ``corpus``
     that a training run with the same ``heldout_docs`` and ``seed`` held out. Adds ``eval_tokens``, the
     number of windowed positions scored, and ``oov_rate`` of the held-out words."""
-    docs = read_documents(corpus)
-    held = heldout_indices(len(docs), heldout_docs, seed)
+    docs, held = heldout_documents(corpus, heldout_docs, seed)
     encoded = EncodedCorpus.build([], [docs[i] for i in held], 0, vocab=Vocabulary(vocab))
     starts, length = eval_windows(len(encoded.heldout), seq_len, eval_tokens)
     lm.eval()
@@ -496,94 +495,50 @@ def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch
 
 
 # ----------------------------------------------------------------------------------------------------------
-# command line: ctxmodels train elmo
+# the run: its settings (stored in out/run.json, see .settings), the corpus, the task
 
-DEFAULT_PRESET = "mini"
-RUN_FILE = "elmo_run.json"  # the settings of a run, so that --resume rebuilds it identically
 
-# Settings a resumed run must share with the original, except --steps, which may move the run's end:
-# (argparse dest, default when not given).
-_RUN_SETTINGS: dict[str, Any] = {
-    "preset": DEFAULT_PRESET, "vocab_size": 30_000, "seq_len": 20, "batch_size": 32, "n_samples": 1024,
-    "heldout_docs": None, "eval_tokens": 10_000, "seed": 0,
+@dataclass
+class ElmoSettings(RunSettings):
+    """An ELMo run: the common settings plus the model size, the output vocabulary, windows and the softmax."""
+
+    KIND: ClassVar[str] = "elmo"
+    TITLE: ClassVar[str] = "ELMo"
+
     # The shipped recipe: mini, 4,000 steps of 640 tokens, about two hours on a 2-core CPU. Measured on ELTeC:
     # held-out perplexity 297 after 200 steps and 191 after 400 (bench/bench_elmo.py has the speed figures).
-    "steps": 4_000, "lr": 3e-3, "warmup": 100, "weight_decay": 0.01, "bf16": False,
-}
+    steps: int | None = 4_000
+    lr: float | None = 3e-3
+    warmup: int | None = 100
+    preset: str = "mini"
+    vocab_size: int = 30_000  # most frequent training words, plus <S>, </S>, <UNK>
+    seq_len: int = 20  # tokens per training window
+    batch_size: int = 32  # windows per batch
+    n_samples: int = 1024  # distinct sampled-softmax candidates per batch; 0 = exact full softmax
+    eval_tokens: int = 10_000  # held-out tokens scored per evaluation
 
+    def check(self) -> None:
+        super().check()
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        for name in ("vocab_size", "seq_len", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """ELMo's options of ``ctxmodels train elmo`` (the common ones come from the CLI)."""
-    p.add_argument("--preset", default=None, choices=list(PRESETS),
-                   help=f"model size (default {DEFAULT_PRESET}; see ctxmodels.elmo.PRESETS)")
-    p.add_argument("--vocab-size", type=int, default=None,
-                   help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK> "
-                        f"(default {_RUN_SETTINGS['vocab_size']})")
-    p.add_argument("--seq-len", type=int, default=None,
-                   help=f"tokens per training window (default {_RUN_SETTINGS['seq_len']})")
-    p.add_argument("--batch-size", type=int, default=None,
-                   help=f"windows per batch (default {_RUN_SETTINGS['batch_size']})")
-    p.add_argument("--n-samples", type=int, default=None,
-                   help="distinct sampled-softmax candidates per batch; 0 = exact full softmax "
-                        f"(default {_RUN_SETTINGS['n_samples']})")
-    p.add_argument("--heldout-docs", type=int, default=None,
-                   help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
-    p.add_argument("--eval-tokens", type=int, default=None,
-                   help=f"held-out tokens scored per evaluation (default {_RUN_SETTINGS['eval_tokens']})")
-    p.add_argument("--data-cache", default=None,
-                   help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
-    p.epilog = (f"ELMo defaults: --preset {DEFAULT_PRESET} --steps {_RUN_SETTINGS['steps']} --lr {_RUN_SETTINGS['lr']} "
-                f"--warmup {_RUN_SETTINGS['warmup']}: the shipped recipe, about two hours on a 2-core CPU. On a busy "
-                "machine --threads 1 is much faster than the default of all cores.")
-    # What the user did not type is the parser's default; remember those to tell them apart on --resume.
-    p.set_defaults(_elmo_parser_defaults={k: p.get_default(k) for k in _RUN_SETTINGS})
+    @classmethod
+    def legacy(cls, out: Path) -> dict[str, Any] | None:
+        path = out / "elmo_run.json"  # runs started before run.json: the settings, flat
+        return read_json(path) if path.is_file() else None
 
 
 def _is_rank0() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def _resolve_settings(args: argparse.Namespace, out: Path, corpus: Path, sha: str) -> dict[str, Any]:
-    """The run's settings: defaults for a new run; on --resume the stored ones, refusing conflicting options."""
-    parser_defaults = getattr(args, "_elmo_parser_defaults", {})
-    given = {k: getattr(args, k) for k in _RUN_SETTINGS
-             if hasattr(args, k) and (k not in parser_defaults or getattr(args, k) != parser_defaults[k])}
-    given = {k: v for k, v in given.items() if v is not None}
-    if not args.resume:
-        if (out / "checkpoint" / "trainer_state.pt").exists():
-            raise CheckpointError(f"{out} already holds a training run; pass --resume to continue it or choose "
-                                  "another --out")
-        settings = {k: getattr(args, k, None) for k in _RUN_SETTINGS}
-        settings = {k: default if settings[k] is None else settings[k] for k, default in _RUN_SETTINGS.items()}
-        return {**settings, "corpus": str(corpus), "corpus_sha256": sha}
-    stored = read_json(out / RUN_FILE) if (out / RUN_FILE).exists() else None
-    if stored is None:
-        raise CheckpointError(f"{out / RUN_FILE}: not found; --resume needs an ELMo run started with "
-                              "`ctxmodels train elmo` in this --out")
-    # --steps may change: it moves the run's end, and the learning-rate decay stretches from where it stands.
-    conflicts = [f"--{k.replace('_', '-')} {v} (the run used {stored.get(k)})" for k, v in given.items()
-                 if stored.get(k) != v and k != "steps"]
-    if Path(stored["corpus"]) != corpus:
-        conflicts.append(f"--corpus {corpus} (the run used {stored['corpus']})")
-    if conflicts:
-        raise CheckpointError(f"{out}: --resume continues the run with its stored settings ({RUN_FILE}), but "
-                              f"these options differ: {'; '.join(conflicts)}. Leave them out to resume, or train "
-                              "into a new --out")
-    if stored["corpus_sha256"] != sha:
-        raise CheckpointError(f"{corpus}: the corpus changed since this run started (sha256 differs), so it "
-                              "cannot be resumed exactly; restore the file or train into a new --out")
-    if "steps" in given and given["steps"] != stored["steps"]:
-        stored = {**stored, "steps": given["steps"]}
-        if _is_rank0():
-            write_json(out / RUN_FILE, stored)
-    return stored
-
-
 def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: int, sha: str,
                 cache_dir: Path | None) -> tuple[EncodedCorpus, dict[str, Any]]:
     """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches."""
-    docs = read_documents(corpus)
-    held = heldout_indices(len(docs), heldout_docs, seed)
+    docs, held = heldout_documents(corpus, heldout_docs, seed)
     info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
     key = {"version": CACHE_VERSION, "tokenizer": tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
            "vocab_size": vocab_size}
@@ -597,31 +552,22 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
     return encoded, info
 
 
-def build_task(args: argparse.Namespace) -> tuple[ElmoLMTask, TrainConfig]:
-    """The task and trainer settings of ``ctxmodels train elmo`` (see :func:`add_train_arguments`)."""
-    out, corpus = Path(args.out), Path(args.corpus).resolve()
-    if not corpus.is_file():
-        raise ValueError(f"{corpus}: corpus file not found (pass a plain-text file with --corpus)")
-    sha = file_sha256(corpus)
-    s = _resolve_settings(args, out, corpus, sha)
-    for name in ("vocab_size", "seq_len", "batch_size", "steps"):
-        if s[name] < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {s[name]}")
-    cache = Path(args.data_cache) if getattr(args, "data_cache", None) else out / "data_cache"
-    encoded, info = load_corpus(corpus, s["heldout_docs"], s["seed"], s["vocab_size"], sha, cache)
+def build_task(settings: ElmoSettings, out: str | Path,
+               data_cache: str | Path | None = None) -> tuple[ElmoLMTask, TrainConfig]:
+    """The task and trainer settings of an ELMo run in ``out``, from :meth:`ElmoSettings.resolve`'s settings;
+    the encoded corpus is cached in ``data_cache`` (default ``out/data_cache``; runs may share one)."""
+    out, s = Path(out), settings
+    corpus = Path(s.corpus)
+    cache = Path(data_cache) if data_cache else out / "data_cache"
+    encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache)
+    s.heldout_docs = len(info["heldout_docs"])
     credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."
               if "eltec" in corpus.name.lower() else "")
     task = ElmoLMTask(
-        encoded, ElmoConfig.preset(s["preset"]), seq_len=s["seq_len"], batch_size=s["batch_size"],
-        n_samples=s["n_samples"], eval_tokens=s["eval_tokens"], seed=s["seed"],
-        card_info={**info, "preset": s["preset"], "corpus": corpus.name, "corpus_sha256": sha, "credit": credit},
+        encoded, ElmoConfig.preset(s.preset), seq_len=s.seq_len, batch_size=s.batch_size,
+        n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed,
+        card_info={**info, "preset": s.preset, "corpus": corpus.name, "corpus_sha256": s.corpus_sha256,
+                   "credit": credit},
     )
-    if not args.resume and _is_rank0():
-        write_json(out / RUN_FILE, s)
-    cfg = TrainConfig(
-        max_steps=s["steps"], lr=s["lr"], warmup_steps=s["warmup"], weight_decay=s["weight_decay"],
-        bf16=s["bf16"], save_every=args.save_every, eval_every=args.eval_every, log_every=args.log_every,
-        seed=s["seed"], time_limit_s=args.time_limit * 60 if args.time_limit else None,
-        progress=not args.no_progress,
-    )
-    return task, cfg
+    s.save(out)
+    return task, s.train_config()

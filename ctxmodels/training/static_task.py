@@ -13,15 +13,14 @@ the trainer's exact resume needs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import tempfile
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -30,7 +29,8 @@ from ..checkpoint import file_sha256, read_json
 from ..static import StaticConfig, StaticVectors, model_card, sgns_loss
 from ..text import read_documents
 from ..text import tokenize as word_tokenize
-from .corpus import split_documents
+from .corpus import default_heldout, split_documents
+from .settings import RunSettings
 from .trainer import TrainConfig, TrainTask
 
 CACHE_NAME = "static-data.npz"
@@ -41,7 +41,6 @@ NOISE_POWER = 0.75
 
 # Stream tags, so that the random numbers of different purposes never coincide.
 _SUBSAMPLE, _BATCH, _HELDOUT = 1, 2, 3
-
 
 
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
@@ -138,8 +137,13 @@ def prepare_data(corpus: str | Path, heldout_docs: int | None, seed: int, lowerc
     return StaticData(words, counts, train, held, info)
 
 
-def load_or_prepare(out: str | Path, corpus: str | Path, **settings: Any) -> StaticData:
-    """:func:`prepare_data`, cached in ``out/static-data.npz`` under a key of the corpus digest and settings."""
+def load_or_prepare(out: str | Path, corpus: str | Path, heldout_docs: int | None = None,
+                    **settings: Any) -> StaticData:
+    """:func:`prepare_data`, cached in ``out/static-data.npz`` under a key of the corpus digest and settings.
+
+    The held-out count is compared resolved (None: the default for the corpus), so a run that stored the count
+    it started with finds its cache.
+    """
     corpus = Path(corpus)
     if not corpus.is_file():
         read_documents(corpus)  # raises the corpus module's clear error
@@ -148,16 +152,17 @@ def load_or_prepare(out: str | Path, corpus: str | Path, **settings: Any) -> Sta
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as z:
-                if str(z["key"]) == key:
+                info = json.loads(str(z["info"]))
+                held = default_heldout(info["documents"]) if heldout_docs is None else heldout_docs
+                if str(z["key"]) == key and info["heldout_documents"] == held:
                     return StaticData(
                         words=[str(w) for w in z["words"]], counts=z["counts"],
                         train=EncodedText(z["train_ids"], z["train_para"]),
-                        heldout=EncodedText(z["heldout_ids"], z["heldout_para"]),
-                        info=json.loads(str(z["info"])),
+                        heldout=EncodedText(z["heldout_ids"], z["heldout_para"]), info=info,
                     )
         except (OSError, ValueError, KeyError) as e:  # a damaged cache is rebuilt, not fatal
             warnings.warn(f"{path}: unreadable cache ({e}); rebuilding it", stacklevel=2)
-    data = prepare_data(corpus, **settings)
+    data = prepare_data(corpus, heldout_docs=heldout_docs, **settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp.npz")
     os.close(fd)
@@ -328,82 +333,70 @@ accuracy is the share of those pairs whose true context word outscores all of it
 
 
 # ----------------------------------------------------------------------------------------------------------
-# command line: ctxmodels train static
+# the run: its settings (stored in out/run.json, see .settings) and the task
 
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    d = StaticConfig()
-    p.add_argument("--dim", type=int, default=d.dim, help=f"vector size (default {d.dim})")
-    p.add_argument("--window", type=int, default=d.window, help=f"largest context distance (default {d.window})")
-    p.add_argument("--negatives", type=int, default=d.negatives, help=f"noise words per pair (default {d.negatives})")
-    p.add_argument("--min-count", type=int, default=d.min_count, help=f"rarest word kept (default {d.min_count})")
-    p.add_argument("--vocab-size", type=int, default=d.vocab_size,
-                   help=f"most frequent words kept (default {d.vocab_size})")
-    p.add_argument("--subsample", type=float, default=d.subsample,
-                   help=f"frequent-word subsampling threshold t, 0 = off (default {d.subsample:g})")
-    p.add_argument("--cased", action="store_true", help="keep letter case (default: lower-case everything)")
-    p.add_argument("--batch-size", type=int, default=4096, help="about this many (centre, context) pairs a step")
-    p.add_argument("--heldout-docs", type=int, default=None,
-                   help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
+@dataclass
+class StaticSettings(RunSettings):
+    """A static-vector run: the common settings plus the vectors, the vocabulary and the sampling."""
+
+    KIND: ClassVar[str] = "static"
+    TITLE: ClassVar[str] = "static-vector"
+
+    steps: int | None = None  # one pass over the training text
+    lr: float | None = 5e-3
+    warmup: int | None = None  # 10% of the steps, at most 100
     # Word2vec has no weight decay: it would shrink rare words, which are seldom in a batch, at every step.
-    p.set_defaults(weight_decay=0.0)
+    weight_decay: float = 0.0
+    dim: int = StaticConfig.dim
+    window: int = StaticConfig.window
+    negatives: int = StaticConfig.negatives
+    min_count: int = StaticConfig.min_count
+    vocab_size: int = StaticConfig.vocab_size
+    subsample: float = StaticConfig.subsample
+    cased: bool = False
+    batch_size: int = 4096  # about this many (centre, context) pairs a step
+
+    def check(self) -> None:
+        super().check()
+        StaticConfig(vocab_size=self.vocab_size, dim=self.dim, window=self.window, negatives=self.negatives,
+                     min_count=self.min_count, subsample=self.subsample)  # its own checks
+        if self.batch_size < 1:
+            raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
+
+    @classmethod
+    def legacy(cls, out: Path) -> dict[str, Any] | None:
+        """Runs started before run.json kept their schedule and vectors' settings in the checkpoint only (not
+        the corpus, --vocab-size, --batch-size or --heldout-docs: those are taken as given, or the defaults)."""
+        schedule, config = out / "checkpoint" / "train_config.json", out / "checkpoint" / "config.json"
+        if not (schedule.is_file() and config.is_file()):
+            return None
+        t, c = read_json(schedule), read_json(config)
+        return {"steps": t["max_steps"], "lr": t["lr"], "warmup": t["warmup_steps"],
+                **{k: t[k] for k in ("weight_decay", "bf16", "seed", "save_every", "eval_every", "log_every")},
+                **{k: c[k] for k in ("dim", "window", "negatives", "min_count", "subsample")},
+                "cased": not c["lowercase"]}
 
 
-def build_task(args: argparse.Namespace) -> tuple[StaticTask, TrainConfig]:
-    lowercase = not args.cased
-    data = load_or_prepare(args.out, args.corpus, heldout_docs=args.heldout_docs, seed=args.seed,
-                           lowercase=lowercase, min_count=args.min_count, vocab_size=args.vocab_size)
-    config = StaticConfig(vocab_size=len(data.words), dim=args.dim, window=args.window, negatives=args.negatives,
-                          min_count=args.min_count, subsample=args.subsample, lowercase=lowercase)
-    if args.resume:
-        _check_same_config(Path(args.out), config)
+def build_task(settings: StaticSettings, out: str | Path) -> tuple[StaticTask, TrainConfig]:
+    """The task and trainer settings of a static-vector run in ``out``, from :meth:`StaticSettings.resolve`'s
+    settings; the steps and warm-up left to the data are filled in here."""
+    s = settings
+    data = load_or_prepare(out, s.corpus, heldout_docs=s.heldout_docs, seed=s.seed, lowercase=not s.cased,
+                           min_count=s.min_count, vocab_size=s.vocab_size)
+    s.heldout_docs = data.info["heldout_documents"]
+    config = StaticConfig(vocab_size=len(data.words), dim=s.dim, window=s.window, negatives=s.negatives,
+                          min_count=s.min_count, subsample=s.subsample, lowercase=not s.cased)
     if len(data.heldout) == 0 and data.info["heldout_documents"]:
         warnings.warn("the held-out documents hold no vocabulary words: no held-out evaluation", stacklevel=2)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(s.seed)
     model = StaticVectors(config, data.words, data.counts.tolist())
-    task = StaticTask(model, data, batch_size=args.batch_size, seed=args.seed)
+    task = StaticTask(model, data, batch_size=s.batch_size, seed=s.seed)
     if task.num_batches(0) == 0:
-        raise ValueError(f"{args.corpus}: the training documents yield no batches; use a bigger corpus")
-    stored = _stored_schedule(Path(args.out), args) if args.resume else {}
-    steps = args.steps if args.steps is not None else stored.get("max_steps", task.num_batches(0))  # one epoch
-    cfg = TrainConfig(
-        max_steps=steps,
-        lr=args.lr if args.lr is not None else stored.get("lr", 5e-3),
-        warmup_steps=args.warmup if args.warmup is not None else stored.get("warmup_steps", min(100, steps // 10)),
-        weight_decay=args.weight_decay,
-        bf16=args.bf16,
-        save_every=args.save_every,
-        eval_every=args.eval_every,
-        log_every=args.log_every,
-        seed=args.seed,
-        time_limit_s=None if args.time_limit is None else args.time_limit * 60,
-        progress=not args.no_progress,
-    )
-    return task, cfg
-
-
-def _stored_schedule(out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """The learning-rate schedule of the run being resumed, so --resume needs no repeated options. A different
-    --lr or --warmup is refused; a different --steps moves the run's end (the decay stretches to it)."""
-    path = out / "checkpoint" / "train_config.json"
-    if not path.is_file():
-        return {}  # the trainer reports the missing checkpoint
-    stored = read_json(path)
-    diff = [f"--{opt} {given} (the run used {stored.get(key)})"
-            for opt, key, given in (("lr", "lr", args.lr), ("warmup", "warmup_steps", args.warmup))
-            if given is not None and stored.get(key) is not None and given != stored[key]]
-    if diff:
-        raise ValueError(f"{out}: --resume continues the run with its own schedule, but these differ: "
-                         + "; ".join(diff) + ". Drop them to resume, or train into a new --out")
-    return stored
-
-
-def _check_same_config(out: Path, config: StaticConfig) -> None:
-    path = out / "checkpoint" / "config.json"
-    if not path.is_file():
-        return  # the trainer reports the missing checkpoint
-    saved = StaticConfig.from_dict(read_json(path), source=str(path))
-    diff = [f"{k}: saved {v!r}, now {getattr(config, k)!r}" for k, v in asdict(saved).items()
-            if getattr(config, k) != v]
-    if diff:
-        raise ValueError(f"{out}: --resume needs the settings of the original run; changed: " + "; ".join(diff))
+        raise ValueError(f"{s.corpus}: the training documents yield no batches; use a bigger corpus")
+    if s.steps is None:
+        s.steps = task.num_batches(0)  # one epoch
+    if s.warmup is None:
+        s.warmup = min(100, s.steps // 10)
+    s.save(out)
+    return task, s.train_config()

@@ -13,6 +13,7 @@ Layout of ``out/``::
 
     config.json, model.safetensors, ...   the latest model, loadable as it is (written by the task)
     README.md                             model card
+    run.json                              the run's settings (:mod:`.settings`), so --resume needs no options
     metrics.jsonl                         one JSON object a line: training logs and evaluations
     checkpoint/                           everything --resume needs, swapped in atomically as one directory
 """
@@ -25,7 +26,6 @@ import math
 import os
 import platform
 import signal
-import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -42,7 +42,6 @@ from tqdm.auto import tqdm
 from ..checkpoint import (
     CheckpointError,
     new_tmp_dir,
-    read_json,
     replace_dir_atomic,
     write_json,
     write_text_atomic,
@@ -190,7 +189,7 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 class Trainer:
     def __init__(self, task: TrainTask, cfg: TrainConfig, out: str | Path, command: str | None = None):
         self.task, self.cfg, self.out = task, cfg, Path(out)
-        self.command = command or " ".join(sys.argv)
+        self.command = command or "(not recorded: the trainer was called from Python)"
         self.info = setup_distributed()
         self.step = 0
         self.tokens_seen = 0
@@ -539,7 +538,3 @@ def default_model_card(name: str, info: dict[str, Any]) -> str:
 {rows or '| (not evaluated yet) | |'}
 """
 
-
-def read_train_config(out: str | Path) -> dict:
-    """The training settings of a run directory (for resuming with the same settings)."""
-    return read_json(Path(out) / "checkpoint" / "train_config.json")

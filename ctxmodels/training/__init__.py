@@ -1,0 +1,13 @@
+"""Training: the one :class:`~ctxmodels.training.trainer.Trainer` and the three tasks it runs.
+
+* ``trainer.py`` — AdamW, warm-up and decay, clipping, bf16, metrics JSONL, atomic checkpoints, exact resume,
+  NaN guard, DDP. It knows nothing of any model: a :class:`~ctxmodels.training.trainer.TrainTask` supplies the
+  model, the batches and the held-out evaluation.
+* ``settings.py`` — a run's settings: defaults for a new run, the stored ones on ``--resume``.
+* ``corpus.py`` — the held-out documents every trainer shares.
+* ``bert_data.py`` (the data pipeline) and ``bert_task.py`` (the run) — BERT's masked LM + next sentence.
+* ``elmo_task.py`` — ELMo's bidirectional LM. ``static_task.py`` — skip-gram word vectors.
+
+Training imports the models, their formats and the shared base modules; never the analysis, release or
+command-line code.
+"""
