@@ -25,18 +25,18 @@ def _fresh_embedding_cache():
 def test_layer_vectors_picks_a_layer_or_applies_the_mix():
     V = np.arange(12, dtype=np.float32).reshape(2, 3, 2)  # [n=2, layers=3, dim=2]
     np.testing.assert_array_equal(ws.layer_vectors(V, 1), V[:, 1])
-    mix = ws.ScalarMix((0.5, 0.0, 0.5), 2.0)
+    mix = ws.LearnedMix((0.5, 0.0, 0.5), 2.0)
     np.testing.assert_allclose(ws.layer_vectors(V, ws.MIX, mix), V[:, 0] + V[:, 2])  # 2 * (V0 + V2) / 2
     with pytest.raises(ValueError, match="needs a mix"):
         ws.layer_vectors(V, ws.MIX)
     with pytest.raises(ValueError, match="mix of 2 layers"):
-        ws.ScalarMix((0.5, 0.5), 1.0).apply(V)
+        ws.LearnedMix((0.5, 0.5), 1.0).apply(V)
 
 
 def test_mix_from_probe_needs_one_weight_per_layer():
     result = SimpleNamespace(mix_weights=[0.2, 0.5, 0.3], gamma=1.1)
     mix = ws.mix_from_probe(result, 3)
-    assert mix == ws.ScalarMix((0.2, 0.5, 0.3), 1.1)
+    assert mix == ws.LearnedMix((0.2, 0.5, 0.3), 1.1)
     assert hash(mix) == hash(((0.2, 0.5, 0.3), 1.1))  # a plain tuple: usable as a cache key
     assert ws.mix_from_probe(result, 2) is None
     assert ws.mix_from_probe(None, 3) is None
@@ -73,7 +73,7 @@ def test_joint_projection_puts_two_layers_on_shared_axes():
 
 def test_projection_of_the_mix_layer():
     V = np.random.default_rng(1).normal(size=(10, 2, 4))
-    proj = ws.project_layers(V, (0, ws.MIX), method="pca", mix=ws.ScalarMix((0.5, 0.5), 1.0))
+    proj = ws.project_layers(V, (0, ws.MIX), method="pca", mix=ws.LearnedMix((0.5, 0.5), 1.0))
     assert [c.shape for c in proj.coords] == [(10, 2), (10, 2)]
     assert np.isfinite(proj.coords[1]).all()
 

@@ -140,7 +140,7 @@ params = (("n_neighbors", neighbors), ("min_dist", min_dist), ("perplexity", per
 @st.cache_data(max_entries=256, show_spinner=False)
 def projected(_found: vectors.OccurrenceSearch, model_id: str, lines: tuple, target: str, inflect: bool, layers: tuple,
               method: str, seed: int, params: tuple, joint: bool,
-              mix: ws.ScalarMix | None = None) -> ws.LayerProjection:
+              mix: ws.LearnedMix | None = None) -> ws.LayerProjection:
     """2-D coordinates of the occurrences at ``layers`` (fitted jointly or one by one), with the notes."""
     model = get_model(model_id)
     with record_warnings() as warned:

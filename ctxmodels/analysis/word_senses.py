@@ -3,7 +3,7 @@
 Where :mod:`~ctxmodels.analysis.senses` measures arrays, this module puts the pieces together for one word in
 one set of sentences, so the app, the command line and the tests share it:
 
-* :func:`layer_vectors` picks one layer of the occurrence vectors, or ELMo's learned :class:`ScalarMix` of all
+* :func:`layer_vectors` picks one layer of the occurrence vectors, or ELMo's learned :class:`LearnedMix` of all
   of them (:func:`mix_from_probe`, :func:`learned_mix` read it from a word-sense probe result).
 * :func:`centred_directions` and :func:`project_layers` project several layers of the same occurrences to 2-D,
   one by one or jointly on shared axes (:class:`LayerProjection`, whose ``path`` follows one occurrence).
@@ -39,8 +39,9 @@ MIX = "mix"  # the layer choice for a learned scalar mix of all layers
 # layers and ELMo's scalar mix
 
 
-class ScalarMix(NamedTuple):
-    """ELMo's learned layer mix ``v = gamma * sum_j s_j h_j`` (a tuple, so it can key a cache)."""
+class LearnedMix(NamedTuple):
+    """The weights a probe's :class:`ctxmodels.scalar_mix.ScalarMix` learned, ``v = gamma * sum_j s_j h_j``, as plain
+    numbers (a tuple, so it can key a cache)."""
 
     weights: tuple[float, ...]  # s_j, one per layer (softmax-normalised: they sum to 1)
     gamma: float
@@ -54,21 +55,21 @@ class ScalarMix(NamedTuple):
         return self.gamma * np.tensordot(vectors, s, axes=([1], [0]))
 
 
-def mix_from_probe(result: ProbeResult | None, n_layers: int) -> ScalarMix | None:
+def mix_from_probe(result: ProbeResult | None, n_layers: int) -> LearnedMix | None:
     """The scalar mix a probe learned, if there is a result and it has one weight per layer of the model."""
     if result is None or len(result.mix_weights) != n_layers:
         return None
-    return ScalarMix(tuple(float(w) for w in result.mix_weights), float(result.gamma))
+    return LearnedMix(tuple(float(w) for w in result.mix_weights), float(result.gamma))
 
 
-def learned_mix(model: LoadedModel) -> ScalarMix | None:
+def learned_mix(model: LoadedModel) -> LearnedMix | None:
     """The mix of the newest cached word-sense probe on ``model`` (never trains one); None without one."""
     from .probes import latest_cached_result
 
     return mix_from_probe(latest_cached_result(model, "wsd"), model.n_layers)
 
 
-def layer_vectors(vectors: np.ndarray, layer: int | str, mix: ScalarMix | None = None) -> np.ndarray:
+def layer_vectors(vectors: np.ndarray, layer: int | str, mix: LearnedMix | None = None) -> np.ndarray:
     """The [n, dim] vectors of one layer of ``vectors`` [n, n_layers, dim]; ``layer=MIX`` applies ``mix``."""
     if layer == MIX:
         if mix is None:
@@ -115,7 +116,7 @@ def project_layers(
     method: str = "umap",
     seed: int = 0,
     joint: bool = True,
-    mix: ScalarMix | None = None,
+    mix: LearnedMix | None = None,
     n_neighbors: int = 15,
     min_dist: float = 0.1,
     perplexity: float = 30.0,
