@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from app.inputs import md, shorten
 from ctxmodels.checkpoint import CheckpointError
 from ctxmodels.thread_warnings import CHATTER, caught_warnings
 
@@ -17,20 +18,32 @@ log = logging.getLogger("ctxmodels.app")
 
 @contextmanager
 def guard(what: str = "That") -> Iterator[None]:
-    """Run a block; a ValueError (bad input) becomes an error box with its message, any other exception an error
-    box that says it is a bug (with the exception), and warnings raised inside become warning boxes."""
+    """Run a block; a ValueError (bad input) or an OSError (a path, the disk) becomes an error box with its
+    message, any other exception an error box that says it is a bug (with the exception), and warnings raised
+    inside become warning boxes. Messages quote what a visitor typed, so they are shown as plain text
+    (:func:`app.inputs.md`), never as Markdown."""
     try:
         with caught_warnings() as caught:
             yield
         show_warnings(str(message) for message, category in caught if _shown(category))
     except (ValueError, KeyError, CheckpointError, FileNotFoundError, UnicodeError) as e:
-        st.error(f"{what}: {_message(e)}")
+        st.error(f"{md(what)}: {md(_message(e))}")
     except MemoryError:
-        st.error(f"{what}: not enough memory for this input; use fewer or shorter sentences.")
+        st.error(f"{md(what)}: not enough memory for this input; use fewer or shorter sentences.")
+    except OSError as e:  # a path a visitor gave (too long, not a file, no permission) or the server's disk
+        log.warning("%s: %s", what, e)
+        st.error(f"{md(what)}: {md(_os_message(e))}")
     except Exception as e:  # noqa: BLE001 - the page must survive anything; the log keeps the traceback
         log.error("%s failed:\n%s", what, traceback.format_exc())
-        st.error(f"{what} failed unexpectedly ({type(e).__name__}: {_message(e)}). This is a bug in the explorer; "
-                 "the server log has the details.")
+        st.error(f"{md(what)} failed unexpectedly ({type(e).__name__}: {md(_message(e))}). This is a bug in the "
+                 "explorer; the server log has the details.")
+
+
+def _os_message(e: OSError) -> str:
+    """What the system said, with the path it is about shortened (a visitor's path can be any length)."""
+    if e.strerror and e.filename is not None:
+        return f"{e.strerror}: {shorten(e.filename, 120)!r}"
+    return _message(e)
 
 
 def _message(e: BaseException) -> str:
@@ -44,8 +57,9 @@ def _shown(category: type[Warning]) -> bool:
 
 
 def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
+    """Warnings from the core (they may quote a visitor's input), as plain text."""
     for msg in dict.fromkeys(messages):
-        st.warning(msg)
+        st.warning(md(msg))
 
 
 @contextmanager

@@ -2,6 +2,10 @@
 
 No Streamlit here, so tests can check every figure without a browser. Colours are fixed per sense label
 (sorted), so the same sense keeps its colour across panels that show the same occurrences.
+
+Plotly reads a subset of HTML in every text it draws (titles, axis categories, legend names, hover text,
+annotations): each function escapes the text it is given (:func:`plain`), so a visitor's ``<b>`` or ``<a href>``
+shows as typed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,16 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 UNLABELLED = "(no label)"
 
 
+def plain(text: object) -> str:
+    """``text`` for a Plotly text field: ``<``, ``>`` and ``&`` escaped, so it is shown, not read as markup.
+    (Quotes stay: Plotly decodes only a few named entities, and ``&quot;`` would show as typed.)"""
+    return html.escape(str(text), quote=False)
+
+
+def _plain_all(texts: Sequence[object]) -> list[str]:
+    return [plain(t) for t in texts]
+
+
 def sense_colours(labels: Sequence[str | None]) -> dict[str, str]:
     names = sorted({lab or UNLABELLED for lab in labels})
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
@@ -25,10 +39,10 @@ def sense_colours(labels: Sequence[str | None]) -> dict[str, str]:
 def highlight(sentence: str, span: tuple[int, int] | None, width: int = 70) -> str:
     """Hover text: the sentence with the target word in bold, wrapped for the tooltip."""
     if span is None:
-        text = html.escape(sentence)
+        text = plain(sentence)
     else:
         a, b = span
-        text = html.escape(sentence[:a]) + "<b>" + html.escape(sentence[a:b]) + "</b>" + html.escape(sentence[b:])
+        text = plain(sentence[:a]) + "<b>" + plain(sentence[a:b]) + "</b>" + plain(sentence[b:])
     # Wrap on spaces outside tags so long sentences don't make a tooltip wider than the plot.
     out, line = [], 0
     for word in text.split(" "):
@@ -69,8 +83,9 @@ def sense_scatter(
     for name in sorted(set(names)):
         idx = np.flatnonzero(names == name)
         trace = dict(
-            type="scatter3d" if three_d else "scatter", name=name, mode="markers", customdata=idx, text=text[idx],
-            x=coords[idx, 0], y=coords[idx, 1], hovertemplate="%{text}<extra>" + html.escape(str(name)) + "</extra>",
+            type="scatter3d" if three_d else "scatter", name=plain(name), mode="markers", customdata=idx,
+            text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
+            hovertemplate="%{text}<extra>" + plain(name) + "</extra>",
             marker=dict(size=marker_size, color=colours.get(name, "#333"), line=dict(width=0.5, color="white")),
         )
         if three_d:
@@ -79,8 +94,8 @@ def sense_scatter(
     axis = dict(showticklabels=False, title=None, zeroline=False)
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
-    layout = dict(title=dict(text=title), legend=dict(title=dict(text="sense")), margin=dict(l=10, r=10, t=40, b=10),
-                  height=420, clickmode="event+select", xaxis=axis, yaxis=axis)
+    layout = dict(title=dict(text=plain(title)), legend=dict(title=dict(text="sense")),
+                  margin=dict(l=10, r=10, t=40, b=10), height=420, clickmode="event+select", xaxis=axis, yaxis=axis)
     return go.Figure(dict(data=traces, layout=layout))
 
 
@@ -89,7 +104,7 @@ def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str],
     path = np.asarray(path, dtype=float)
     fig.add_trace(go.Scatter(
         x=path[:, 0], y=path[:, 1], mode="lines+markers+text", name="path through layers",
-        text=[str(i) for i in range(len(path))], textposition="top center", hovertext=list(layer_names),
+        text=[str(i) for i in range(len(path))], textposition="top center", hovertext=_plain_all(layer_names),
         hoverinfo="text", line=dict(color=colour, width=2, dash="dot"), marker=dict(size=6, symbol="diamond"),
     ))
     return fig
@@ -107,14 +122,14 @@ def layer_lines(
     for i, model in enumerate(models):
         rs = sorted((r for r in rows if r["model"] == model), key=lambda r: r["layer"])
         fig.add_trace(go.Scatter(
-            x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=model,
-            text=[r.get("layer_name", str(r["layer"])) for r in rs],
-            hovertemplate="%{text}: %{y:.3f}<extra>" + html.escape(model) + "</extra>",
+            x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=plain(model),
+            text=[plain(r.get("layer_name", r["layer"])) for r in rs],
+            hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>",
             line=dict(color=PALETTE[i % len(PALETTE)]),
         ))
     for label, value in (baseline or {}).items():
-        fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=label)
-    fig.update_layout(title=title or metric.replace("_", " "), xaxis_title="layer", yaxis_title=metric,
+        fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=plain(label))
+    fig.update_layout(title=plain(title or metric.replace("_", " ")), xaxis_title="layer", yaxis_title=metric,
                       margin=dict(l=10, r=10, t=40, b=10), height=300)
     fig.update_xaxes(dtick=1)
     return fig
@@ -125,13 +140,15 @@ def mix_weights_bars(
     title: str = "",
 ) -> go.Figure:
     """Scalar-mix weights s_j as bars, each layer's own probe accuracy as a line on a second axis."""
-    fig = go.Figure(go.Bar(x=list(layer_names), y=list(weights), name="s_j (mix weight)", marker_color=PALETTE[0],
+    names = _plain_all(layer_names)
+    fig = go.Figure(go.Bar(x=names, y=list(weights), name="s_j (mix weight)", marker_color=PALETTE[0],
                            text=[f"{w:.2f}" for w in weights], textposition="outside"))
     if layer_accuracy is not None:
-        fig.add_trace(go.Scatter(x=list(layer_names), y=list(layer_accuracy), name="probe accuracy of the layer alone",
+        fig.add_trace(go.Scatter(x=names, y=list(layer_accuracy), name="probe accuracy of the layer alone",
                                  mode="lines+markers", yaxis="y2", line=dict(color=PALETTE[1])))
     fig.update_layout(
-        title=f"{title} (γ = {gamma:.2f})" if title else f"γ = {gamma:.2f}", yaxis=dict(title="s_j", range=[0, 1]),
+        title=f"{plain(title)} (γ = {gamma:.2f})" if title else f"γ = {gamma:.2f}",
+        yaxis=dict(title="s_j", range=[0, 1]),
         yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
         margin=dict(l=10, r=10, t=40, b=10), height=320, legend=dict(orientation="h", y=-0.2),
     )
@@ -143,11 +160,11 @@ def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to:
     """One attention map: rows attend (from), columns are attended to."""
     tokens_to = tokens_from if tokens_to is None else tokens_to
     # Duplicate token strings would merge heatmap categories; suffix positions to keep them apart.
-    ys = [f"{t} ·{i}" for i, t in enumerate(tokens_from)]
-    xs = [f"{t} ·{i}" for i, t in enumerate(tokens_to)]
+    ys = [f"{plain(t)} ·{i}" for i, t in enumerate(tokens_from)]
+    xs = [f"{plain(t)} ·{i}" for i, t in enumerate(tokens_to)]
     fig = go.Figure(go.Heatmap(z=np.asarray(matrix), x=xs, y=ys, colorscale="Blues", zmin=0,
                                hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=max(300, 16 * len(ys) + 150), margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_layout(title=plain(title), height=max(300, 16 * len(ys) + 150), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed")
     if max(len(xs), len(ys)) <= 80:  # every token labelled while the labels still fit
         fig.update_xaxes(dtick=1)
@@ -214,9 +231,9 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
         traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                            line=dict(color=f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})", width=1 + 4 * w)))
     for x, anchor in ((0, "left"), (1, "right")):  # labels outside the lines: left column left, right column right
-        traces.append(dict(type="scatter", x=[x] * n, y=y, mode="text", text=list(tokens),
+        traces.append(dict(type="scatter", x=[x] * n, y=y, mode="text", text=_plain_all(tokens),
                            textposition=f"middle {anchor}", hoverinfo="skip", showlegend=False))
-    layout = dict(title=dict(text=title), height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10),
+    layout = dict(title=dict(text=plain(title)), height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10),
                   xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False))
     return go.Figure(dict(data=traces, layout=layout))
 
@@ -226,9 +243,9 @@ def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = 
     toks = [p["token"] for p in predictions][::-1]
     probs = [p["prob"] for p in predictions][::-1]
     colours = [PALETTE[1] if truth is not None and t == truth else PALETTE[0] for t in toks]
-    fig = go.Figure(go.Bar(x=probs, y=toks, orientation="h", marker_color=colours,
+    fig = go.Figure(go.Bar(x=probs, y=_plain_all(toks), orientation="h", marker_color=colours,
                            text=[f"{p:.1%}" for p in probs], textposition="auto"))
-    fig.update_layout(title=title, xaxis=dict(title="probability", range=[0, 1]), height=60 + 28 * len(toks),
+    fig.update_layout(title=plain(title), xaxis=dict(title="probability", range=[0, 1]), height=60 + 28 * len(toks),
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
@@ -238,7 +255,7 @@ def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figu
     train = [r for r in records if "loss" in r]
     fig = go.Figure(go.Scatter(x=[r["step"] for r in train], y=[r["loss"] for r in train], mode="lines",
                                name="train loss"))
-    fig.update_layout(title=title, xaxis_title="step", yaxis_title="loss", height=300,
+    fig.update_layout(title=plain(title), xaxis_title="step", yaxis_title="loss", height=300,
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import streamlit as st
 
+from app.inputs import md
+from app.memory import settle
 from app.settings import settings
 from ctxmodels.paths import assets_dir
 
@@ -63,7 +65,9 @@ def get_model(model_id: str):
     """The loaded model (once per server: every visitor shares it)."""
     import ctxmodels
 
-    return ctxmodels.load(model_id)
+    model = ctxmodels.load(model_id)
+    settle()  # its objects last as long as the server: out of the garbage collector's way (app/memory.py)
+    return model
 
 
 def no_models_message() -> None:
@@ -95,7 +99,7 @@ def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], boo
             ok.append(mid)
     if not ok:
         kinds_text = " or ".join(kinds) if kinds else "suitable"
-        st.warning(f"None of the available models ({', '.join(label(i) for i in ids)}) works for {what}: it needs "
+        st.warning(f"None of the available models ({', '.join(md(label(i)) for i in ids)}) works for {what}: it needs "
                    f"a {kinds_text} model. Add one on the **Models** page or with `CTXMODELS_APP_MODELS`.")
         st.stop()
     return ok

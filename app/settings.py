@@ -5,6 +5,10 @@ not reach the teacher's disk).
 * ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path;
 * ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
   of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
+* ``CTXMODELS_ALLOW_TRAINING=1`` or ``--allow-training``: the Models page may start training a small model (on the
+  example sentences, or on an upload when uploads are allowed too); a job belongs to the session that started it;
+* ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
+  run at once (``app/limits.py``);
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up.
 """
@@ -26,6 +30,8 @@ class Settings:
     models: list[str] = field(default_factory=list)
     allow_paths: bool = False
     allow_uploads: bool = False
+    allow_training: bool = False
+    heavy_per_session: int = 1
     upload_mb: float = 5.0
     runs_dir: Path = ROOT / "runs" / "app"
     warm_up: bool = True
@@ -35,12 +41,23 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _count(raw: str, default: int, most: int = 16) -> int:
+    """A small positive count from an operator setting; anything else (empty, 0, junk) is ``default``."""
+    try:
+        n = int(str(raw).strip())
+    except ValueError:
+        return default
+    return min(n, most) if n >= 1 else default
+
+
 def settings(argv: Sequence[str] | None = None) -> Settings:
     """Settings from the environment and from the arguments after ``--`` in ``streamlit run app/Home.py -- ...``."""
     p = argparse.ArgumentParser(prog="app/Home.py", add_help=False)
     p.add_argument("--models", nargs="*", default=[])
     p.add_argument("--allow-paths", action="store_true")
     p.add_argument("--allow-uploads", action="store_true")
+    p.add_argument("--allow-training", action="store_true")
+    p.add_argument("--heavy-per-session", default=None)
     args, _ = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     models = [m.strip() for m in os.environ.get("CTXMODELS_APP_MODELS", "").split(",") if m.strip()]
     models += [m.strip() for chunk in args.models for m in chunk.split(",") if m.strip()]
@@ -48,10 +65,15 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
         upload_mb = float(os.environ.get("CTXMODELS_UPLOAD_MB", "5"))
     except ValueError:
         upload_mb = 5.0
+    if not 0 < upload_mb < float("inf"):  # nan, inf, 0 or negative: the default
+        upload_mb = 5.0
+    heavy = _count(args.heavy_per_session or os.environ.get("CTXMODELS_HEAVY_PER_SESSION", ""), default=1)
     return Settings(
         models=list(dict.fromkeys(models)),
         allow_paths=args.allow_paths or _flag("CTXMODELS_ALLOW_PATHS"),
         allow_uploads=args.allow_uploads or _flag("CTXMODELS_ALLOW_UPLOADS"),
+        allow_training=args.allow_training or _flag("CTXMODELS_ALLOW_TRAINING"),
+        heavy_per_session=heavy,
         upload_mb=upload_mb,
         runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or ROOT / "runs" / "app"),
         warm_up=os.environ.get("CTXMODELS_APP_WARMUP", "1") != "0",

@@ -1,10 +1,13 @@
-"""Training a small model from the app: one job at a time, in its own process, cancellable.
+"""Training a small model from the app: one job at a time, in its own process, cancellable by the session that
+started it.
 
 The job runs ``python -m ctxmodels.cli train KIND --corpus FILE --out DIR ...`` (the same trainer as the command
 line), in a new session so that a Ctrl-C on the server does not reach it and its SIGINT reaches only it. The
 app follows it through the files the trainer writes: ``metrics.jsonl`` for the loss, the model files (rewritten
 at every checkpoint) for the live word-senses preview. Cancelling sends SIGINT: the trainer saves a checkpoint
-and stops, and the model trained so far stays usable. No Streamlit here, so it can be tested on its own.
+and stops, and the model trained so far stays usable. A job belongs to its ``owner`` (the id of the session that
+started it, ``app/limits.session_id``): everyone sees it, only its owner may cancel it. Whether the app may train
+at all is the operator's choice (``app/settings.py``). No Streamlit here, so it can be tested on its own.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class Job:
     steps: int
     proc: subprocess.Popen
     log_path: Path
+    owner: str = ""
     started: float = field(default_factory=time.time)
     cancelled: bool = False
 
@@ -110,6 +114,9 @@ class Job:
         except OSError:
             return ""
 
+    def owned_by(self, owner: str) -> bool:
+        return bool(owner) and owner == self.owner
+
     def cancel(self) -> None:
         if self.running:
             self.cancelled = True
@@ -117,17 +124,18 @@ class Job:
 
 
 class JobRunner:
-    """Holds at most one job; ``start`` refuses while one runs."""
+    """Holds at most one job; ``start`` refuses while one runs, ``cancel`` refuses anyone but the job's owner."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.job: Job | None = None
         atexit.register(self.stop)
 
-    def start(self, kind: str, corpus: Path, out: Path, steps: int) -> Job:
+    def start(self, kind: str, corpus: Path, out: Path, steps: int, owner: str = "") -> Job:
         with self._lock:
             if self.job is not None and self.job.running:
-                raise ValueError("a training job is already running; wait for it or cancel it (one at a time)")
+                raise ValueError("a training job is already running (one at a time on this server); wait for it "
+                                 "to finish")
             cmd = train_command(kind, corpus, out, steps)
             out.mkdir(parents=True, exist_ok=True)
             log_path = out / "train.log"
@@ -135,8 +143,18 @@ class JobRunner:
             with open(log_path, "w", encoding="utf-8") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
                                         start_new_session=True)
-            self.job = Job(kind, out, steps, proc, log_path)
+            self.job = Job(kind, out, steps, proc, log_path, owner=owner)
             return self.job
+
+    def cancel(self, owner: str) -> None:
+        """Cancel the running job on behalf of ``owner``; ValueError unless ``owner`` started it."""
+        with self._lock:
+            job = self.job
+            if job is None or not job.running:
+                return
+            if not job.owned_by(owner):
+                raise ValueError("this training job was started by another visitor; only they can cancel it")
+            job.cancel()
 
     def stop(self) -> None:
         """Cancel a running job and give it a moment to save (at server exit)."""

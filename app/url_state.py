@@ -1,52 +1,171 @@
 """The state of a view in the URL: the widgets that matter start from the query parameters and write back to
-them, so a copied link reproduces the view."""
+them, so a copied link reproduces the view.
+
+Every query parameter is a visitor's input. :func:`check` is the one rule for reading one: a value that is not
+one of the widget's options, not a number, not finite or out of the widget's range is clamped to the range or
+replaced by the default, and a warning names the parameter, what was given and what is allowed. Nothing is
+substituted silently and nothing ends in a traceback.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
 
+from app.inputs import md, quoted
 
-def _parse(raw: str, kind: type) -> Any:
+MAX_CHOICES = 50  # entries of a list parameter (models=a,b,...) read at most
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_UNSET = object()
+_LEFT_OUT = object()  # the default of one entry of a list parameter: an unusable entry is dropped
+
+
+def _number(value: float, kind: type) -> str:
+    return f"{value:g}" if kind is float else f"{value:,}"
+
+
+def _allowed(options: Sequence[Any], names: Callable[[Any], str] | None) -> str:
+    shown = [md(names(o) if names else o) for o in list(options)[:12]]
+    return ", ".join(shown) + (f" (and {len(options) - 12} more)" if len(options) > 12 else "")
+
+
+def check(param: str, raw: str, default: Any, options: Sequence[Any] | None = None, kind: type | None = None,
+          min_value: float | None = None, max_value: float | None = None, max_chars: int | None = None,
+          names: Callable[[Any], str] | None = None) -> Any:
+    """``raw`` (the URL's text for ``param``) as the widget's value, or the default or the nearest allowed value
+    with a warning that says so.
+
+    options: the widget's choices (compared by their text, so ``2`` matches ``"2"`` whatever the option's type);
+    kind: int, float, bool or str when there are no options; min_value/max_value: a number's range (clamped);
+    max_chars: a text's length (cut); names: how the options are shown in the warning.
+    """
+    value, problem = _read(raw, default, options, kind, min_value, max_value, max_chars, names)
+    if problem:
+        st.warning(f"The link's **{md(param)}** value {quoted(raw)} {problem}.", icon=":material/link_off:")
+    return value
+
+
+def _read(raw: str, default: Any, options, kind, lo, hi, max_chars, names) -> tuple[Any, str | None]:
+    """(value, None) for an allowed value, else (the value used instead, what was wrong with ``raw``)."""
+    shown = names(default) if names and default is not None and default is not _LEFT_OUT else default
+    if isinstance(shown, (int, float)) and not isinstance(shown, bool):
+        shown = _number(shown, float if isinstance(shown, float) else int)
+    keep = "it is left out" if default is _LEFT_OUT else f"using {md(shown)} instead"
+    if options is not None:
+        by_text = {str(o): o for o in options}
+        if raw in by_text:
+            return by_text[raw], None
+        folded = {k.casefold(): v for k, v in by_text.items()}
+        if raw.strip().casefold() in folded:
+            return folded[raw.strip().casefold()], None
+        if not options:
+            return default, f"cannot be used: there is nothing to choose from; {keep}"
+        return default, f"is not one of the choices ({_allowed(options, names)}); {keep}"
+    kind = kind or str
     if kind is bool:
-        return raw.lower() in ("1", "true", "yes", "on")
-    return kind(raw)
+        text = raw.strip().lower()
+        if text in TRUE or text in FALSE:
+            return text in TRUE, None
+        return default, f"is not on or off (1/0, true/false); {keep}"
+    if kind in (int, float):
+        span = f"from {_number(lo, kind)} to {_number(hi, kind)}" if lo is not None and hi is not None else (
+            f"at least {_number(lo, kind)}" if lo is not None else
+            f"at most {_number(hi, kind)}" if hi is not None else "")
+        wanted = ("a whole number" if kind is int else "a number") + (f" {span}" if span else "")
+        text = raw.strip()
+        try:
+            if len(text) > 40:
+                raise ValueError
+            number = float(text)
+        except ValueError:
+            return default, f"is not {wanted}; {keep}"
+        if not math.isfinite(number):
+            return default, f"is not {wanted} (it is not finite); {keep}"
+        if kind is int and not number.is_integer():
+            return default, f"is not {wanted}; {keep}"
+        value = int(number) if kind is int else number
+        clamped = min(max(value, lo if lo is not None else value), hi if hi is not None else value)
+        if clamped != value:
+            return clamped, f"is outside the allowed range ({span}); using {_number(clamped, kind)}"
+        return value, None
+    if max_chars is not None and len(raw) > max_chars:
+        return raw[:max_chars], f"is longer than {max_chars:,} characters; it was cut to that length"
+    return raw, None
 
 
 def url_state(key: str, default: Any, options: Sequence[Any] | None = None, kind: type | None = None,
-              many: bool = False) -> None:
+              many: bool = False, **limits: Any) -> None:
     """Put the URL's value of ``key`` (else ``default``) into ``st.session_state[key]`` on a session's first run,
-    so the widget with that key starts from it. Values not among ``options`` fall back to the default."""
+    so the widget with that key starts from it. ``limits`` as for :func:`check`."""
     if key in st.session_state:
         return
-    st.session_state[key] = url_value(key, default, options, kind, many)
+    st.session_state[key] = url_value(key, default, options, kind, many, **limits)
 
 
 def url_value(key: str, default: Any, options: Sequence[Any] | None = None, kind: type | None = None,
-              many: bool = False) -> Any:
-    """The URL's value of ``key``, else the value this session last had, else ``default``.
+              many: bool = False, raw: Any = _UNSET, param: str | None = None, **limits: Any) -> Any:
+    """The URL's value of ``key`` (checked with :func:`check`), else the value this session last had, else
+    ``default``. ``raw``: the URL's text (None: not given) when the page reads a parameter of its own format,
+    ``param`` its name in the link (for the warning).
 
     For a widget's ``value=`` argument: a widget that starts from its own ``value`` keeps it even if the browser
     re-creates it (as can happen when a rerun from every keystroke interrupts another), where one that starts
     from session state falls back to its built-in default.
     """
-    kind = kind or (type(default) if default is not None and not many else str)
-    # Not in the URL: the value this session last had (page switches drop the other page's widget state).
+    if kind is None and options is None:
+        kind = type(default) if default is not None and not many else str
+    # Not in the URL: the value this session last had (page switches drop the other page's widget state), if it
+    # is still allowed.
     value = st.session_state.get(f"_keep::{key}", default)
-    try:
-        if many:
-            raw = [r for chunk in st.query_params.get_all(key) for r in chunk.split(",") if r]
-            if raw:
-                parsed = [_parse(r, kind) for r in raw]
-                value = [v for v in parsed if options is None or v in options]
-        elif key in st.query_params:
-            parsed = _parse(st.query_params[key], kind)
-            value = parsed if options is None or parsed in options else default
-    except (ValueError, TypeError):
+    if not _still_allowed(value, options, many, limits):
         value = default
-    return value
+    if raw is not _UNSET:
+        return value if raw is None else check(param or key, str(raw), value, options, kind, **limits)
+    given = st.query_params.get_all(key)
+    if not given:
+        return value
+    if many:
+        entries = [r.strip() for chunk in given for r in chunk.split(",") if r.strip()]
+        if len(entries) > MAX_CHOICES:
+            st.warning(f"The link's **{md(key)}** has {len(entries):,} values; only the first {MAX_CHOICES} are read.")
+            entries = entries[:MAX_CHOICES]
+        if not entries:
+            return value
+        picked = [check(key, r, _LEFT_OUT, options, kind, **limits) for r in entries]
+        picked = list(dict.fromkeys(p for p in picked if p is not _LEFT_OUT))
+        if not picked:
+            st.warning(f"Nothing usable in the link's **{md(key)}**; using the default.")
+            return value
+        return picked
+    if len(given) > 1:
+        st.warning(f"The link gives **{md(key)}** {len(given)} times; using the last, {quoted(given[-1])}.")
+    return check(key, given[-1], value, options, kind, **limits)
+
+
+def url_pairs(key: str) -> dict[str, str]:
+    """A repeated parameter of ``VALUE:NAME`` entries (``layer=2:bert-eltec&layer=1:elmo-eltec``) as
+    {NAME: VALUE}; entries without a colon are reported and left out."""
+    pairs: dict[str, str] = {}
+    for entry in st.query_params.get_all(key)[:MAX_CHOICES]:
+        value, sep, name = entry.partition(":")
+        if sep:
+            pairs[name] = value
+        else:
+            st.warning(f"The link's **{md(key)}** value {quoted(entry)} is not VALUE:MODEL (such as 2:bert-eltec); "
+                       "it is left out.", icon=":material/link_off:")
+    return pairs
+
+
+def _still_allowed(value: Any, options: Sequence[Any] | None, many: bool, limits: dict) -> bool:
+    if options is not None:
+        return all(v in options for v in value) if many and isinstance(value, list) else value in options
+    lo, hi = limits.get("min_value"), limits.get("max_value")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and (lo is None or value >= lo) and (hi is None or value <= hi)
+    return True
 
 
 def to_url(*keys: str) -> None:

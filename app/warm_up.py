@@ -6,6 +6,7 @@ import threading
 
 import streamlit as st
 
+from app.memory import settle_after
 from app.settings import settings
 
 
@@ -15,7 +16,9 @@ def umap_warm_up() -> threading.Thread | None:
         return None
     from ctxmodels.analysis.projections import start_umap_warm_up
 
-    return start_umap_warm_up()
+    thread = start_umap_warm_up()
+    settle_after(thread)  # what umap and numba leave behind lasts: out of the garbage collector's way
+    return thread
 
 
 def umap_ready() -> bool:

@@ -1,16 +1,29 @@
 """Our checkpoint layout: a directory with ``config.json``, ``model.safetensors`` and friends.
 
-Every write is atomic (written beside the target, then renamed), so a crash or Ctrl-C in the middle of a
-save never leaves a half-written checkpoint behind: the previous one stays readable.
+Every write is atomic: written to a hidden temporary beside the target (``.NAME.XXXXXXXX.tmp``), flushed to
+disk, then renamed over it (:func:`atomic_file`); a folder is written whole under a temporary name and swapped in
+(:func:`replace_dir_atomic`), the old one removed only once the new one is in place. So a crash, a kill or a full
+disk at any byte of a save leaves the previous file or checkpoint readable. A failed write removes its own
+temporary; a killed process cannot, so a run removes the temporaries it finds when it starts
+(:func:`remove_stale_temps`). A full disk (ENOSPC, EDQUOT) is reported as :class:`DiskFullError`, whose message
+says how much space the write needed and where: ``disk full: 12.5 MB needed at runs/bert/checkpoint``. A write
+never replaces a folder, a device or a pipe (renaming over ``/dev/null`` would replace the device itself).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +35,148 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be loaded; the message names the file and the problem."""
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
+TMP_SUFFIX = ".tmp"
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    """No space left (ENOSPC or EDQUOT) for a write; the message names the size needed and the place."""
+
+    def __init__(self, needed: int, path: str | Path, note: str = ""):
+        self.needed, self.note = int(needed), note
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    def __str__(self) -> str:
+        free = _free_bytes(self.filename)
+        shown = f"disk full: {megabytes(self.needed)} needed at {self.filename}"
+        if free is not None:
+            shown += f" ({megabytes(free)} free)"
+        return shown + (f"; {self.note}" if self.note else "")
+
+
+def is_disk_full(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in DISK_FULL
+
+
+def megabytes(n: int) -> str:
+    """A size as "12.5 MB" (rounded up to the next 0.1 MB, so a small write never reads "0.0 MB")."""
+    return f"{math.ceil(max(n, 1) / 1e5) / 10:.1f} MB"
+
+
+def _free_bytes(path: str | Path | None) -> int | None:
+    """Free space on the file system that holds ``path`` (or its nearest existing parent)."""
+    if not path:
+        return None
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
+
+
+def tree_bytes(path: str | Path) -> int:
+    """Bytes of a file, or of every file under a folder (0 for what does not exist)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in ``path`` durable (where the platform can open a folder)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if is_disk_full(e) or e.errno == errno.EIO:
+            raise  # the rename may not be on disk
+        # else: a platform that cannot flush a folder (EINVAL, EBADF): the rename stands as well as it can
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_file(path: str | Path, size: int | None = None) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; on leaving the block it is flushed to disk and renamed to
+    ``path``. On any error the temporary is removed and ``path`` keeps its old content; a full disk becomes a
+    :class:`DiskFullError` for ``size`` bytes (the size being written, when the caller knows it; else what the
+    temporary had reached)."""
+    path = Path(path)
+    _check_writable_target(path)
+    tmp: Path | None = None
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+        os.close(fd)
+        tmp = Path(name)
+        yield tmp
+        _fsync_file(tmp)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        if is_disk_full(e) and not isinstance(e, DiskFullError):
+            written = tmp.stat().st_size if tmp is not None and tmp.exists() else 0
+            raise DiskFullError(size if size is not None else written, path) from e
+        raise
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def _check_writable_target(path: Path) -> None:
+    """Make ``path``'s folder. An OSError whose message says what to do when ``path`` is something a file must not
+    replace (a folder, a device, a pipe: renaming over ``/dev/null`` would replace the device itself) or when a
+    parent is a file (callers that fall back elsewhere on an OSError keep doing so)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder; give the name of a file to write", str(path))
+    if mode is not None and not stat.S_ISREG(mode):
+        raise FileExistsError(errno.EEXIST, "not a regular file (a device, pipe or socket); give the name of a "
+                              "file to write", str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocking = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), path.parent)
+        raise NotADirectoryError(errno.ENOTDIR, f"cannot write there, {blocking} is a file, not a folder",
+                                 str(path)) from None
+
+
+def check_writable_file(path: str | Path) -> Path:
+    """``path`` once it is sure that a file can be written there (its folder made); an OSError saying why not
+    otherwise. Commands call it before long work whose result goes there."""
+    path = Path(path)
+    _check_writable_target(path)
+    return path
+
+
+def write_bytes_to(f, data: bytes) -> None:
+    """Write all of ``data`` to ``f`` (an unbuffered file may take part of it per call). Every file this package
+    writes by hand goes through here, which is where the tests make a disk fill up."""
+    view = memoryview(data)
+    while view:
+        n = f.write(view)
+        view = view[len(view) if n is None else n:]
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    data = text.encode("utf-8")
+    with atomic_file(path, size=len(data)) as tmp, open(tmp, "wb") as f:
+        write_bytes_to(f, data)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -60,10 +208,9 @@ def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], metadata: d
         # safetensors refuses shared storage; tied weights are written as independent copies.
         out[name] = t.clone().contiguous() if key in seen else t.contiguous()
         seen.setdefault(key, name)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    save_file(out, tmp, metadata=metadata)
-    os.replace(tmp, path)
+    size = sum(t.numel() * t.element_size() for t in out.values()) + 100 * len(out) + 1000  # + the header
+    with atomic_file(path, size=size) as tmp:
+        save_file(out, str(tmp), metadata=metadata)
 
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -92,22 +239,86 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def replace_dir_atomic(tmp_dir: Path, final_dir: Path) -> None:
-    """Move a fully written ``tmp_dir`` to ``final_dir``, keeping the old one until the new one is in place."""
-    final_dir = Path(final_dir)
-    old = final_dir.with_name(final_dir.name + ".old")
-    if old.exists():
-        shutil.rmtree(old)
+    """Swap a fully written ``tmp_dir`` in as ``final_dir``.
+
+    The new folder is flushed to disk first; the old one is renamed to ``FINAL.old``, the new one renamed into
+    place, and only then is the old one removed. ``final_dir`` is therefore always either the old complete folder
+    or the new complete one, except between the two renames, when ``FINAL.old`` holds the old one:
+    :func:`recover_dir` puts it back (readers of a checkpoint call it first).
+    """
+    tmp_dir, final_dir = Path(tmp_dir), Path(final_dir)
+    for f in tmp_dir.rglob("*"):
+        if f.is_file():
+            _fsync_file(f)
+    _fsync_dir(tmp_dir)
+    recover_dir(final_dir)
+    old = _old_dir(final_dir)
     if final_dir.exists():
         os.replace(final_dir, old)
-    os.replace(tmp_dir, final_dir)
-    if old.exists():
-        shutil.rmtree(old)
+    try:
+        os.replace(tmp_dir, final_dir)
+        _fsync_dir(final_dir.parent)
+    finally:
+        recover_dir(final_dir)  # the old one goes, or back in place if the new one did not get there
+
+
+def _old_dir(final_dir: Path) -> Path:
+    return final_dir.with_name(final_dir.name + ".old")
+
+
+def recover_dir(final_dir: str | Path) -> None:
+    """Finish a swap of :func:`replace_dir_atomic` that a kill interrupted: without ``final_dir``, its old copy
+    goes back in place; with both, the old copy (complete or half removed) goes."""
+    final_dir = Path(final_dir)
+    old = _old_dir(final_dir)
+    if not old.exists():
+        return
+    if final_dir.exists():
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(old, final_dir)
 
 
 def new_tmp_dir(final_dir: str | Path) -> Path:
+    """A hidden temporary folder beside ``final_dir`` (``.NAME.XXXXXXXX.tmp``), for :func:`replace_dir_atomic`."""
     final_dir = Path(final_dir)
     final_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=final_dir.parent, prefix=f".{final_dir.name}.", suffix=".tmp"))
+    return Path(tempfile.mkdtemp(dir=final_dir.parent, prefix=f".{final_dir.name}.", suffix=TMP_SUFFIX))
+
+
+# temporaries of this module, and those of older versions of the trainers' data caches and checkpoint swap
+_TEMP_NAMES = re.compile(r"^\..+\.tmp$|.+\.tmp\.npz$|^\.\w+\.\d+\.npy$")
+
+
+def is_temp_name(name: str) -> bool:
+    """A temporary written by this module (or by older versions of the trainers' data caches)."""
+    return bool(_TEMP_NAMES.match(name))
+
+
+def remove_stale_temps(directory: str | Path, min_age_s: float = 0.0) -> int:
+    """Remove the temporaries (files and folders) that killed writers left in ``directory``; returns how many.
+
+    Only for a folder no other process is writing to at the moment, or with ``min_age_s``: then only
+    temporaries untouched for that long go (a cache folder that runs share).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return 0
+    removed, now = 0, time.time()
+    for entry in directory.iterdir():
+        if not is_temp_name(entry.name):
+            continue
+        try:
+            if min_age_s and now - entry.lstat().st_mtime < min_age_s:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed += 1
+        except OSError:
+            pass  # gone already, or not ours to remove: leave it
+    return removed
 
 
 def file_sha256(path: str | Path) -> str:

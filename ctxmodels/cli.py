@@ -6,10 +6,12 @@ A command's module is imported only when that command runs, so ``ctxmodels --hel
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
+import warnings
 
-from .commands import COMMANDS
+from .commands import COMMANDS, show_ranges
 
 
 def _selected(argv: list[str]) -> str:
@@ -30,18 +32,82 @@ def main(argv: list[str] | None = None) -> int:
     if command in COMMANDS:
         module = importlib.import_module(f"ctxmodels.commands.{COMMANDS[command][0]}")
         module.add_arguments(parsers[command])
-    args = parser.parse_args(argv)
+        show_ranges(parsers[command])
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed by argparse
+        return e.code if isinstance(e.code, int) else 2
+    empty = _empty_option(args, parsers[command]) if command in parsers else ""
+    if empty:
+        print(f"ctxmodels: error: {empty} must not be empty (a path, a name or a value), got ''", file=sys.stderr)
+        return 2
     args.argv = argv  # the command as typed, for model cards
-    from .checkpoint import CheckpointError
+    from .checkpoint import CheckpointError, DiskFullError, is_disk_full
 
+    shown = warnings.formatwarning
+    warnings.formatwarning = _format_warning
     try:
         return int(module.run(args) or 0)
     except (CheckpointError, ValueError, FileNotFoundError) as e:
-        print(f"ctxmodels: error: {e}", file=sys.stderr)
+        print(f"ctxmodels: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if e.errno not in USER_FACING_ERRNOS:
+            raise  # not something the user's files or disk explain: show the traceback
+        if is_disk_full(e) and not isinstance(e, DiskFullError):  # a write that did not know its size
+            e = DiskFullError(0, e.filename or ".")
+        print(f"ctxmodels: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ctxmodels: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = shown
+
+
+def _empty_option(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """The first option (not a positional text or word) given as an empty or all-blank string, as ``--name``: an
+    empty --out or --corpus would otherwise mean the current folder, an empty --words "all words"; "" if none."""
+    for action in _options(parser):
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            return action.option_strings[-1]
+    return ""
+
+
+def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The optional (``--name``) arguments of a parser and of its subcommands' parsers."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _options(sub)
+        elif action.option_strings:
+            found.append(action)
+    return found
+
+
+#: OSErrors that the user's paths, permissions or disk explain: reported in one line, not as a traceback
+USER_FACING_ERRNOS = frozenset({
+    errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR,
+    errno.EISDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP, errno.EFBIG, errno.ENXIO, errno.ENODEV,
+})
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as one line for the person at the terminal: ``ctxmodels: warning: ...``."""
+    return f"ctxmodels: warning: {_one_line(str(message))}\n"
+
+
+def _one_line(error: BaseException | str) -> str:
+    """The message on one line: a multi-line message is joined, control characters are shown escaped."""
+    if isinstance(error, OSError) and error.filename and not str(error).startswith("disk full"):
+        text = f"{error.filename}: {error.strerror or error}"
+    else:
+        text = str(error)
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip()) or type(error).__name__
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 if __name__ == "__main__":

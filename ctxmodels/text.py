@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import select
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -236,6 +239,8 @@ def read_documents(path: str | Path) -> list[Document]:
                     ) from None
                 if lineno == 1:
                     line = line.lstrip("\ufeff")  # byte-order mark written by some editors
+                if "\x00" in line:
+                    raise CorpusError(f"{path}: line {lineno} holds a NUL byte: a binary file, not plain text")
                 line = line.strip()
                 if line:
                     current.append(line)
@@ -249,3 +254,66 @@ def read_documents(path: str | Path) -> list[Document]:
     if not docs:
         raise CorpusError(f"{path}: the corpus is empty (no text lines); expected one paragraph a line")
     return docs
+
+
+MAX_TEXT_BYTES = 512 * 2**20  # a text file given to a command (sentences to embed): far more than anyone embeds
+PIPE_WAIT_S = 60.0  # how long a named pipe may stay silent before it counts as having no writer
+
+
+def read_text_file(path: str | Path, what: str = "input file", max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of a file a user named: a regular file, or a pipe (``<(...)`` in a shell).
+
+    Anything else is refused with a :class:`CorpusError` naming the file and what is wrong: missing, a folder, a
+    device (``/dev/zero`` would never end), larger than ``max_bytes``, not UTF-8 (with the line), or binary
+    (a NUL byte). A named pipe that nothing writes to is given up after :data:`PIPE_WAIT_S` seconds.
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CorpusError(f"{path}: {what} not found") from None
+    except (OSError, ValueError) as e:
+        raise CorpusError(f"{path}: cannot read the {what} ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(mode):
+        raise CorpusError(f"{path}: a folder, not a file; give the {what} itself")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise CorpusError(f"{path}: a device or socket, not a text file; give a plain-text {what}")
+    try:
+        data = _read_pipe(path, max_bytes) if stat.S_ISFIFO(mode) else _read_regular(path, max_bytes)
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+    if data is None:
+        raise CorpusError(f"{path}: more than {max_bytes / 2**20:,.0f} MiB; too big for a {what}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise CorpusError(f"{path}: line {line} is not UTF-8 ({e.reason}); save the file as UTF-8") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise CorpusError(f"{path}: line {line} holds a NUL byte: a binary file, not plain text")
+    return text.removeprefix("\ufeff")
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes | None:
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    return None if len(data) > max_bytes else data
+
+
+def _read_pipe(path: Path, max_bytes: int) -> bytes | None:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # does not wait for a writer
+    try:
+        ready, _, _ = select.select([fd], [], [], PIPE_WAIT_S)
+        if not ready:
+            raise CorpusError(f"{path}: a named pipe that nothing wrote to in {PIPE_WAIT_S:g} s")
+        os.set_blocking(fd, True)
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -90,21 +90,45 @@ class WordPieceTokenizer:
     def train(
         cls, texts: Iterable[str], vocab_size: int = 16000, lowercase: bool = True, min_frequency: int = 2
     ) -> WordPieceTokenizer:
-        """Learn a vocabulary of at most ``vocab_size`` pieces from ``texts``; [PAD] = 0, then the other specials."""
+        """Learn a vocabulary of at most ``vocab_size`` pieces from ``texts``; [PAD] = 0, then the other specials.
+
+        The same texts give the same vocabulary, in the same order, in every process. The ``tokenizers`` trainer
+        alone does not: it numbers the continuation pieces (``##a``, ``##b``, ...) in the order it meets them in a
+        hash map, which is seeded afresh in every process, and it breaks ties between equally frequent merges by
+        those numbers, so both the order of vocab.txt and which merges make the cut varied from run to run. So a
+        first pass (no merges) finds the continuation pieces, and the real training is given them, sorted, right
+        after the special tokens: every piece then has a number that depends on the text alone. The first pass
+        costs about as long as reading the text once more (half a minute on the 11-million-word ELTeC).
+        """
         if vocab_size < len(SPECIAL_TOKENS) + 1:
             raise ValueError(f"vocab_size must be more than {len(SPECIAL_TOKENS)} (the special tokens)")
+        texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+        first = cls._train_pipeline(texts, 0, lowercase, min_frequency, SPECIAL_TOKENS)
+        continuation = sorted(t for t in first.get_vocab(with_added_tokens=False)
+                              if t.startswith("##") and len(t) > 2 and t not in SPECIAL_TOKENS)
+        tk = cls._train_pipeline(texts, vocab_size, lowercase, min_frequency, SPECIAL_TOKENS + continuation)
+        vocab = tk.get_vocab(with_added_tokens=False)
+        if len(vocab) <= len(SPECIAL_TOKENS):
+            raise ValueError("the training text gave an empty vocabulary: is the corpus empty?")
+        # The continuation pieces went in as "special tokens" only to fix their numbers: rebuild the tokenizer
+        # from the learnt vocabulary, so that "##a" typed in a text is not matched as one special token.
+        model = WordPiece(vocab=vocab, unk_token=UNK, max_input_chars_per_word=100, continuing_subword_prefix="##")
+        return cls(cls._pipeline(model, lowercase), lowercase=lowercase)
+
+    @classmethod
+    def _train_pipeline(cls, texts: Sequence[str], vocab_size: int, lowercase: bool, min_frequency: int,
+                        first_tokens: list[str]) -> Tokenizer:
+        """One run of the ``tokenizers`` WordPiece trainer (``vocab_size`` 0: the alphabet only, no merges)."""
         tk = cls._pipeline(WordPiece(unk_token=UNK, max_input_chars_per_word=100), lowercase)
         trainer = WordPieceTrainer(
             vocab_size=vocab_size,
             min_frequency=min_frequency,
-            special_tokens=SPECIAL_TOKENS,
+            special_tokens=first_tokens,
             continuing_subword_prefix="##",
             show_progress=False,
         )
         tk.train_from_iterator(texts, trainer=trainer)
-        if tk.get_vocab_size() <= len(SPECIAL_TOKENS):
-            raise ValueError("the training text gave an empty vocabulary: is the corpus empty?")
-        return cls(tk, lowercase=lowercase)
+        return tk
 
     @classmethod
     def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> WordPieceTokenizer:

@@ -36,7 +36,8 @@ def app_env(tiny_assets, tmp_path, monkeypatch):
     monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets))
     monkeypatch.setenv("CTXMODELS_APP_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
-    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS"):
+    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
+                "CTXMODELS_HEAVY_PER_SESSION"):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -352,7 +353,8 @@ def test_models_page_lists_models_and_keeps_paths_off():
     listed = at.dataframe[0].value
     assert {"bert-eltec", "elmo-eltec", "static-eltec"} <= set(listed["model"])
     assert any("Loading from a server path is off" in i for i in texts(at.info))
-    assert any("Uploads are off" in c for c in texts(at.caption))
+    assert any("Training from the app is off" in i for i in texts(at.info))
+    assert not [b for b in at.get("form_submit_button") if b.label == "Start training"]
 
 
 def test_models_page_loads_a_path_when_allowed(tiny_assets, monkeypatch):
@@ -370,7 +372,8 @@ def test_models_page_loads_a_path_when_allowed(tiny_assets, monkeypatch):
 
 
 @pytest.mark.slow
-def test_models_page_trains_a_model_that_becomes_selectable(tmp_path):
+def test_models_page_trains_a_model_that_becomes_selectable(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ALLOW_TRAINING", "1")
     at = page("models")
     at.selectbox(key="train_kind").set_value("static")
     at.number_input(key="train_steps").set_value(20)

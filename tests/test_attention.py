@@ -16,6 +16,7 @@ from ctxmodels.analysis.attention import (
     compute_attention,
     head_summaries,
     hide_special,
+    map_table,
     mean_over_heads,
     merge_word_pieces,
     rank_heads,
@@ -235,3 +236,15 @@ def test_compute_attention_bad_input(tiny_bert):
         compute_attention(model, None, "a text")
     with pytest.raises(ValueError, match="empty text"):
         compute_attention(model, tokenizer, "  ")
+
+
+def test_map_table_keeps_every_token_apart():
+    """Issue 14: a sentence with "from" (the table's first column) crashed the Attention page."""
+    tokens = ["[CLS]", "he", "came", "from", "the", "from", "index", "[SEP]"]
+    m = np.random.default_rng(0).random((8, 8))
+    table = map_table(m, tokens)
+    assert table.shape == (8, 9) and table.columns.is_unique
+    assert list(table.columns[:5]) == ["from", "0:[CLS]", "1:he", "2:came", "3:from"]
+    assert table["from"].tolist()[3] == "3:from" and np.allclose(table.iloc[:, 1:].to_numpy(float), m)
+    with pytest.raises(ValueError, match="does not fit"):
+        map_table(m, tokens[:-1])

@@ -22,6 +22,7 @@ from ctxmodels.training.bert_data import (
     split_sentences,
     tokenize_documents,
 )
+from ctxmodels.training.bert_task import BertSettings
 from ctxmodels.training.trainer import Trainer
 from tests.helpers import synthetic_corpus
 
@@ -444,7 +445,7 @@ def test_resume_without_a_run_is_a_clear_error(tmp_path, corpus_file, capsys):
     ("", [], "the corpus is empty"),
     ("Just one line of text.\n", [], "leaves none to train on"),
     ("Just one line of text.\n", ["--heldout-docs", "0"], "at least 2 documents"),
-    (None, ["--max-seq-len", "600"], "exceeds the model's 512 positions"),
+    (None, ["--max-seq-len", "600"], "argument --max-seq-len: must be a whole number between 8 and 512, got 600"),
 ])
 def test_bad_input_gives_a_clear_error(tmp_path, corpus_file, capsys, text, extra, message):
     path = corpus_file
@@ -506,8 +507,10 @@ def test_dropout_and_sinusoidal_positions_options(corpus_file, tokenizer_dir, tm
     cos = torch.nn.functional.cosine_similarity
     assert cos(pos[10], pos[11], dim=0) > cos(pos[10], pos[60], dim=0) + 0.2
     assert bert_task_in(tmp_path / "r2", *common).model.config.hidden_dropout_prob == 0.1
-    with pytest.raises(ValueError, match="--dropout"):
+    with pytest.raises(SystemExit):  # argparse: "argument --dropout: must be at least 0 and below 1, got 1.5"
         bert_task_in(tmp_path / "r3", *common, "--dropout", "1.5")
+    with pytest.raises(ValueError, match="--dropout must be at least 0 and below 1, got 1.5"):
+        BertSettings.resolve({"corpus": corpus_file, "dropout": 1.5}, tmp_path / "r4")
 
 
 def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):

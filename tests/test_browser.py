@@ -84,7 +84,7 @@ def start_server(tmp_path_factory, assets: Path | None, **env_extra: str):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
-    yield from start_server(tmp_path_factory, assets, CTXMODELS_ALLOW_UPLOADS="1")
+    yield from start_server(tmp_path_factory, assets, CTXMODELS_ALLOW_UPLOADS="1", CTXMODELS_ALLOW_TRAINING="1")
 
 
 @pytest.fixture(scope="module")

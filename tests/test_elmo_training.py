@@ -397,7 +397,7 @@ def test_cli_missing_corpus_and_bad_sizes(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
     corpus = write_corpus(tmp_path / "gen.txt", n_docs=2, paragraphs=5)
     assert run_cli("--corpus", str(corpus), "--out", str(tmp_path / "o"), "--seq-len", "0") == 2
-    assert "--seq-len must be at least 1" in capsys.readouterr().err
+    assert "argument --seq-len: must be a whole number between 1 and 1024, got 0" in capsys.readouterr().err
 
 
 def test_long_sentences_emoji_and_long_words_train_and_evaluate(tmp_path):

@@ -65,3 +65,15 @@ def test_mix_weights_bars_and_loss_chart():
     assert "1.30" in fig.layout.title.text and len(fig.data) == 2
     chart = figures.loss_chart([{"step": 1, "loss": 3.0}, {"step": 2, "eval": {}}, {"step": 3, "loss": 2.0}])
     assert list(chart.data[0].x) == [1, 3]
+
+
+def test_figures_show_markup_as_text():
+    """Plotly reads a subset of HTML in titles, categories, legend names and hover text: a visitor's is escaped."""
+    tokens = ["<b>x</b>", "<a href='http://h'>y</a>", "a & b", '"q"']
+    heat = figures.attention_heatmap(np.eye(4), tokens, title="<img src=x>")
+    assert heat.data[0].y[0] == "&lt;b&gt;x&lt;/b&gt; ·0" and heat.layout.title.text == "&lt;img src=x&gt;"
+    bars = figures.fill_bars([{"token": t, "prob": 0.1} for t in tokens], title="“<i>w</i>”")
+    assert "<" not in "".join(bars.data[0].y) + bars.layout.title.text
+    scatter = figures.sense_scatter(np.zeros((1, 2)), ["<i>s</i>"], ["h"], title="<b>t</b>")
+    assert scatter.data[0].name == "&lt;i&gt;s&lt;/i&gt;" and "<b>" not in scatter.layout.title.text
+    assert figures.highlight('say "hi" <now>', (0, 3)) == "<b>say</b> \"hi\" &lt;now&gt;"  # quotes stay quotes

@@ -20,6 +20,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     # shared ground: files, paths, text, character ids, word pieces, the SemCor reader
     "ctxmodels.checkpoint": (0, "base"),
     "ctxmodels.paths": (0, "base"),
+    "ctxmodels.bounds": (0, "base"),
     "ctxmodels.text": (0, "base"),
     "ctxmodels.cosine": (0, "base"),
     "ctxmodels.thread_warnings": (0, "base"),

@@ -51,7 +51,7 @@ def test_a_new_run_takes_the_defaults_and_stores_its_settings(tmp_path, corpus):
         ToySettings.resolve({"corpus": corpus}, tmp_path / "run")
     with pytest.raises(ValueError, match="--corpus is needed"):
         ToySettings.resolve({}, tmp_path / "other")
-    with pytest.raises(ValueError, match="--steps must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="--steps must be a whole number between 1 and 1000000000, got 0"):
         ToySettings.resolve({"corpus": corpus, "steps": 0}, tmp_path / "other")
     with pytest.raises(TypeError, match="heigth"):
         ToySettings.resolve({"corpus": corpus, "heigth": 3}, tmp_path / "other")

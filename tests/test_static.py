@@ -164,7 +164,7 @@ def test_settings_and_task_from_plain_values(tmp_path):
     stored = json.loads((out / "run.json").read_text())
     assert stored["kind"] == "static" and stored["settings"]["heldout_docs"] == 1  # the default, resolved
     assert stored["settings"]["corpus"] == str(corpus.resolve()) and len(stored["settings"]["corpus_sha256"]) == 64
-    with pytest.raises(ValueError, match="--batch-size must be at least 1"):
+    with pytest.raises(ValueError, match="--batch-size must be a whole number between 1 and 1048576, got 0"):
         StaticSettings.resolve({"corpus": corpus, "batch_size": 0}, tmp_path / "other")
 
 

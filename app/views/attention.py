@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures
+from app import figures, limits
 from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
-from app.inputs import check_text
+from app.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
 from app.plots import plot
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
@@ -34,9 +34,10 @@ explain(
 )
 
 ids = require_models(kinds=["bert"], what="attention")
-url_state("att_model", ids[0], options=ids)
-url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.")
-url_state("pair", "")
+url_state("att_model", ids[0], options=ids, names=label)
+url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",
+          max_chars=MAX_TEXT_CHARS)
+url_state("pair", "", max_chars=MAX_TEXT_CHARS)
 url_state("merge", True, kind=bool)
 url_state("hide", False, kind=bool)
 url_state("view", "head", options=["head", "mean", "rollout"])
@@ -73,13 +74,22 @@ def shown(maps: att.AttentionMaps, rollout: bool) -> att.AttentionMaps:
 
 
 maps = None
-with guard("The sentence"):
+with guard("The sentence"), limits.heavy("Running the model"):
     text = check_text(sentence, "sentence A")
     pair_text = check_text(pair, "sentence B") if pair.strip() else None
     maps, warned = raw_maps(model_id, text, pair_text)
     show_warnings(warned)
-if maps is None:
-    st.stop()
+    remember("attention", (model_id, text, pair_text))
+if maps is None:  # keep showing what this visitor had until the input is fixed
+    previous = last_good("attention")
+    if previous is None:
+        st.stop()
+    with guard("The last sentence"), limits.heavy("Running the model"):
+        maps, _ = raw_maps(*previous)
+        st.info(f"Below: the last input that worked, {quoted(previous[1])}"
+                + (f" with {quoted(previous[2])}" if previous[2] else "") + f" on {md(label(previous[0]))}.")
+    if maps is None:
+        st.stop()
 
 with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):
     seg = {0: "A", 1: "B", None: "special"}
@@ -112,7 +122,7 @@ matrix = detail.attentions[layer - 1, head]
 what = {"head": f"layer {layer}, head {head + 1}", "mean": f"layer {layer}, mean over heads",
         "rollout": f"rollout up to layer {layer}"}[view]
 tokens = detail.tokens
-data = pd.DataFrame(matrix, index=tokens, columns=tokens).reset_index(names="from")
+data = att.map_table(matrix, tokens)
 h1, h2 = st.columns(2)
 with h1:
     plot(figures.attention_heatmap(matrix, tokens, title=what), f"attention-{what}", key="att::heat", data=data)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import figures
+from app import figures, limits, memory
 from app.errors import guard
 from app.explanations import FORMULAS, explain, page_header
+from app.inputs import md
 from app.plots import plot
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
@@ -38,7 +39,7 @@ explain(
 
 ids = require_models(need=lambda m: m.n_layers >= 2, what="layer probes")
 elmo_first = sorted(ids, key=lambda m: get_model(m).kind != "elmo")
-url_state("probe_model", elmo_first[0], options=ids)
+url_state("probe_model", elmo_first[0], options=ids, names=label)
 model_id = st.selectbox("Model", elmo_first, key="probe_model", format_func=label,
                         help="ELMo first; a probe works on any model with several layers (BERT too).")
 to_url("probe_model")
@@ -58,7 +59,7 @@ for col, task in zip(cols, probes.TASKS):
         st.subheader(TASK_NAMES[task])
         r = results.get(task)
         if r is None:
-            st.info(f"No {TASK_NAMES[task]} probe has been run on `{label(model_id)}` yet. Run one below "
+            st.info(f"No {TASK_NAMES[task]} probe has been run on {md(label(model_id))} yet. Run one below "
                     f"(or `ctxmodels probe --model ... --task {task}`); results are cached beside the model.")
             continue
         fig = figures.mix_weights_bars(r.layer_names, r.mix_weights, r.gamma, r.layer_accuracies,
@@ -68,10 +69,10 @@ for col, task in zip(cols, probes.TASKS):
         plot(fig, f"probe-{task}-{label(model_id)}", key=f"probe::{task}", data=data)
         base = "majority tag" if task == "pos" else "most frequent sense"
         st.markdown(f"Accuracy with the mix: **{r.mix_accuracy:.1%}** · best single layer "
-                    f"({r.layer_names[r.best_layer]}): **{max(r.layer_accuracies):.1%}** · {base}: "
+                    f"({md(r.layer_names[r.best_layer])}): **{max(r.layer_accuracies):.1%}** · {base}: "
                     f"{r.baseline_accuracy:.1%}")
         st.caption(f"{r.n_train} training / {r.n_test} test items from {r.n_sentences} SemCor sentences, "
-                   f"{r.settings.get('epochs', '?')} epochs, seed {r.settings.get('seed', '?')}"
+                   f"{md(r.settings.get('epochs', '?'))} epochs, seed {md(r.settings.get('seed', '?'))}"
                    + (" (cached)" if r.cached else ""))
 
 st.divider()
@@ -90,9 +91,10 @@ if go:
     def progress(fraction: float, message: str) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=message)
 
-    with guard("The probe"):
+    with guard("The probe"), limits.heavy("The probe"):
         settings = probes.ProbeSettings(n_sentences=int(n_sentences), epochs=int(epochs))
         result = probes.run_probe(model, task, settings, progress=progress, cache=not again)
+        memory.settle()  # SemCor, now loaded for good: out of the garbage collector's way (app/memory.py)
         st.session_state[f"probe::{model_id}::{task}"] = result
         bar.progress(1.0, text="done")
         st.rerun()

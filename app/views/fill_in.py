@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 from st_keyup import st_keyup
 
-from app import figures
+from app import figures, limits
 from app.errors import guard
 from app.explanations import explain, page_header
-from app.inputs import check_text
+from app.inputs import MAX_TEXT_CHARS, check_masks, check_text, last_good, md, quoted, remember
 from app.plots import plot
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state, url_value
@@ -33,7 +33,8 @@ ids = require_models(kinds=["bert"], what="filling in blanks")
 mlm_ids = [m for m in ids if get_model(m).can_fill_mask]
 no_head = [m for m in ids if m not in mlm_ids]
 
-url_state("text", "The boat drifted slowly towards the far [MASK] of the river.")
+url_state("text", "The boat drifted slowly towards the far [MASK] of the river.", max_chars=MAX_TEXT_CHARS)
+TOP_K = dict(min_value=1, max_value=20)
 
 # st_keyup reports every keystroke (after a short pause), so the guesses follow the typing; st.text_input would
 # wait for Enter. Its own state lives under another key; "text" mirrors it for the URL.
@@ -41,13 +42,13 @@ text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"]
 st.session_state["text"] = text
 c1, c2 = st.columns([3, 1])
 # Widgets below a keystroke box start from their own value/default, not from session state (see url_value).
-chosen = c1.multiselect("Models", mlm_ids, default=url_value("fill_models", mlm_ids, options=mlm_ids, many=True),
-                        key="fill_models", format_func=label)
-top_k = c2.slider("Guesses per mask", 1, 20, value=url_value("k", 5, kind=int), key="k")
+chosen = c1.multiselect("Models", mlm_ids, key="fill_models", format_func=label,
+                        default=url_value("fill_models", mlm_ids, options=mlm_ids, many=True, names=label))
+top_k = c2.slider("Guesses per mask", **TOP_K, value=url_value("k", 5, kind=int, **TOP_K), key="k")
 to_url("text", "k", "fill_models")
 if no_head:
     st.caption("No masked-LM head (cannot fill in; attention and vectors still work): "
-               + ", ".join(f"`{label(m)}`" for m in no_head))
+               + ", ".join(md(label(m)) for m in no_head))
 if not mlm_ids:
     st.warning("None of the loaded BERT models has its masked-LM head, so none can fill in blanks. Load a "
                "checkpoint saved with its MLM head (ours always are) on the **Models** page.")
@@ -68,7 +69,11 @@ def score(model_id: str, text: str, word: str, occurrence: int, k: int) -> dict:
 
 checked = None
 with guard("The sentence"):
-    checked = check_text(text, "sentence")
+    checked = check_masks(check_text(text, "sentence"))
+    remember("fill_in", checked)
+if checked is None and last_good("fill_in") is not None:  # keep showing the last sentence until this one is fixed
+    checked = last_good("fill_in")
+    st.info(f"Below: the last sentence that worked, {quoted(checked)}.")
 if checked is None or not chosen:
     if checked is not None:
         st.info("Choose at least one model.")
@@ -79,7 +84,9 @@ to_mask = None
 if not has_mask:
     st.warning("The sentence has no `[MASK]`. Write `[MASK]` where the model should guess a word, or pick a word "
                "of the sentence to hide:")
-    words = get_model(chosen[0]).tokenizer.encode(checked).words
+    words = []
+    with guard("The sentence"):
+        words = get_model(chosen[0]).tokenizer.encode(checked).words
     options = [None] + list(range(len(words)))
     pick = st.selectbox("Word to hide", options, key="mask_word",
                         format_func=lambda i: "(none)" if i is None else f"{words[i]}  (word {i + 1})")
@@ -93,8 +100,8 @@ cols = st.columns(len(chosen))
 for col, model_id in zip(cols, chosen):
     name = label(model_id)
     with col:
-        st.subheader(name)
-        with guard(name):
+        st.subheader(md(name))
+        with guard(name), limits.heavy(f"{name}'s guesses"):
             if has_mask:
                 results = guesses(model_id, checked, int(top_k))
                 for i, preds in enumerate(results, 1):
@@ -105,10 +112,10 @@ for col, model_id in zip(cols, chosen):
             else:
                 word, occurrence = to_mask
                 s = score(model_id, checked, word, occurrence, int(top_k))
-                st.metric(f"P({s['word']})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
+                st.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
                 st.metric("rank", f"{s['rank']:,}", help="1 = the model's first guess (the worst piece's rank)")
                 if len(s["pieces"]) > 1:
-                    st.caption("pieces: " + ", ".join(f"{p} ({q:.1%}, rank {r})" for p, q, r in
+                    st.caption("pieces: " + ", ".join(f"{md(p)} ({q:.1%}, rank {r})" for p, q, r in
                                                       zip(s["pieces"], s["piece_probs"], s["piece_ranks"])))
                 for j, (piece, preds) in enumerate(zip(s["pieces"], s["top"])):
                     data = pd.DataFrame(preds).assign(piece=piece, model=name)

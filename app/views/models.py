@@ -1,4 +1,5 @@
-"""Models: what is loaded, loading another (when the operator allows), training a small one with a live view."""
+"""Models: what is loaded, loading another (when the operator allows), training a small one with a live view (when
+the operator allows; a job belongs to the session that started it)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, training
+from app import figures, limits, training
 from app.errors import guard
 from app.explanations import explain, page_header
+from app.inputs import md
 from app.plots import plot
 from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, model_ids, no_models_message, registry
@@ -61,7 +63,7 @@ if rows:
             m = get_model(mid)
         except Exception:  # noqa: BLE001 - already reported above
             continue
-        with st.expander(f"{label(mid)}: card and configuration"):
+        with st.expander(f"{md(label(mid))}: card and configuration"):
             st.markdown(m.card or "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
@@ -89,18 +91,25 @@ else:
                                "cache, a published ELMo folder, a word-vector .txt file")
         go = st.form_submit_button("Load")
     if go:
-        with guard("Loading"):
+        with guard("Loading"), limits.heavy("Loading"):
             import ctxmodels
             from ctxmodels.loading import resolve
 
             path, _ = resolve(source)
             model = ctxmodels.load(str(path))
             registry().add(str(path))
-            st.success(f"Loaded {model.name} ({model.kind}, {model.n_layers} layers); it is now selectable on "
+            st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable on "
                        "every page.")
 
 # -- train --------------------------------------------------------------------------------------------------
 st.subheader("Train a small model")
+if not cfg.allow_training:
+    st.info("Training from the app is off, so visitors cannot start jobs on this server. The operator can turn it "
+            "on with `CTXMODELS_ALLOW_TRAINING=1` or `streamlit run app/Home.py -- --allow-training` (add "
+            "`--allow-uploads` to let visitors train on an uploaded text file); a job then belongs to the visitor "
+            "who started it, and only they can cancel it. The command line trains too: `ctxmodels train`.")
+    st.stop()
+me = limits.session_id()
 job = runner().job
 busy = job is not None and job.running
 sources = ["examples"] + (["upload"] if cfg.allow_uploads else [])
@@ -120,7 +129,9 @@ with st.form("train_form"):
                    "`-- --allow-uploads`.")
     start = st.form_submit_button("Start training", type="primary", disabled=busy)
 if busy:
-    st.caption("A training job is running (one at a time on this server).")
+    st.caption("Your training job is running (one at a time on this server)." if job.owned_by(me) else
+               "A training job another visitor started is running (one at a time on this server); you can follow "
+               "it below, and start yours when it ends.")
 
 
 def corpus_for(out: Path) -> Path:
@@ -151,7 +162,7 @@ def corpus_for(out: Path) -> Path:
 if start and not busy:
     with guard("Training"):
         out = cfg.runs_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
-        runner().start(kind, corpus_for(out), out, int(steps))
+        runner().start(kind, corpus_for(out), out, int(steps), owner=me)
         st.rerun()
 
 
@@ -182,11 +193,14 @@ def job_panel() -> None:
     records = job.metrics()
     step = job.step()
     status = job.status
-    st.markdown(f"**{job.kind}** in `{job.out.name}`: {status}, step {step} of {job.steps}")
+    mine = job.owned_by(me)
+    whose = "yours" if mine else "started by another visitor"
+    st.markdown(f"**{job.kind}** in `{job.out.name}` ({whose}): {status}, step {step} of {job.steps}")
     st.progress(min(step / job.steps, 1.0))
-    if job.running and st.button("Cancel (saves a checkpoint first)", key="train_cancel"):
-        job.cancel()
-        st.rerun(scope="fragment")
+    if job.running and mine and st.button("Cancel (saves a checkpoint first)", key="train_cancel"):
+        with guard("Cancelling"):
+            runner().cancel(me)
+        st.rerun()  # a full run: a click can arrive in a full run as well as in the fragment's own
     c1, c2 = st.columns(2)
     with c1:
         if any("loss" in r for r in records):
@@ -197,7 +211,7 @@ def job_panel() -> None:
     with c2:
         word = st.selectbox("Word to watch", preset_words(), key="train_word")
         if job.has_model():
-            with guard("Preview"):
+            with guard("Preview"), limits.heavy("The preview"):
                 p = preview(str(job.out), model_stamp(job.out), word)
                 if np.isfinite(p["coords"]).any():
                     fig = figures.sense_scatter(p["coords"], p["labels"], p["hover"], marker_size=7,

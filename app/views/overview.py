@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app.explanations import explain, page_header
+from app.inputs import md
 from app.registry import label, model_ids, no_models_message
 
 page_header(
@@ -29,7 +30,7 @@ ids = model_ids()
 if not ids:
     no_models_message()
 else:
-    st.markdown(", ".join(f"`{label(i)}`" for i in ids) +
+    st.markdown(", ".join(f"**{md(label(i))}**" for i in ids) +
                 ". They load on first use and are shared by everyone using this server.")
 
 explain(

@@ -9,14 +9,24 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import figures
+from app import figures, limits
 from app.errors import guard, record_warnings
 from app.explanations import explain, page_header
-from app.inputs import escape, own_sentences
+from app.inputs import (
+    MAX_SENTENCES_CHARS,
+    MAX_WORD_CHARS,
+    check_word,
+    last_good,
+    listing,
+    md,
+    own_sentences,
+    quoted,
+    remember,
+)
 from app.plots import plot
 from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, require_models
-from app.url_state import keep, to_url, url_state
+from app.url_state import keep, to_url, url_pairs, url_state, url_value
 from app.warm_up import umap_ready
 from ctxmodels.analysis import projections, vectors
 from ctxmodels.analysis import word_senses as ws
@@ -41,6 +51,11 @@ ids = require_models()
 presets = preset_words()
 METHOD_NAMES = projections.DISPLAY
 MIX = ws.MIX  # the layer option for ELMo's learned scalar mix
+# The widgets' ranges, for the widgets and for the values a link may give them.
+SEED = dict(min_value=0, max_value=10_000)
+NEIGHBORS = dict(min_value=2, max_value=100)
+MIN_DIST = dict(min_value=0.0, max_value=0.99)
+PERPLEXITY = dict(min_value=2.0, max_value=100.0)
 
 
 def default_models() -> list[str]:
@@ -50,15 +65,15 @@ def default_models() -> list[str]:
 
 url_state("source", "preset", options=["preset", "own"])
 url_state("preset", "bank" if "bank" in presets else next(iter(presets), None), options=presets)
-url_state("word", "")
-url_state("sentences", "")
+url_state("word", "", max_chars=MAX_WORD_CHARS)
+url_state("sentences", "", max_chars=MAX_SENTENCES_CHARS)
 url_state("inflect", True, kind=bool)
-url_state("models", default_models(), options=ids, many=True)
+url_state("models", default_models(), options=ids, many=True, names=label)
 url_state("projection", "umap", options=list(projections.METHODS))
-url_state("seed", 0, kind=int)
-url_state("neighbors", 15, kind=int)
-url_state("min_dist", 0.1, kind=float)
-url_state("perplexity", 30.0, kind=float)
+url_state("seed", 0, kind=int, **SEED)
+url_state("neighbors", 15, kind=int, **NEIGHBORS)
+url_state("min_dist", 0.1, kind=float, **MIN_DIST)
+url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
 
 # -- inputs -------------------------------------------------------------------------------------------------
@@ -80,14 +95,14 @@ with right:
                             help="Each model gets a row of panels; all see the same occurrences.")
     c1, c2, c3 = st.columns(3)
     method = c1.selectbox("Projection", list(projections.METHODS), key="projection", format_func=METHOD_NAMES.get)
-    seed = c2.number_input("Seed", min_value=0, max_value=10_000, step=1, key="seed")
+    seed = c2.number_input("Seed", **SEED, step=1, key="seed")
     joint = c3.checkbox("Shared axes", key="joint", help="Fit the context-free and the chosen layer in one projection "
                         "(each layer centred first), so both panels use the same axes and scale.")
     with st.expander("Projection parameters"):
         p1, p2, p3 = st.columns(3)
-        neighbors = p1.slider("UMAP neighbours", 2, 100, key="neighbors")
-        min_dist = p2.slider("UMAP min. distance", 0.0, 0.99, step=0.01, key="min_dist")
-        perplexity = p3.slider("t-SNE perplexity", 2.0, 100.0, step=1.0, key="perplexity")
+        neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors")
+        min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist")
+        perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity")
 to_url("source", "preset" if source == "preset" else "word", "inflect", "models", "projection", "seed",
        "neighbors", "min_dist", "perplexity", "joint")
 if source == "own":
@@ -97,17 +112,23 @@ if source == "own":
 lines: list[str] | None = None
 found: vectors.OccurrenceSearch | None = None
 with guard("Your sentences"):
-    lines = preset_sentences(target) if source == "preset" else own_sentences(st.session_state.sentences)
-    if not (target or "").strip():
-        raise ValueError("no target word: type the word to look for")
+    if source == "preset":
+        lines = preset_sentences(target)
+    else:
+        lines = own_sentences(st.session_state.sentences)
+        target = check_word(target)
     found = vectors.find_occurrences(lines, target, inflections=inflect)
-if found is None:
-    st.stop()
+    remember("word_senses", (lines, target, inflect))
+if found is None:  # keep showing what this visitor had until the input is fixed
+    previous = last_good("word_senses")
+    if previous is None:
+        st.stop()
+    lines, target, inflect = previous
+    found = vectors.find_occurrences(lines, target, inflections=inflect)
+    st.info(f"Below: the last sentences that worked, for {quoted(target)}.")
 if found.missing:
-    shown = "\n".join(f"- {s}" for s in found.missing_sentences[:15])
-    more = f"\n- … and {len(found.missing) - 15} more" if len(found.missing) > 15 else ""
-    st.warning(f"**{target}** does not occur in {len(found.missing)} of the {len(lines)} sentences; they are left "
-               f"out:\n{shown}{more}")
+    st.warning(f"**{md(target)}** does not occur in {len(found.missing)} of the {len(lines)} sentences; they are "
+               f"left out:\n{listing(found.missing_sentences)}")
 if not chosen:
     st.info("Choose at least one model above.")
     st.stop()
@@ -117,7 +138,7 @@ n_occ = len(found.occurrences)
 labels = [o.label for o in found.occurrences]
 colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
-st.caption(f"{n_occ} occurrences of **{target}** in {len(lines) - len(found.missing)} sentences; "
+st.caption(f"{n_occ} occurrences of **{md(target)}** in {len(lines) - len(found.missing)} sentences; "
            f"{len(ws.sense_names(labels))} sense label(s).")
 
 use_method = method
@@ -193,7 +214,7 @@ def selected_point(event) -> int | None:
 
 
 # -- one row of panels per model -----------------------------------------------------------------------------
-url_layers = dict(v.split(":", 1)[::-1] for v in st.query_params.get_all("layer") if ":" in v)
+url_layers = url_pairs("layer") if not any(k.startswith("layer::") for k in st.session_state) else {}
 layer_state: list[str] = []
 models: dict[str, object] = {}
 for model_id in chosen:
@@ -205,7 +226,7 @@ for model_id in chosen:
     name = label(model_id)
     st.divider()
     head, slider = st.columns([1, 3])
-    head.subheader(name)
+    head.subheader(md(name))
     head.caption(f"{model.kind}, {model.n_layers} layer(s) × {model.dim}")
     static = model.static_layer
     layer: int | str = static
@@ -215,10 +236,11 @@ for model_id in chosen:
     if model.n_layers > 1:
         key = f"layer::{model_id}"
         options = list(range(model.n_layers)) + ([MIX] if mix else [])
-        raw = url_layers.get(name, str(model.n_layers - 1))
-        wanted = MIX if raw == MIX else (int(raw) if raw.isdigit() else model.n_layers - 1)
-        url_state(key, wanted if wanted in options else model.n_layers - 1, options=options)
-        layer = slider.select_slider("Layer", options=options, key=key, format_func=names.get)
+        if key not in st.session_state:  # a session's first run: the link's layer for this model, checked
+            st.session_state[key] = url_value(key, model.n_layers - 1, options=options, raw=url_layers.get(name),
+                                              param="layer", names=names.get)
+        layer = slider.select_slider("Layer", options=options, key=key,
+                                     format_func=lambda o, names=names: md(names[o]))
         layer_state.append(f"{layer}:{name}")
         keep(key, layer)  # kept across page switches, like the other settings
         if layer == MIX:
@@ -226,7 +248,7 @@ for model_id in chosen:
                            + f", γ = {mix.gamma:.2f} (see *ELMo layers*)")
     layers = (static,) if layer == static else (static, layer)
     result = None
-    with guard(f"{name}"), st.spinner(f"Projecting {name} …"):
+    with guard(f"{name}"), st.spinner(f"Projecting {name} …"), limits.heavy(f"Projecting {name}"):
         result = projected(found, model_id, key_lines, target, inflect, layers, use_method, int(seed), params, joint,
                            mix if layer == MIX else None)
     if result is None:
@@ -245,8 +267,8 @@ for model_id in chosen:
             if picked is not None:
                 occ = found.occurrences[picked]
                 X = ws.layer_vectors(vectors.occurrence_vectors(model, found).vectors, lay, mix)
-                st.markdown(f"**Nearest neighbours** of *{escape(occ.sentence)}* "
-                            f"({names[lay]}, cosine in {model.dim} dimensions):")
+                st.markdown(f"**Nearest neighbours** of *{md(occ.sentence)}* "
+                            f"({md(names[lay])}, cosine in {model.dim} dimensions):")
                 st.dataframe(neighbour_table(X, picked), hide_index=True, width="stretch")
     if len(layers) == 1:
         cols[1].info("This model has only its context-free layer." if model.n_layers == 1 else
@@ -254,7 +276,7 @@ for model_id in chosen:
     shown_method = METHOD_NAMES.get(result.method, result.method)
     notes = "; ".join(result.notes)
     fitted = ", fitted jointly (each layer centred)" if result.joint else ""
-    st.caption(f"{shown_method}, seed {seed}{fitted}" + (f". {notes}" if notes else ""))
+    st.caption(f"{shown_method}, seed {seed}{fitted}" + (f". {md(notes)}" if notes else ""))
 if layer_state:
     st.query_params["layer"] = layer_state
 else:
@@ -270,7 +292,7 @@ if deep and st.toggle("Draw one occurrence's path through the layers", key="path
     cols = st.columns(min(len(deep), 3))
     for i, model_id in enumerate(deep):
         model = models[model_id]
-        with guard(label(model_id)):
+        with guard(label(model_id)), limits.heavy(f"Projecting {label(model_id)}"):
             res = projected(found, model_id, key_lines, target, inflect, tuple(range(model.n_layers)), use_method,
                             int(seed), params, True)
             fig = figures.sense_scatter(res.coords[-1], labels, hover, title=f"{label(model_id)}: all layers "
@@ -287,7 +309,8 @@ tables, notes = [], []
 for model_id in chosen:
     if model_id not in models:
         continue
-    with guard(f"Measurements for {label(model_id)}"), st.spinner("Measuring the layers …"):
+    with (guard(f"Measurements for {label(model_id)}"), st.spinner("Measuring the layers …"),
+          limits.heavy(f"Measuring {label(model_id)}")):
         table, extra = measurements(found, model_id, key_lines, target, inflect)
         tables.append(table)
         notes += [f"{label(model_id)}: {n}" for n in extra]
@@ -316,4 +339,4 @@ if tables:
         st.info("Sense accuracy and silhouette need sense labels (at least two senses): use a preset, or add "
                 "`| label` to your sentences.")
     for n in dict.fromkeys(notes):
-        st.caption(n)
+        st.caption(md(n))

@@ -12,6 +12,7 @@ Typical use::
     rolled = attention_rollout(maps)              # on the full piece-level maps, before merging/hiding
     words = hide_special(merge_word_pieces(maps))
     table = rank_heads(head_summaries(maps), by="to_prev")
+    csv = map_table(words.attentions[0, 0], words.tokens)   # one map as a table with unique labels
 
 Memory: the maps of one sequence take ``layers * heads * T * T * 4`` bytes as float32: 17 MB for a 4-layer,
 4-head model at T = 512, 151 MB for BERT-base (12 x 12) at T = 512 (and as much again inside torch during the
@@ -290,6 +291,24 @@ def rank_heads(summary: pd.DataFrame, by: str = "to_prev", ascending: bool = Fal
         raise ValueError(f"top must be a positive number of heads, got {top}")
     ranked = summary.sort_values(by, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
     return ranked.head(top) if top is not None else ranked
+
+
+def map_table(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to: Sequence[str] | None = None
+              ) -> pd.DataFrame:
+    """One attention map ``[T_from, T_to]`` as a table: a row per attending position, a column per attended one.
+
+    The first column, ``from``, names the row's position; every label is ``"POSITION:TOKEN"`` (``"3:bank"``), so
+    a token that repeats, or one that reads like a column name ("from", "index"), still gets a column of its own.
+    """
+    m = np.asarray(matrix)
+    tokens_to = tokens_from if tokens_to is None else tokens_to
+    if m.ndim != 2 or m.shape != (len(tokens_from), len(tokens_to)):
+        raise ValueError(f"an attention map of shape {m.shape} does not fit {len(tokens_from)} x {len(tokens_to)} "
+                         "tokens")
+    columns = [f"{j}:{t}" for j, t in enumerate(tokens_to)]
+    table = pd.DataFrame(m, columns=pd.Index(columns, dtype=object))
+    table.insert(0, "from", [f"{i}:{t}" for i, t in enumerate(tokens_from)])
+    return table
 
 
 def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None = None,

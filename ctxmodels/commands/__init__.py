@@ -3,7 +3,17 @@
 Command modules are the top layer of the package: they parse options, load models through
 :func:`ctxmodels.load`, call the library (models, training, analysis, release) and print. Nothing below them
 imports argparse or reads ``sys.argv``.
+
+Every numeric option is parsed by :func:`bounded` (or :func:`bounded_int` / :func:`bounded_float`), so argparse
+itself refuses a value out of range, NaN, infinity or a word, with a message naming the option and the range.
 """
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..bounds import MAX_SEED, Bound, float_range, int_range
 
 # command -> (module under ctxmodels.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,3 +38,49 @@ def load_model(name: str, kind: str | None = None, need: str = ""):
     if kind is not None and model.kind != kind:
         raise ValueError(f"{name} is a {model.kind} model; {need or 'this command'} needs a {kind} model")
     return model
+
+
+def bounded(bound: Bound) -> Callable[[str], int | float]:
+    """An argparse ``type=`` that parses a number within ``bound``; argparse puts the option's name in front of
+    the message: "argument --top-k: must be a whole number between 1 and 1000, got 0"."""
+
+    def parse(text: str) -> int | float:
+        try:
+            return bound.parse("", text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).strip()) from None
+
+    parse.__name__ = "whole number" if bound.integer else "number"
+    parse.bound = bound  # type: ignore[attr-defined]  # for --help texts and the tests
+    return parse
+
+
+def bounded_int(lo: int, hi: int) -> Callable[[str], int | float]:
+    return bounded(int_range(lo, hi))
+
+
+def bounded_float(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> Callable[[str], int | float]:
+    return bounded(float_range(lo, hi, lo_open, hi_open))
+
+
+def show_ranges(parser: argparse.ArgumentParser) -> None:
+    """Add each numeric option's range to its --help text (for every subcommand's parser too)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                show_ranges(sub)
+        bound = getattr(action.type, "bound", None)
+        if bound is not None and action.help != argparse.SUPPRESS and bound.describe() not in (action.help or ""):
+            action.help = f"{action.help or ''} [{bound.describe()}]".strip()
+
+
+def nonempty_paths(paths: list[str], what: str = "PATH") -> None:
+    """ValueError for an empty path among positional ``paths`` (an empty path is the current folder)."""
+    if any(not p.strip() for p in paths):
+        raise ValueError(f"a {what} must not be empty (it would mean the current folder)")
+
+
+#: options several commands share
+THREADS = int_range(1, 1024)
+SEED = int_range(0, MAX_SEED)
+BATCH_SIZE = int_range(1, 4096)

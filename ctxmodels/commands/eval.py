@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from ..analysis.evaluation import evaluate_wic, evaluate_wsd, format_table, read_wic_dataset, read_wsd_dataset
-from ..checkpoint import write_json
+from ..checkpoint import check_writable_file, write_json
+from . import BATCH_SIZE, bounded
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, help="write {'task': ..., 'results': [...]} here")
     p.add_argument("--words", default=None, help="wsd: comma-separated word folders to use (default: all)")
     p.add_argument("--pooling", choices=("mean", "first", "last"), default="mean", help="BERT word pieces -> word")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=bounded(BATCH_SIZE), default=32,
+                   help="sentences per forward pass (default 32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    if args.json:
+        check_writable_file(args.json)
     # Read the data first: a format error should not wait for the models to load.
     if args.task == "wsd":
         words = read_wsd_dataset(args.data, [w.strip() for w in args.words.split(",")] if args.words else None)

@@ -6,13 +6,14 @@ import argparse
 import json
 
 from ..analysis.fill_in import fill_mask, mask_word
-from . import load_model
+from . import bounded_int, load_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True,
                    help="a BERT checkpoint directory (ours or Hugging Face's) or a short name (bert-eltec)")
-    p.add_argument("--top-k", type=int, default=5, help="how many guesses per mask (default 5)")
+    p.add_argument("--top-k", type=bounded_int(1, 1000), default=5,
+                   help="how many guesses per mask (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON list: per mask, [{token, prob}, ...]")
     p.add_argument("--word", default=None,
                    help="instead of [MASK]s: mask this word of the text and report the probability and rank "

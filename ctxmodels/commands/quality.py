@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checkpoint import write_json
+from ..checkpoint import check_writable_file, write_json
 from ..release.quality import format_summary, measure
+from . import THREADS, bounded, bounded_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,13 +17,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor)")
     p.add_argument("--no-senses", action="store_true", help="skip the SemCor word-sense figures and probes")
     p.add_argument("--no-probes", action="store_true", help="skip the scalar-mix probes")
-    p.add_argument("--bert-sequences", type=int, default=2048, help="held-out BERT sequences (default 2048)")
-    p.add_argument("--elmo-tokens", type=int, default=100_000, help="held-out ELMo tokens (default 100,000)")
+    p.add_argument("--bert-sequences", type=bounded_int(1, 1_000_000), default=2048,
+                   help="held-out BERT sequences (default 2048)")
+    p.add_argument("--elmo-tokens", type=bounded_int(1, 100_000_000), default=100_000,
+                   help="held-out ELMo tokens (default 100,000)")
     p.add_argument("--fp32-report", default=None, metavar="JSON",
                    help="a report measured on the fp32 training runs of the same models (matched by folder "
                         "name), kept under 'fp32' for the cards' fp16-vs-fp32 comparison")
     p.add_argument("--out", default=None, help="write the report as JSON here (default: print a summary only)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=bounded(THREADS), default=None, help="torch CPU threads")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load
     from ..semcor import load_semcor
 
-    if args.threads:
+    if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.out:
+        check_writable_file(args.out)
     models = [load(name) for name in args.model]
     semcor = None if args.no_senses else load_semcor(args.semcor)
     report = measure(models, semcor, args.corpus, args.bert_sequences, args.elmo_tokens, probes=not args.no_probes,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..checkpoint import read_json
 from ..release.shipping import ship, write_card
+from . import nonempty_paths
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    nonempty_paths(args.paths)
     if args.cards:
         report = read_json(args.cards)
         for d in args.paths:

@@ -17,6 +17,12 @@ import shlex
 import sys
 from typing import Any
 
+from ..bounds import float_range
+from . import THREADS, bounded
+
+#: --time-limit, in minutes (0: stop after the first step, with a checkpoint)
+TIME_LIMIT = float_range(0, 10_000_000)
+
 # kind -> (task module, its settings class, one-line help)
 KINDS: dict[str, tuple[str, str, str]] = {
     "bert": ("ctxmodels.training.bert_task", "BertSettings", "BERT: masked LM + next-sentence prediction"),
@@ -31,6 +37,12 @@ def settings_class(kind: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _typer(settings: Any):
+    """``T(name)``: the argparse type of a setting's option, a number in the range its settings class declares."""
+    bounds = settings.bounds()
+    return lambda name: bounded(bounds[name])
+
+
 def _default(settings: Any, name: str, derived: dict[str, str]) -> str:
     """" (default X)" for a help text: the settings class's default, or ``derived[name]`` in words."""
     value = derived.get(name, getattr(settings, name))
@@ -40,33 +52,35 @@ def _default(settings: Any, name: str, derived: dict[str, str]) -> str:
 def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[str, str] | None = None) -> None:
     """The options every kind has; ``derived`` names, in words, defaults that follow from other settings."""
     S, d = settings_class(kind), derived or {}
+    T = _typer(S)
     p.add_argument("--corpus", default=None,
                    help="plain text: one paragraph a line, blank lines between documents (not needed with --resume)")
     p.add_argument("--out", required=True, help="output directory (model, run.json, metrics.jsonl, checkpoint/)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--steps", type=T("steps"), default=None,
                    help="optimizer steps in all" + _default(S, "steps", d) + "; with --resume, a new end for the "
                         "run (the learning-rate decay stretches from where it stands to the new end)")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate" + _default(S, "lr", d))
-    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps" + _default(S, "warmup", d))
-    p.add_argument("--weight-decay", type=float, default=None,
+    p.add_argument("--lr", type=T("lr"), default=None, help="peak learning rate" + _default(S, "lr", d))
+    p.add_argument("--warmup", type=T("warmup"), default=None, help="linear warm-up steps" + _default(S, "warmup", d))
+    p.add_argument("--weight-decay", type=T("weight_decay"), default=None,
                    help="AdamW weight decay" + _default(S, "weight_decay", d))
     p.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast")
-    p.add_argument("--heldout-docs", type=int, default=None,
+    p.add_argument("--heldout-docs", type=T("heldout_docs"), default=None,
                    help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the data order and the initial weights"
+    p.add_argument("--seed", type=T("seed"), default=None, help="seed of the data order and the initial weights"
                    + _default(S, "seed", d))
-    p.add_argument("--save-every", type=int, default=None,
+    p.add_argument("--save-every", type=T("save_every"), default=None,
                    help="checkpoint every N steps (and on Ctrl-C)" + _default(S, "save_every", d))
-    p.add_argument("--eval-every", type=int, default=None,
+    p.add_argument("--eval-every", type=T("eval_every"), default=None,
                    help="held-out evaluation every N steps, 0 = only at the end" + _default(S, "eval_every", d))
-    p.add_argument("--log-every", type=int, default=None, help="log every N steps" + _default(S, "log_every", d))
-    p.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
+    p.add_argument("--log-every", type=T("log_every"), default=None,
+                   help="log every N steps" + _default(S, "log_every", d))
+    p.add_argument("--time-limit", type=bounded(TIME_LIMIT), default=None, metavar="MINUTES",
                    help="stop cleanly with a checkpoint after this many minutes; continue with --resume")
     p.add_argument("--resume", action="store_true",
                    help="continue exactly where the run in --out stopped, with the settings it stored in run.json: "
                         "no option needs repeating; one given again must equal the run's, except --steps and "
                         "--save-every/--eval-every/--log-every")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=bounded(THREADS), default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
 
 
@@ -74,19 +88,21 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
     from ..training.bert_task import DEFAULT_LR
 
     S = settings_class("bert")
+    T = _typer(S)
     lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
     add_common_arguments(p, "bert", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
     p.add_argument("--preset", default=None, choices=list(DEFAULT_LR), help="model size" + _default(S, "preset", {}))
-    p.add_argument("--vocab-size", type=int, default=None,
+    p.add_argument("--vocab-size", type=T("vocab_size"), default=None,
                    help="WordPiece vocabulary to train" + _default(S, "vocab_size", {}))
     p.add_argument("--tokenizer", default=None, metavar="DIR",
                    help="use this tokenizer (tokenizer.json or vocab.txt) instead of training one")
-    p.add_argument("--max-seq-len", type=int, default=None,
+    p.add_argument("--max-seq-len", type=T("max_seq_len"), default=None,
                    help="pieces per sequence with [CLS]/[SEP]" + _default(S, "max_seq_len", {}))
-    p.add_argument("--batch-size", type=int, default=None, help="sequences per step" + _default(S, "batch_size", {}))
-    p.add_argument("--max-predictions", type=int, default=None,
+    p.add_argument("--batch-size", type=T("batch_size"), default=None,
+                   help="sequences per step" + _default(S, "batch_size", {}))
+    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
                    help="most masked tokens per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
-    p.add_argument("--dropout", type=float, default=None,
+    p.add_argument("--dropout", type=T("dropout"), default=None,
                    help=f"dropout of hidden states and attention while training (default {S.dropout:g}, as in BERT; "
                         "short runs learn faster with 0)")
     p.add_argument("--init-from", default=None, metavar="DIR",
@@ -97,7 +113,7 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                         "of noise (they still train; the checkpoint format is unchanged)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
-    p.add_argument("--eval-sequences", type=int, default=None,
+    p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 
 
@@ -105,19 +121,21 @@ def _elmo_arguments(p: argparse.ArgumentParser) -> None:
     from ..elmo import PRESETS
 
     S = settings_class("elmo")
+    T = _typer(S)
     add_common_arguments(p, "elmo")
     p.add_argument("--preset", default=None, choices=list(PRESETS),
                    help=f"model size (default {S.preset}; see ctxmodels.elmo.PRESETS)")
-    p.add_argument("--vocab-size", type=int, default=None,
+    p.add_argument("--vocab-size", type=T("vocab_size"), default=None,
                    help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK>"
                         + _default(S, "vocab_size", {}))
-    p.add_argument("--seq-len", type=int, default=None,
+    p.add_argument("--seq-len", type=T("seq_len"), default=None,
                    help="tokens per training window" + _default(S, "seq_len", {}))
-    p.add_argument("--batch-size", type=int, default=None, help="windows per batch" + _default(S, "batch_size", {}))
-    p.add_argument("--n-samples", type=int, default=None,
+    p.add_argument("--batch-size", type=T("batch_size"), default=None,
+                   help="windows per batch" + _default(S, "batch_size", {}))
+    p.add_argument("--n-samples", type=T("n_samples"), default=None,
                    help="distinct sampled-softmax candidates per batch; 0 = exact full softmax"
                         + _default(S, "n_samples", {}))
-    p.add_argument("--eval-tokens", type=int, default=None,
+    p.add_argument("--eval-tokens", type=T("eval_tokens"), default=None,
                    help="held-out tokens scored per evaluation" + _default(S, "eval_tokens", {}))
     p.add_argument("--data-cache", default=None,
                    help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
@@ -128,19 +146,23 @@ def _elmo_arguments(p: argparse.ArgumentParser) -> None:
 
 def _static_arguments(p: argparse.ArgumentParser) -> None:
     S = settings_class("static")
+    T = _typer(S)
     add_common_arguments(p, "static", {"steps": "one pass over the training text",
                                        "warmup": "10%% of --steps, at most 100"})
-    p.add_argument("--dim", type=int, default=None, help="vector size" + _default(S, "dim", {}))
-    p.add_argument("--window", type=int, default=None, help="largest context distance" + _default(S, "window", {}))
-    p.add_argument("--negatives", type=int, default=None, help="noise words per pair" + _default(S, "negatives", {}))
-    p.add_argument("--min-count", type=int, default=None, help="rarest word kept" + _default(S, "min_count", {}))
-    p.add_argument("--vocab-size", type=int, default=None,
+    p.add_argument("--dim", type=T("dim"), default=None, help="vector size" + _default(S, "dim", {}))
+    p.add_argument("--window", type=T("window"), default=None,
+                   help="largest context distance" + _default(S, "window", {}))
+    p.add_argument("--negatives", type=T("negatives"), default=None,
+                   help="noise words per pair" + _default(S, "negatives", {}))
+    p.add_argument("--min-count", type=T("min_count"), default=None,
+                   help="rarest word kept" + _default(S, "min_count", {}))
+    p.add_argument("--vocab-size", type=T("vocab_size"), default=None,
                    help="most frequent words kept" + _default(S, "vocab_size", {}))
-    p.add_argument("--subsample", type=float, default=None,
+    p.add_argument("--subsample", type=T("subsample"), default=None,
                    help="frequent-word subsampling threshold t, 0 = off" + _default(S, "subsample", {}))
     p.add_argument("--cased", action="store_true", default=None,
                    help="keep letter case (default: lower-case everything)")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=T("batch_size"), default=None,
                    help="about this many (centre, context) pairs a step" + _default(S, "batch_size", {}))
 
 
@@ -174,7 +196,7 @@ def build(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from ..training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
-    if args.threads:
+    if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)

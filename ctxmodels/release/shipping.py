@@ -36,6 +36,7 @@ def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
     if not (run_dir / WEIGHTS).is_file():
         raise CheckpointError(f"{run_dir}: no {WEIGHTS}; is the training run finished?")
     if asset_dir.exists():
+        _check_replaceable(asset_dir, run_dir)
         shutil.rmtree(asset_dir)
     asset_dir.mkdir(parents=True)
     for item in sorted(run_dir.iterdir()):
@@ -55,6 +56,22 @@ def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
         write_text_atomic(card, text.replace("Output (context) vectors included.",
                                              "Output (context) vectors not included (left out when shipped)."))
     return asset_dir
+
+
+def _check_replaceable(asset_dir: Path, run_dir: Path) -> None:
+    """ValueError unless ``asset_dir`` is an earlier shipped model (or empty) that may be removed and rewritten:
+    never a file, a folder with subfolders, the current folder or one above it, or the run itself."""
+    where = asset_dir.resolve()
+    if not asset_dir.is_dir():
+        raise ValueError(f"{asset_dir}: not a folder; give a folder for the shipped model")
+    if where in (Path.cwd().resolve(), *Path.cwd().resolve().parents) or where == run_dir.resolve() \
+            or where in run_dir.resolve().parents:
+        raise ValueError(f"{asset_dir}: is the current folder, the run, or a folder above them; shipping would "
+                         "replace it. Give the model's own folder, e.g. assets/NAME")
+    entries = list(asset_dir.iterdir())
+    if entries and (any(not e.is_file() for e in entries) or not (asset_dir / "config.json").is_file()):
+        raise ValueError(f"{asset_dir}: holds files that are not a shipped model's; shipping replaces the whole "
+                         "folder, so give a new folder or an earlier shipped model's")
 
 
 # ----------------------------------------------------------------------------------------------------------

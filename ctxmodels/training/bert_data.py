@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..checkpoint import CheckpointError, file_sha256, read_json, write_json
+from ..checkpoint import CheckpointError, atomic_file, file_sha256, read_json, write_json
 from ..text import CorpusError, Document, read_documents
 from .corpus import default_heldout, heldout_documents
 from .trainer import Batch
@@ -108,16 +108,16 @@ class TokenizedDocuments:
         )
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, ids=self.ids, sent_offsets=self.sent_offsets, doc_offsets=self.doc_offsets)
-        tmp.replace(path)
+        arrays = {"ids": self.ids, "sent_offsets": self.sent_offsets, "doc_offsets": self.doc_offsets}
+        with atomic_file(path, size=sum(a.nbytes for a in arrays.values()) + 1000) as tmp, open(tmp, "wb") as f:
+            np.savez(f, **arrays)
 
     @classmethod
     def load(cls, path: Path) -> TokenizedDocuments:
         try:
             with np.load(path) as z:
                 return cls(z["ids"], z["sent_offsets"], z["doc_offsets"])
-        except (OSError, KeyError, ValueError) as e:
+        except Exception as e:  # numpy's readers fail on a damaged file in many ways (zipfile, zlib, EOF, ...)
             raise CheckpointError(f"{path}: unreadable cached pre-training data ({e}); delete it to rebuild") from e
 
 
@@ -510,17 +510,25 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
     meta_path = data_dir / "meta.json"
     if meta_path.is_file():
         meta = read_json(meta_path)
+        documents, cached_held = meta.get("documents"), meta.get("heldout_indices")
+        if not isinstance(documents, int) or not isinstance(cached_held, list):
+            meta = {}  # damaged: rebuilt below
         # The held-out count is compared resolved: "default" means what the default gives for this corpus.
         n_held = default_heldout(meta.get("documents", 0)) if heldout_docs is None else heldout_docs
         if meta.get("key") == key and len(meta.get("heldout_indices", [])) == n_held:
-            return PreparedData(
+            cached = PreparedData(
                 WordPieceTokenizer.load(data_dir / "tokenizer"),
                 TokenizedDocuments.load(data_dir / "train.npz"),
                 TokenizedDocuments.load(data_dir / "heldout.npz"),
                 meta,
             )
-        if resume:
-            old = meta.get("key", {})
+            for docs, name in ((cached.train, "train.npz"), (cached.heldout, "heldout.npz")):
+                if docs.ids.size and (docs.ids.min() < 0 or docs.ids.max() >= cached.tokenizer.vocab_size):
+                    raise CheckpointError(f"{data_dir / name}: damaged cached pre-training data (piece ids outside "
+                                          f"the vocabulary); delete {data_dir} to rebuild it")
+            return cached
+        if resume and isinstance(meta.get("key"), dict):
+            old = meta["key"]
             what = "corpus" if old.get("corpus_sha256") != key["corpus_sha256"] else "tokenizer or data settings"
             raise ValueError(
                 f"{meta_path}: the {what} changed since this run started; exact --resume needs the same inputs "

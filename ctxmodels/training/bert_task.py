@@ -17,8 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..bounds import Bound, float_range, int_range
 from ..checkpoint import CheckpointError, load_tensors, read_json
 from ..text import CorpusError
+from ..tokenization import SPECIAL_TOKENS
 from .bert_data import (
     IGNORE_INDEX,
     MLM_PROBABILITY,
@@ -51,6 +53,14 @@ class BertSettings(RunSettings):
     KIND: ClassVar[str] = "bert"
     TITLE: ClassVar[str] = "BERT"
     PATHS: ClassVar[tuple[str, ...]] = ("corpus", "tokenizer", "init_from")
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "vocab_size": int_range(len(SPECIAL_TOKENS) + 1, 250_000),
+        "max_seq_len": int_range(8, 512),  # 512: every preset's max_position_embeddings
+        "batch_size": int_range(1, 8192),
+        "max_predictions": int_range(1, 512),
+        "dropout": float_range(0, 1, hi_open=True),
+        "eval_sequences": int_range(0, 100_000),
+    }
 
     steps: int | None = 10_000
     lr: float | None = None  # DEFAULT_LR of the preset
@@ -77,13 +87,9 @@ class BertSettings(RunSettings):
             self.lr = DEFAULT_LR[self.preset]
         if self.warmup is None:
             self.warmup = max(1, min(10_000, self.steps // 10))
-        for name in ("vocab_size", "max_seq_len", "batch_size", "max_predictions"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"--dropout must be at least 0 and below 1, got {self.dropout}")
-        if self.eval_sequences < 0:
-            raise ValueError(f"--eval-sequences must be 0 or more, got {self.eval_sequences}")
+        if self.max_predictions > self.max_seq_len:
+            raise ValueError(f"--max-predictions {self.max_predictions} is more than the pieces in a sequence "
+                             f"(--max-seq-len {self.max_seq_len})")
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:

@@ -50,8 +50,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..bounds import Bound, int_range
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
-from ..checkpoint import CheckpointError, read_json, write_json, write_text_atomic
+from ..checkpoint import CheckpointError, atomic_file, read_json, remove_stale_temps, write_json, write_text_atomic
 from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
 from ..formats.allennlp import save_elmo
 from ..text import sentences, tokenizer_fingerprint
@@ -185,9 +186,9 @@ class EncodedCorpus:
         """Write the cache: arrays as .npy, the types as JSON, ``key`` (what it was built from) last."""
         directory.mkdir(parents=True, exist_ok=True)
         for name in ("type_chars", "type_to_vocab", "train", "heldout"):
-            tmp = directory / f".{name}.{os.getpid()}.npy"
-            np.save(tmp, getattr(self, name))
-            os.replace(tmp, directory / f"{name}.npy")
+            array = getattr(self, name)
+            with atomic_file(directory / f"{name}.npy", size=array.nbytes + 200) as tmp, open(tmp, "wb") as f:
+                np.save(f, array)
         write_json(directory / "types.json", self.types)
         self.vocab.save(directory / "vocab.txt")
         write_json(directory / "key.json", key)  # written last: a cache without it is ignored
@@ -201,10 +202,16 @@ class EncodedCorpus:
             arrays = {n: np.load(directory / f"{n}.npy") for n in ("type_chars", "type_to_vocab", "train", "heldout")}
             types = json.loads((directory / "types.json").read_text(encoding="utf-8"))
             vocab = Vocabulary.load(directory / "vocab.txt")
-        except (OSError, ValueError):  # missing or damaged cache: rebuild it
+        except Exception:  # missing or damaged (numpy fails in many ways on a damaged file): rebuild it
             return None
-        if len(types) != len(arrays["type_chars"]) or len(types) != len(arrays["type_to_vocab"]):
+        if not isinstance(types, list) or len(types) != len(arrays["type_chars"]) \
+                or len(types) != len(arrays["type_to_vocab"]):
             return None
+        in_range = all(a.ndim == 1 and (a.size == 0 or (0 <= a.min() and a.max() < len(types)))
+                       for a in (arrays["train"], arrays["heldout"]))
+        if not in_range or not (arrays["type_to_vocab"].size == 0 or
+                                (0 <= arrays["type_to_vocab"].min() and arrays["type_to_vocab"].max() < len(vocab))):
+            return None  # damaged: rebuilt rather than indexing out of range in the middle of training
         return cls(types=types, vocab=vocab, **arrays)
 
 
@@ -504,6 +511,13 @@ class ElmoSettings(RunSettings):
 
     KIND: ClassVar[str] = "elmo"
     TITLE: ClassVar[str] = "ELMo"
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "vocab_size": int_range(1, 1_000_000),
+        "seq_len": int_range(1, 1024),
+        "batch_size": int_range(1, 8192),
+        "n_samples": int_range(0, 1_000_000),
+        "eval_tokens": int_range(0, 100_000_000),
+    }
 
     # The shipped recipe: mini, 4,000 steps of 640 tokens, about two hours on a 2-core CPU. Measured on ELTeC:
     # held-out perplexity 297 after 200 steps and 191 after 400 (bench/bench_elmo.py has the speed figures).
@@ -521,9 +535,6 @@ class ElmoSettings(RunSettings):
         super().check()
         if self.preset not in PRESETS:
             raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
-        for name in ("vocab_size", "seq_len", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:
@@ -548,6 +559,7 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
         encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set],
                                       [docs[i] for i in held], vocab_size)
         if cache_dir is not None and _is_rank0():
+            remove_stale_temps(cache_dir, min_age_s=3600)  # runs may share the cache: only long-dead writers'
             encoded.save(cache_dir, key)
     return encoded, info
 
@@ -559,6 +571,8 @@ def build_task(settings: ElmoSettings, out: str | Path,
     out, s = Path(out), settings
     corpus = Path(s.corpus)
     cache = Path(data_cache) if data_cache else out / "data_cache"
+    if cache.exists() and not cache.is_dir():
+        raise ValueError(f"--data-cache {cache} is a file, not a folder")
     encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache)
     s.heldout_docs = len(info["heldout_docs"])
     credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ..checkpoint import CheckpointError, file_sha256, read_json, write_json
+from ..bounds import MAX_SEED, MAX_STEPS, Bound, float_range, int_range
+from ..checkpoint import CheckpointError, file_sha256, read_json, recover_dir, write_json
 from ..text import read_documents
 from .trainer import TrainConfig
 
@@ -48,6 +49,19 @@ class RunSettings:
     CHANGEABLE: ClassVar[frozenset[str]] = frozenset({"steps", "save_every", "eval_every", "log_every"})
     #: settings holding file paths: compared and stored as absolute paths
     PATHS: ClassVar[tuple[str, ...]] = ("corpus",)
+    #: the allowed range of each numeric setting, checked by :meth:`check` and, through the same Bound, by the
+    #: command line while parsing (commands/train.py); a subclass adds its own (see :meth:`bounds`)
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "heldout_docs": int_range(0, 100_000),
+        "seed": int_range(0, MAX_SEED),
+        "steps": int_range(1, MAX_STEPS),
+        "lr": float_range(0, 10, lo_open=True),
+        "warmup": int_range(0, MAX_STEPS),
+        "weight_decay": float_range(0, 1),
+        "save_every": int_range(0, MAX_STEPS),
+        "eval_every": int_range(0, MAX_STEPS),
+        "log_every": int_range(1, MAX_STEPS),
+    }
 
     corpus: str = ""
     corpus_sha256: str = ""
@@ -79,7 +93,10 @@ class RunSettings:
         unknown = set(given) - set(cls.names())
         if unknown:
             raise TypeError(f"not {cls.TITLE} settings: {', '.join(sorted(unknown))}")
-        given = {k: str(Path(v).resolve()) if k in cls.PATHS else v for k, v in given.items() if v is not None}
+        given = {k: _absolute(k, v) if k in cls.PATHS else v for k, v in given.items() if v is not None}
+        check_out_dir(out, resume, given.get("corpus"))
+        if out.is_dir():
+            recover_dir(out / "checkpoint")  # a checkpoint swap that a kill interrupted
         if not resume:
             if (out / "checkpoint" / "trainer_state.pt").exists():
                 raise CheckpointError(f"{out} already holds a training run; pass --resume to continue it or "
@@ -96,6 +113,10 @@ class RunSettings:
                     f"{out}: --resume continues the run with its stored settings ({RUN_FILE}), but these options "
                     f"differ: {'; '.join(conflicts)}. Leave them out to resume, or train into a new --out"
                 )
+            reached = _checkpoint_step(out)
+            if reached is not None and given.get("steps") is not None and given["steps"] <= reached:
+                raise ValueError(f"{out}: the run is at step {reached} already, so --steps {given['steps']} leaves "
+                                 f"nothing to train; give --steps above {reached} to train longer")
             # No conflict left: a given value equals the run's, may change, is one the run lacks, or is the
             # corpus (checked by its content below).
             known = {k: v for k, v in stored.items() if k in cls.names() or k == "corpus_sha256"}
@@ -113,31 +134,61 @@ class RunSettings:
         return settings
 
     def check(self) -> None:
-        """Fill in the defaults that follow from other settings, and refuse invalid values (ValueError).
-        Subclasses extend it; it must leave complete settings as they are."""
-        for name in ("steps", "save_every", "eval_every", "log_every"):
-            value = getattr(self, name)
-            if value is not None and value < (1 if name in ("steps", "log_every") else 0):
-                raise ValueError(f"--{name.replace('_', '-')} must be at least "
-                                 f"{1 if name in ('steps', 'log_every') else 0}, got {value}")
-        if self.heldout_docs is not None and self.heldout_docs < 0:
-            raise ValueError(f"--heldout-docs must be 0 or more, got {self.heldout_docs}")
-        if self.seed < 0 or (self.warmup is not None and self.warmup < 0) or (self.lr is not None and self.lr <= 0):
-            raise ValueError("--seed and --warmup must be 0 or more, --lr positive")
+        """Refuse values out of their declared range (:meth:`bounds`) or of the wrong type, then fill in the
+        defaults that follow from other settings (ValueError naming the option). Subclasses extend it; it must
+        leave complete settings as they are."""
+        for name, value in dataclasses.asdict(self).items():
+            if value is None or name == "corpus_sha256":
+                continue
+            if name in self.bounds():
+                self.bounds()[name].check(option_name(name), value)
+            elif not isinstance(value, _field_type(type(self), name)):
+                raise ValueError(f"{option_name(name)} must be a {_field_type(type(self), name).__name__}, "
+                                 f"got {value!r}")
+
+    @classmethod
+    def bounds(cls) -> dict[str, Bound]:
+        """The range of every numeric setting: :attr:`BOUNDS` of the class and of every class it extends."""
+        merged: dict[str, Bound] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(vars(klass).get("BOUNDS", {}))
+        return merged
 
     @classmethod
     def _stored(cls, out: Path) -> dict[str, Any]:
+        """The stored run's settings, each checked like a given one (CheckpointError naming the file when one
+        was damaged or edited out of range)."""
         path = out / RUN_FILE
         if path.is_file():
             stored = read_json(path)
             if stored.get("kind") != cls.KIND or not isinstance(stored.get("settings"), dict):
                 raise CheckpointError(f"{path}: not the settings of a {cls.TITLE} run (kind {stored.get('kind')!r})")
-            return stored["settings"]
-        legacy = cls.legacy(out)
-        if legacy is None:
-            raise CheckpointError(f"{path}: not found, so there is no {cls.TITLE} run to resume in {out}; start "
-                                  "one without --resume")
-        return legacy
+            settings = stored["settings"]
+        else:
+            try:
+                settings = cls.legacy(out)
+            except (KeyError, TypeError, AttributeError) as e:
+                raise CheckpointError(f"{out}: the older settings files of this run are incomplete ({e!r})") from e
+            if settings is None:
+                raise CheckpointError(f"{path}: not found, so there is no {cls.TITLE} run to resume in {out}; start "
+                                      "one without --resume")
+            path = out
+        bounds = cls.bounds()
+        nullable = {f.name for f in dataclasses.fields(cls) if "None" in str(f.type)}
+        for name in cls.names():
+            value = settings.get(name)
+            try:
+                if value is None:
+                    if name in settings and name not in nullable:
+                        raise ValueError(f"{name} must be set, got null")
+                    continue
+                if name in bounds:
+                    bounds[name].check(name, value)
+                elif not isinstance(value, _field_type(cls, name)):
+                    raise ValueError(f"{name} must be a {_field_type(cls, name).__name__}, got {value!r}")
+            except ValueError as e:
+                raise CheckpointError(f"{path}: damaged run settings: {e}") from None
+        return settings
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:
@@ -158,9 +209,71 @@ class RunSettings:
                            eval_every=self.eval_every, log_every=self.log_every, seed=self.seed)
 
 
+#: what a run writes into its folder (any kind, older runs included); a new run refuses a folder holding anything
+#: else, besides hidden files, logs (*.log) and its own corpus, so that it never overwrites someone's files
+RUN_OUTPUTS = frozenset({
+    RUN_FILE, "checkpoint", "metrics.jsonl", "README.md", "config.json", "model.safetensors", "vocab.txt",
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "data", "data_cache", "static-data.npz",
+    "train_args.json", "elmo_run.json",
+})
+
+
+def check_out_dir(out: Path, resume: bool, corpus: str | None = None) -> None:
+    """Refuse an ``--out`` that is a file, lies under a file, or (for a new run) is a folder holding files that are
+    not a run's (ValueError saying what to do)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder; give a folder for the run")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"--out {out}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK) and not out.exists():
+                raise ValueError(f"--out {out}: cannot create the folder in {parent} (no permission to write there)")
+            break
+    if resume or not out.is_dir():
+        return
+    corpus_name = Path(corpus).name if corpus and Path(corpus).parent == out.resolve() else None
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in RUN_OUTPUTS and not p.name.startswith(".")
+                     and p.suffix != ".log" and p.name != corpus_name)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ValueError(f"--out {out} holds files that are not a training run's ({shown}); a run would write "
+                         "its model files there: give an empty or new folder")
+
+
+def _absolute(name: str, value: Any) -> str:
+    """A path setting as an absolute path (ValueError naming the option for a value that is not a path)."""
+    try:
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            raise ValueError("empty")
+        return str(Path(value).resolve())
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{option_name(name)} {value!r} is not a usable path ({e})") from None
+
+
+def _checkpoint_step(out: Path) -> int | None:
+    """The step of the run's last checkpoint, from its small schedule file (None when unknown)."""
+    try:
+        step = read_json(out / "checkpoint" / "train_config.json").get("step")
+    except CheckpointError:
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def option_name(setting: str) -> str:
+    """``max_seq_len`` -> ``--max-seq-len``."""
+    return "--" + setting.replace("_", "-")
+
+
+def _field_type(cls: type, name: str) -> type | tuple[type, ...]:
+    """The type a non-numeric setting holds, read from its default (str for paths and names, bool for flags)."""
+    default = next(f.default for f in dataclasses.fields(cls) if f.name == name)
+    return str if default is None else type(default)
+
+
 def _conflict(name: str, given: Any, stored: Any) -> str:
     """``--name VALUE (the run used OTHER)``; flags read ``--name`` / ``no --name``."""
-    flag = "--" + name.replace("_", "-")
+    flag = option_name(name)
     if isinstance(given, bool):
         return f"{flag} (the run was without it)" if given else f"no {flag} (the run used it)"
     return f"{flag} {given} (the run used {'the default' if stored is None else stored})"

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..checkpoint import file_sha256, read_json
+from ..bounds import Bound, float_range, int_range
+from ..checkpoint import atomic_file, file_sha256, read_json
 from ..static import StaticConfig, StaticVectors, model_card, sgns_loss
 from ..text import read_documents
 from ..text import tokenize as word_tokenize
@@ -155,22 +154,34 @@ def load_or_prepare(out: str | Path, corpus: str | Path, heldout_docs: int | Non
                 info = json.loads(str(z["info"]))
                 held = default_heldout(info["documents"]) if heldout_docs is None else heldout_docs
                 if str(z["key"]) == key and info["heldout_documents"] == held:
-                    return StaticData(
+                    data = StaticData(
                         words=[str(w) for w in z["words"]], counts=z["counts"],
                         train=EncodedText(z["train_ids"], z["train_para"]),
                         heldout=EncodedText(z["heldout_ids"], z["heldout_para"]), info=info,
                     )
-        except (OSError, ValueError, KeyError) as e:  # a damaged cache is rebuilt, not fatal
+                    _check_cache(data)
+                    return data
+        except Exception as e:  # damaged (numpy fails in many ways: zipfile, zlib, EOF, ...): rebuilt, not fatal
             warnings.warn(f"{path}: unreadable cache ({e}); rebuilding it", stacklevel=2)
     data = prepare_data(corpus, heldout_docs=heldout_docs, **settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp.npz")
-    os.close(fd)
-    np.savez(tmp, key=np.array(key), words=np.array(data.words, dtype=str), counts=data.counts,
-             train_ids=data.train.ids, train_para=data.train.para,
-             heldout_ids=data.heldout.ids, heldout_para=data.heldout.para, info=np.array(json.dumps(data.info)))
-    os.replace(tmp, path)
+    arrays = dict(key=np.array(key), words=np.array(data.words, dtype=str), counts=data.counts,
+                  train_ids=data.train.ids, train_para=data.train.para,
+                  heldout_ids=data.heldout.ids, heldout_para=data.heldout.para, info=np.array(json.dumps(data.info)))
+    with atomic_file(path, size=sum(a.nbytes for a in arrays.values()) + 2000) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **arrays)
     return data
+
+
+def _check_cache(data: StaticData) -> None:
+    """ValueError for a cache whose arrays do not fit together (damaged): ids out of the vocabulary, lengths."""
+    n = len(data.words)
+    if len(data.counts) != n or (data.counts < 0).any():
+        raise ValueError("counts do not fit the vocabulary")
+    for text in (data.train, data.heldout):
+        if text.ids.ndim != 1 or text.ids.shape != text.para.shape:
+            raise ValueError("token and paragraph arrays differ in shape")
+        if len(text) and (text.ids.min() < 0 or text.ids.max() >= n):
+            raise ValueError("token ids outside the vocabulary")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -342,6 +353,15 @@ class StaticSettings(RunSettings):
 
     KIND: ClassVar[str] = "static"
     TITLE: ClassVar[str] = "static-vector"
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "dim": int_range(1, 2048),
+        "window": int_range(1, 100),
+        "negatives": int_range(1, 100),
+        "min_count": int_range(1, 1_000_000_000),
+        "vocab_size": int_range(1, 100_000_000),  # a ceiling: the table has the corpus's words at most
+        "subsample": float_range(0, 1, hi_open=True),
+        "batch_size": int_range(1, 1_048_576),
+    }
 
     steps: int | None = None  # one pass over the training text
     lr: float | None = 5e-3
@@ -361,8 +381,6 @@ class StaticSettings(RunSettings):
         super().check()
         StaticConfig(vocab_size=self.vocab_size, dim=self.dim, window=self.window, negatives=self.negatives,
                      min_count=self.min_count, subsample=self.subsample)  # its own checks
-        if self.batch_size < 1:
-            raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:

@@ -11,11 +11,18 @@ needs no data to be replayed, and under DDP rank r of W simply takes every W-th 
 
 Layout of ``out/``::
 
-    config.json, model.safetensors, ...   the latest model, loadable as it is (written by the task)
+    config.json, model.safetensors, ...   the latest model, loadable as it is (the checkpoint's model files)
     README.md                             model card
     run.json                              the run's settings (:mod:`.settings`), so --resume needs no options
     metrics.jsonl                         one JSON object a line: training logs and evaluations
     checkpoint/                           everything --resume needs, swapped in atomically as one directory
+
+A checkpoint is written whole into a hidden temporary folder, flushed to disk, and only then swapped in for the
+previous one (:func:`ctxmodels.checkpoint.replace_dir_atomic`); the model files at the top are then replaced one
+by one by links to (or copies of) the new checkpoint's. A kill, a crash or a full disk at any point of a save
+leaves the last complete checkpoint loadable and resumable; a full disk stops training with
+``disk full: N MB needed at PATH`` (:class:`ctxmodels.checkpoint.DiskFullError`). Temporaries that a killed run
+left behind are removed when a run starts or resumes (:func:`clean_run_dir`).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import time
 from abc import ABC, abstractmethod
@@ -41,8 +49,15 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import (
     CheckpointError,
+    DiskFullError,
+    atomic_file,
+    is_disk_full,
     new_tmp_dir,
+    recover_dir,
+    remove_stale_temps,
     replace_dir_atomic,
+    tree_bytes,
+    write_bytes_to,
     write_json,
     write_text_atomic,
 )
@@ -196,6 +211,7 @@ class Trainer:
         self.train_seconds = 0.0
         self.last_eval: dict[str, float] = {}
         self._stop_signal: int | None = None
+        self.saved_step: int | None = None  # step of the last complete checkpoint, once known
 
     # -- data position ------------------------------------------------------------------------------------
 
@@ -245,11 +261,12 @@ class Trainer:
         return gathered
 
     def save_checkpoint(self, optimizer, scheduler) -> None:
+        """Write a complete checkpoint beside the current one, swap it in, then point the top-level model files
+        at it. A failure at any point (a full disk included) leaves the last complete checkpoint in place and no
+        temporary behind; a full disk raises :class:`DiskFullError` with the space the checkpoint needs."""
         rng = self._gather_rng()  # collective: every rank must call save_checkpoint
         if not self.info.is_main:
             return
-        tmp = new_tmp_dir(self.checkpoint_dir)
-        self.task.save_model(tmp)
         state = {
             "step": self.step,
             "tokens_seen": self.tokens_seen,
@@ -259,33 +276,77 @@ class Trainer:
             "scheduler": scheduler.state_dict(),
             "rng": rng,
         }
-        torch.save(state, tmp / "trainer_state.pt")
-        write_json(tmp / "train_config.json", _jsonable(dataclasses.asdict(self.cfg)))
-        replace_dir_atomic(tmp, self.checkpoint_dir)
-        # The top-level copy is what users load; refresh it from the task too.
-        self.task.save_model(self.out)
-        self._write_card()
+        # what the new checkpoint takes while the old one is still there: the model files and the trainer state
+        needed = _nbytes(self.task.model.state_dict()) + _nbytes(state) + 64 * 1024
+        tmp: Path | None = None
+        try:
+            tmp = new_tmp_dir(self.checkpoint_dir)
+            self.task.save_model(tmp)
+            with atomic_file(tmp / STATE_FILE) as path:
+                torch.save(state, path)
+            # the schedule, and the step it had reached (read by RunSettings.resolve before a --resume starts)
+            write_json(tmp / "train_config.json", {**_jsonable(dataclasses.asdict(self.cfg)), "step": self.step})
+            needed = max(needed, tree_bytes(tmp))
+            replace_dir_atomic(tmp, self.checkpoint_dir)
+            tmp = None
+            self.saved_step = self.step
+            # The top-level copy is what users load: the new checkpoint's model files, linked where possible.
+            publish_files(self.checkpoint_dir, self.out, skip=CHECKPOINT_ONLY)
+            self._write_card()
+        except OSError as e:
+            if tmp is not None and not tmp.exists():  # the swap went through; what failed came after it
+                tmp, self.saved_step = None, self.step
+            if not is_disk_full(e):
+                raise
+            where = e.filename if isinstance(e, DiskFullError) and tmp is None else self.checkpoint_dir
+            amount = e.needed if isinstance(e, DiskFullError) and tmp is None else needed
+            raise DiskFullError(amount, where, note=self._kept_note()) from e
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _kept_note(self) -> str:
+        if self.saved_step is None:
+            return "no checkpoint was written yet; free some space and start again"
+        return (f"the last good checkpoint (step {self.saved_step}) is kept in {self.checkpoint_dir}; free some "
+                "space and continue with --resume")
 
     def load_checkpoint(self, optimizer, scheduler) -> None:
-        path = self.checkpoint_dir / "trainer_state.pt"
+        recover_dir(self.checkpoint_dir)
+        path = self.checkpoint_dir / STATE_FILE
         if not path.is_file():
             raise CheckpointError(f"{path}: no checkpoint to resume from (train without --resume first)")
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # a damaged pickle fails in many ways; weights_only keeps it from running code
+            raise CheckpointError(f"{path}: damaged or not a trainer state ({type(e).__name__}: "
+                                  f"{_first_line(e)}); resume from a copy of the run, or start a new one") from e
+        missing = {"step", "tokens_seen", "train_seconds", "world_size", "optimizer", "scheduler", "rng"}
+        missing -= set(state) if isinstance(state, dict) else set()
+        if missing:
+            raise CheckpointError(f"{path}: damaged trainer state (missing {', '.join(sorted(missing))})")
         if state["world_size"] != self.info.world_size:
             raise CheckpointError(
                 f"{path}: saved with {state['world_size']} processes, resuming with {self.info.world_size}; "
                 "exact resume needs the same number"
             )
         self.task.load_weights(self.checkpoint_dir)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        self.step = state["step"]
-        self.tokens_seen = state["tokens_seen"]
-        self.train_seconds = state["train_seconds"]
-        rng = state["rng"][self.info.rank]
-        torch.set_rng_state(rng["torch"])
-        if "cuda" in rng and torch.cuda.is_available():
-            torch.cuda.set_rng_state(rng["cuda"], self.info.device)
+        _check_finite_state(self.task.model.state_dict(), state["optimizer"], self.checkpoint_dir)
+        try:
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            rng = state["rng"][self.info.rank]
+            torch.set_rng_state(rng["torch"])
+            if "cuda" in rng and torch.cuda.is_available():
+                torch.cuda.set_rng_state(rng["cuda"], self.info.device)
+            step, tokens, seconds = int(state["step"]), int(state["tokens_seen"]), float(state["train_seconds"])
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+            raise CheckpointError(f"{path}: the trainer state does not fit this run ({type(e).__name__}: "
+                                  f"{_first_line(e)})") from e
+        if step < 0:
+            raise CheckpointError(f"{path}: damaged trainer state (step {step})")
+        self.step, self.tokens_seen, self.train_seconds = step, tokens, seconds
+        self.saved_step = step
         if self.info.is_main:
             _truncate_metrics(self.out / "metrics.jsonl", self.step)
 
@@ -305,11 +366,24 @@ class Trainer:
     # -- logging --------------------------------------------------------------------------------------------
 
     def log(self, record: dict[str, Any]) -> None:
+        """Append ``record`` to metrics.jsonl; a line that a full disk cut short is taken back out."""
         if not self.info.is_main:
             return
-        self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / "metrics.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps(_jsonable(record)) + "\n")
+        path = self.out / "metrics.jsonl"
+        line = (json.dumps(_jsonable(record)) + "\n").encode("utf-8")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab", buffering=0) as f:  # unbuffered: what failed to be written can be taken back
+                start = f.seek(0, os.SEEK_END)
+                try:
+                    write_bytes_to(f, line)
+                except OSError:
+                    f.truncate(start)
+                    raise
+        except OSError as e:
+            if is_disk_full(e):
+                raise DiskFullError(len(line), path, note=self._kept_note()) from e
+            raise
 
     @contextmanager
     def _signals(self):
@@ -331,8 +405,19 @@ class Trainer:
     # -- main loop ------------------------------------------------------------------------------------------
 
     def train(self, resume: bool = False) -> dict[str, float]:
+        """Train to ``cfg.max_steps`` (from the checkpoint in ``out`` when resuming); the held-out metrics."""
+        try:
+            return self._train(resume)
+        except DiskFullError as e:
+            if not e.note:
+                e.note = self._kept_note()
+            raise
+
+    def _train(self, resume: bool) -> dict[str, float]:
         cfg, info, task = self.cfg, self.info, self.task
-        if not resume and (self.checkpoint_dir / "trainer_state.pt").exists():
+        if info.is_main:
+            clean_run_dir(self.out)
+        if not resume and (self.checkpoint_dir / STATE_FILE).exists():
             raise CheckpointError(
                 f"{self.out} already holds a training run; pass --resume to continue it or choose another --out"
             )
@@ -344,6 +429,11 @@ class Trainer:
         )
         if resume:
             self.load_checkpoint(optimizer, scheduler)
+            if self.step >= cfg.max_steps:
+                raise ValueError(
+                    f"{self.out}: the run already took its {self.step} steps (--steps {cfg.max_steps}); to train "
+                    f"longer, resume with --steps above {self.step}"
+                )
         model: nn.Module = task.model
         if info.world_size > 1:
             model = nn.parallel.DistributedDataParallel(
@@ -362,7 +452,6 @@ class Trainer:
         window_tokens, window_start = 0, time.perf_counter()
         session_start = time.perf_counter()
         seconds_before = self.train_seconds
-        last_saved_step = self.step
         with self._signals():
             model.train()
             for step, batch in self._batches(self.step):
@@ -379,7 +468,7 @@ class Trainer:
                     bar.close()
                     msg = (
                         f"training stopped at step {step}: the loss or gradient became NaN/inf. "
-                        f"The last good checkpoint (step {last_saved_step}) is kept in {self.checkpoint_dir}. "
+                        f"The last good checkpoint (step {self.saved_step or 0}) is kept in {self.checkpoint_dir}. "
                         "Try a lower --lr, a longer warm-up, or fp32 instead of --bf16."
                     )
                     self.log({"event": "diverged", "step": step})
@@ -412,7 +501,6 @@ class Trainer:
                 stop = _any_rank(self._stop_signal is not None or out_of_time, info)
                 if stop or (cfg.save_every and self.step % cfg.save_every == 0):
                     self.save_checkpoint(optimizer, scheduler)
-                    last_saved_step = self.step
                 if stop:
                     bar.close()
                     if self._stop_signal is not None:
@@ -425,7 +513,7 @@ class Trainer:
                     return self.last_eval
         bar.close()
         self._evaluate(model)
-        if last_saved_step != self.step:
+        if self.saved_step != self.step:
             self.save_checkpoint(optimizer, scheduler)
         else:
             self._write_card()
@@ -447,6 +535,69 @@ class Trainer:
 
 # ----------------------------------------------------------------------------------------------------------
 # small helpers
+
+STATE_FILE = "trainer_state.pt"
+#: files of a checkpoint that are not part of the loadable model
+CHECKPOINT_ONLY = frozenset({STATE_FILE, "train_config.json", "README.md"})
+
+
+def clean_run_dir(out: str | Path) -> None:
+    """Finish a checkpoint swap a kill interrupted, and remove the temporaries killed writes left in a run's
+    folder and its data caches (``data/``, ``data_cache/``). A shared ELMo ``--data-cache`` elsewhere is left
+    alone."""
+    out = Path(out)
+    recover_dir(out / "checkpoint")
+    for folder in (out, out / "data", out / "data_cache"):
+        remove_stale_temps(folder)
+
+
+def publish_files(source: Path, target: Path, skip: frozenset[str] = frozenset()) -> None:
+    """Replace ``target``'s copies of the files in ``source`` (but ``skip``), one atomic rename each: hard links
+    where the file system allows (no extra space: checkpoint files are never changed in place), else copies."""
+    for f in sorted(source.iterdir()):
+        if f.name in skip or not f.is_file():
+            continue
+        with atomic_file(target / f.name, size=f.stat().st_size) as tmp:
+            tmp.unlink()
+            try:
+                os.link(f, tmp)
+            except OSError as e:
+                if is_disk_full(e):
+                    raise
+                shutil.copyfile(f, tmp)
+
+
+def _check_finite_state(weights: dict[str, torch.Tensor], optimizer: Any, where: Path) -> None:
+    """CheckpointError when a restored weight or optimizer moment holds NaN/inf (or a negative second moment): a
+    damaged checkpoint, which would otherwise pass for a diverging run at the first step."""
+    for name, t in weights.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(f"{where}: the weight {name} holds NaN/inf; the checkpoint is damaged")
+    states = optimizer.get("state", {}) if isinstance(optimizer, dict) else {}
+    for index, moments in (states.items() if isinstance(states, dict) else []):
+        for key, t in (moments.items() if isinstance(moments, dict) else []):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and (
+                    not bool(torch.isfinite(t).all()) or (key == "exp_avg_sq" and bool((t < 0).any()))):
+                raise CheckpointError(f"{where / STATE_FILE}: the optimizer's {key} of parameter {index} is damaged "
+                                      "(NaN, infinite or negative values)")
+
+
+def _first_line(error: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message (library errors can run to pages), at most ``limit`` characters."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _nbytes(obj: Any) -> int:
+    """Bytes of the tensors in a (nested) state: a lower bound of its size on disk."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(v) for v in obj)
+    return 0
 
 
 def load_model_weights(model: nn.Module, path: str | Path) -> None:
