@@ -25,7 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .bounds import float_range, int_range
 from .checkpoint import CheckpointError, read_json, write_json
+from .model_files import check_model_bytes, check_number, shown
 
 # Activation names as Hugging Face spells them in config.json. "gelu" is the exact (erf) GELU of the paper.
 ACTIVATIONS = {
@@ -66,6 +68,24 @@ PRESETS: dict[str, tuple[int, int]] = {
 }
 
 
+#: the range of every numeric field of :class:`BertConfig` (far beyond any published BERT; memory is checked too)
+LIMITS = {
+    "vocab_size": int_range(1, 10_000_000),
+    "hidden_size": int_range(1, 65_536),
+    "num_hidden_layers": int_range(1, 256),
+    "num_attention_heads": int_range(1, 4_096),
+    "intermediate_size": int_range(1, 1_048_576),
+    "max_position_embeddings": int_range(1, 131_072),
+    "type_vocab_size": int_range(1, 1_024),
+    "hidden_dropout_prob": float_range(0, 1, hi_open=True),
+    "attention_probs_dropout_prob": float_range(0, 1, hi_open=True),
+    "initializer_range": float_range(0, 10),
+    "layer_norm_eps": float_range(0, 1, lo_open=True),
+}
+#: what a config.json must state (the defaults are bert-base's, which a checkpoint of another size does not fit)
+REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+
+
 @dataclass
 class BertConfig:
     """Hyper-parameters with Hugging Face's ``config.json`` field names."""
@@ -85,16 +105,28 @@ class BertConfig:
     pad_token_id: int = 0
 
     def __post_init__(self) -> None:
+        """Every field checked against :data:`LIMITS` (type, range, NaN), before any model is built; ValueError
+        naming the field, its value and the allowed range."""
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act {shown(self.hidden_act)} is not supported; use one of {sorted(ACTIVATIONS)}")
+        for name, bound in LIMITS.items():
+            check_number(bound, name, getattr(self, name))
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads {self.num_attention_heads}"
             )
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {sorted(ACTIVATIONS)}")
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        check_number(int_range(0, self.vocab_size - 1), "pad_token_id (a row of the vocabulary)", self.pad_token_id)
+        check_model_bytes(self.num_parameters(), "this BERT configuration")
+
+    def num_parameters(self) -> int:
+        """Parameters of a :class:`BertForPreTraining` with both heads (decoder tied), from the config alone."""
+        V, H, L, I = self.vocab_size, self.hidden_size, self.num_hidden_layers, self.intermediate_size
+        embeddings = (V + self.max_position_embeddings + self.type_vocab_size) * H + 2 * H
+        layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
+        pooler = H * H + H
+        mlm = H * H + H + 2 * H + V  # transform dense + LayerNorm + output bias (the decoder is the embeddings)
+        nsp = 2 * H + 2
+        return embeddings + L * layer + pooler + mlm + nsp
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> BertConfig:
@@ -125,12 +157,16 @@ class BertConfig:
         """Read a Hugging Face style dict; unknown keys are ignored, non-BERT configs are refused."""
         model_type = d.get("model_type", "bert")
         if model_type != "bert":
-            raise ValueError(f"model_type is {model_type!r}, not 'bert': this is not a BERT checkpoint")
+            raise ValueError(f"model_type is {shown(model_type)}, not 'bert': this is not a BERT checkpoint")
         pos_type = d.get("position_embedding_type", "absolute")
         if pos_type != "absolute":
-            raise ValueError(f"position_embedding_type {pos_type!r} is not supported (only 'absolute')")
+            raise ValueError(f"position_embedding_type {shown(pos_type)} is not supported (only 'absolute')")
         if d.get("is_decoder") or d.get("add_cross_attention"):
             raise ValueError("decoder / cross-attention BERT configurations are not supported")
+        missing = [k for k in REQUIRED if k not in d]
+        if missing:
+            raise ValueError(f"the required field(s) {', '.join(missing)} are missing; a BERT config.json states "
+                             f"{', '.join(REQUIRED)}")
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in names}
         if kwargs.get("pad_token_id") is None:

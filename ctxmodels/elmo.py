@@ -25,7 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .bounds import float_range, int_range
 from .char_ids import MAX_CHARS, N_CHARACTERS, batch_to_char_ids
+from .model_files import check_model_bytes, check_number, shown
 
 # ----------------------------------------------------------------------------------------------------------
 # Config
@@ -57,6 +59,24 @@ class LSTMConfig:
     use_skip_connections: bool = True
 
 
+#: the range of every numeric field of :class:`ElmoConfig` (far beyond any published ELMo; memory is checked too)
+LIMITS = {
+    "char_cnn.embedding.dim": int_range(1, 4_096),
+    "char_cnn.max_characters_per_token": int_range(3, 1_024),
+    "char_cnn.filters count": int_range(1, 65_536),
+    "char_cnn.n_filters (the filter counts together)": int_range(1, 65_536),
+    "char_cnn.n_highway": int_range(0, 64),
+    "lstm.dim": int_range(1, 65_536),
+    "lstm.projection_dim": int_range(1, 16_384),
+    "lstm.n_layers": int_range(1, 64),
+    "lstm.cell_clip": float_range(0, 1e6, lo_open=True),
+    "lstm.proj_clip": float_range(0, 1e6, lo_open=True),
+    "n_tokens_vocab": int_range(0, 10_000_000),
+    "dropout": float_range(0, 1, hi_open=True),
+}
+MAX_FILTER_WIDTHS = 64
+
+
 def options_error(msg: str) -> ValueError:
     return ValueError(f"ELMo options: {msg}")
 
@@ -74,33 +94,58 @@ class ElmoConfig:
         self.validate()
 
     def validate(self) -> None:
+        """Every field checked (type, range, NaN) before any model is built; ValueError naming the field."""
         c, s = self.char_cnn, self.lstm
-        if c.embedding_dim <= 0:
-            raise options_error(f"char_cnn.embedding.dim must be positive, got {c.embedding_dim}")
-        if not c.filters:
+        if not isinstance(c, CharCNNConfig) or not isinstance(s, LSTMConfig):
+            raise options_error("char_cnn and lstm must be CharCNNConfig and LSTMConfig")
+
+        def check(name: str, value: Any) -> None:
+            try:
+                check_number(LIMITS[name], name, value)
+            except ValueError as e:
+                raise options_error(str(e)) from None
+
+        check("char_cnn.embedding.dim", c.embedding_dim)
+        check("char_cnn.max_characters_per_token", c.max_characters_per_token)
+        if not isinstance(c.filters, (list, tuple)) or not c.filters:
             raise options_error("char_cnn.filters must list at least one [width, count] pair")
+        if len(c.filters) > MAX_FILTER_WIDTHS:
+            raise options_error(f"char_cnn.filters lists {len(c.filters)} filter widths; at most "
+                                f"{MAX_FILTER_WIDTHS} are allowed")
         for f in c.filters:
-            if len(f) != 2 or not all(isinstance(v, int) and v > 0 for v in f):
-                raise options_error(f"char_cnn.filters entries must be [width, count] positive ints, got {f!r}")
+            if not isinstance(f, (list, tuple)) or len(f) != 2 or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in f):
+                raise options_error(f"char_cnn.filters entries must be [width, count] positive ints, got {shown(f)}")
             if f[0] > c.max_characters_per_token:
                 raise options_error(f"filter width {f[0]} exceeds max_characters_per_token "
-                                     f"{c.max_characters_per_token}")
-        if c.activation not in ("relu", "tanh"):
-            raise options_error(f"char_cnn.activation must be 'relu' or 'tanh', got {c.activation!r}")
-        if c.n_highway < 0:
-            raise options_error(f"char_cnn.n_highway must be >= 0, got {c.n_highway}")
-        if c.n_characters != N_CHARACTERS:
+                                    f"{c.max_characters_per_token}")
+            check("char_cnn.filters count", f[1])
+        check("char_cnn.n_filters (the filter counts together)", c.n_filters)
+        if not isinstance(c.activation, str) or c.activation not in ("relu", "tanh"):
+            raise options_error(f"char_cnn.activation must be 'relu' or 'tanh', got {shown(c.activation)}")
+        check("char_cnn.n_highway", c.n_highway)
+        if type(c.n_characters) is not int or c.n_characters != N_CHARACTERS:
             raise options_error(f"char_cnn.n_characters must be {N_CHARACTERS} (261 or 262 in options.json), "
-                                 f"got {c.n_characters}")
-        if c.max_characters_per_token < 3:
-            raise options_error("char_cnn.max_characters_per_token must be at least 3")
+                                f"got {shown(c.n_characters)}")
         for name in ("dim", "projection_dim", "n_layers"):
-            if getattr(s, name) <= 0:
-                raise options_error(f"lstm.{name} must be positive, got {getattr(s, name)}")
-        if self.n_tokens_vocab < 0:
-            raise options_error(f"n_tokens_vocab must be >= 0, got {self.n_tokens_vocab}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise options_error(f"dropout must be in [0, 1), got {self.dropout}")
+            check(f"lstm.{name}", getattr(s, name))
+        for name in ("cell_clip", "proj_clip"):
+            if getattr(s, name) is not None:
+                check(f"lstm.{name}", getattr(s, name))
+        if not isinstance(s.use_skip_connections, bool):
+            raise options_error(f"lstm.use_skip_connections must be true or false, got {shown(s.use_skip_connections)}")
+        check("n_tokens_vocab", self.n_tokens_vocab)
+        check("dropout", self.dropout)
+        check_model_bytes(self.num_parameters(), "this ELMo configuration")
+
+    def num_parameters(self) -> int:
+        """Parameters of an :class:`ElmoLanguageModel` of this config (with its softmax when ``n_tokens_vocab``)."""
+        c, s = self.char_cnn, self.lstm
+        D, F, P, H, V = c.embedding_dim, c.n_filters, s.projection_dim, s.dim, self.n_tokens_vocab
+        cnn = c.n_characters * D + sum(D * width * count + count for width, count in c.filters)
+        cnn += c.n_highway * 2 * (F * F + F) + F * P + P
+        lstm = 2 * s.n_layers * (P * 4 * H + 4 * H + 4 * H * P + H * P)
+        return cnn + lstm + (P * V + V if V else 0)
 
     # -- presets -----------------------------------------------------------------------------------------
     @classmethod

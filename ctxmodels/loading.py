@@ -18,6 +18,7 @@ Each path is loaded once per process (the app asks for the same model on every r
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import warnings
@@ -29,14 +30,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError, read_json
+from .checkpoint import CheckpointError
 from .formats.huggingface import hf_cache_folder, hf_cached, hf_repo_name, hf_snapshot
+from .model_files import (
+    MAX_CARD_BYTES,
+    describe_kind,
+    is_dir,
+    is_file,
+    one_line,
+    path_kind,
+    read_bytes,
+    read_json,
+    require_file,
+    shown,
+)
 from .paths import assets_dir, hf_cache_dirs
 
 # The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
 # by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
 
 SHORT_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec")
+#: what every model is run on when it loads (:meth:`LoadedModel.check_outputs`)
+PROBE_SENTENCE = ["The", "old", "bank", "by", "the", "river"]
 POOLINGS = ("mean", "first", "last")
 _TEXT_VECTOR_SUFFIXES = (".txt", ".vec", ".gz")
 
@@ -117,6 +132,29 @@ class LoadedModel(ABC):
     def _embed(self, sentences: list[list[str]], pooling: str, batch_size: int) -> list[np.ndarray]:
         """``embed`` for non-empty, checked sentences."""
 
+    def check_outputs(self) -> None:
+        """CheckpointError when the model fails on, or computes NaN or infinity for, a plain six-word sentence
+        (:data:`PROBE_SENTENCE`), heads included. Weights that are each finite can still overflow together, and a
+        tokenizer can be readable and still broken; :func:`load` runs this on every model it loads."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                where = self._probe()
+        except (ValueError, RuntimeError, IndexError) as e:
+            raise CheckpointError(f"{self.path or self.name}: the model fails on a plain sentence "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); the files do not "
+                                  "make a working model") from None
+        if where:
+            raise CheckpointError(f"{self.path or self.name}: the model computes NaN or infinite values ({where}) "
+                                  "for a plain six-word sentence; its weights are damaged: use an earlier "
+                                  "checkpoint or train again")
+
+    def _probe(self) -> str | None:
+        """Where the model's output for :data:`PROBE_SENTENCE` is not finite ("layer 2", "the masked-LM head"),
+        or None."""
+        (layers,) = self._embed([list(PROBE_SENTENCE)], "mean", 1)
+        return _first_nonfinite(layers, self.layer_names)
+
     def describe(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -133,6 +171,20 @@ class LoadedModel(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}: {self.n_layers} layers x {self.dim}>"
+
+
+def _first_nonfinite(layers: np.ndarray | torch.Tensor, names: Sequence[str]) -> str | None:
+    """The name of the first layer of ``layers`` [n_layers, ...] holding NaN or infinity, or None."""
+    for name, layer in zip(names, layers):
+        finite = torch.isfinite(layer).all() if isinstance(layer, torch.Tensor) else np.isfinite(layer).all()
+        if not bool(finite):
+            return name
+    return None
+
+
+def _nonfinite_words(a: np.ndarray) -> np.ndarray:
+    """Words (axis 1 of [n_layers, n_words, dim]) with NaN or infinity in some layer."""
+    return ~np.isfinite(a).all(axis=(0, 2))
 
 
 def _check_sentences(sentences: Sequence[Sequence[str]]) -> list[list[str]]:
@@ -213,22 +265,62 @@ class BertLoaded(LoadedModel):
                 for b, i in enumerate(idx):
                     n = len(encs[i].ids)
                     out[i] = pool_pieces(hidden[:, b, :n], encs[i].word_ids, len(sentences[i]), pooling)
-        lost = [(i, int(np.isnan(a[0, :, 0]).sum())) for i, a in enumerate(out) if np.isnan(a[0, :, 0]).any()]
-        n_trunc = sum(truncated)
-        if n_trunc:
-            warnings.warn(f"{n_trunc} sentence(s) longer than the model's {self.max_length} word pieces were "
+        # Three reasons for a NaN row, each said once: cut off by the length limit, no word pieces at all, or
+        # NaN / infinity the model computed itself (never handed on as numbers).
+        cut, pieceless, computed = [], [], []
+        for i, a in enumerate(out):
+            with_pieces = np.zeros(a.shape[1], dtype=bool)
+            with_pieces[[w for w in encs[i].word_ids if w is not None and w < a.shape[1]]] = True
+            last = int(np.flatnonzero(with_pieces)[-1]) if with_pieces.any() else -1
+            missing = np.flatnonzero(~with_pieces)
+            n_cut = int((missing > last).sum()) if truncated[i] else 0
+            cut += [i] * n_cut
+            pieceless += [i] * (len(missing) - n_cut)
+            bad = _nonfinite_words(a) & with_pieces
+            if bad.any():
+                a[:, bad] = np.nan
+                computed += [i] * int(bad.sum())
+        if cut:
+            warnings.warn(f"{sum(truncated)} sentence(s) longer than the model's {self.max_length} word pieces were "
                           f"truncated; the words cut off get NaN vectors", stacklevel=3)
-        elif lost:
-            warnings.warn(f"{sum(k for _, k in lost)} word(s) gave no word pieces (e.g. control characters) and "
-                          f"get NaN vectors (sentences {[i for i, _ in lost][:10]})", stacklevel=3)
+        if pieceless:
+            warnings.warn(f"{len(pieceless)} word(s) gave no word pieces (e.g. control characters) and get NaN "
+                          f"vectors (sentences {sorted(set(pieceless))[:10]})", stacklevel=3)
+        if computed:
+            warnings.warn(f"the model computed NaN or infinite values for {len(computed)} word(s) (sentences "
+                          f"{sorted(set(computed))[:10]}); they get NaN vectors: the model's weights may be "
+                          "damaged", stacklevel=3)
         return out  # type: ignore[return-value]
+
+    def _probe(self) -> str | None:
+        enc, _ = self._encode(list(PROBE_SENTENCE))
+        batch = self.tokenizer.collate([enc], device=self.device)
+        heads = self.model.has_mlm_head or getattr(self.model, "has_nsp_head", False)
+        self.model.eval()
+        with torch.inference_mode():
+            if not heads:
+                out = getattr(self.model, "bert", self.model)(
+                    batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], output_hidden_states=True)
+            else:
+                position = torch.ones(1, 1, dtype=torch.long, device=self.device)  # the first word's piece
+                out = self.model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                                 mlm_positions=position if self.model.has_mlm_head else None,
+                                 output_hidden_states=True)
+        where = _first_nonfinite(torch.stack(out.hidden_states)[:, 0], self.layer_names)
+        if where is None and out.prediction_logits is not None and not bool(out.prediction_logits.isfinite().all()):
+            where = "the masked-LM head"
+        logits = out.seq_relationship_logits
+        if where is None and logits is not None and not bool(logits.isfinite().all()):
+            where = "the next-sentence head"
+        return where
 
 
 def pool_pieces(hidden: torch.Tensor, word_ids: Sequence[int | None], n_words: int, pooling: str) -> np.ndarray:
     """Word vectors [L, n_words, H] from piece vectors ``hidden`` [L, T, H] and each piece's word index.
 
     mean: the average of a word's pieces; first / last: its first / last piece. A word without pieces
-    (truncated away, or one the tokenizer drops) gets NaN.
+    (truncated away, or one the tokenizer drops) gets NaN, and so does a word in a layer where one of its pieces
+    is NaN or infinite.
     """
     T = hidden.shape[1]
     weights = torch.zeros(n_words, T, dtype=hidden.dtype, device=hidden.device)
@@ -245,9 +337,17 @@ def pool_pieces(hidden: torch.Tensor, word_ids: Sequence[int | None], n_words: i
             weights[w, t] = 1.0
     else:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    # A piece the model computed NaN or infinity for must spoil only its own word (0 * inf is NaN in the matmul)
+    finite = torch.isfinite(hidden)
+    spoilt = None
+    if not bool(finite.all()):
+        spoilt = torch.matmul((~finite.all(dim=-1)).to(weights.dtype), weights.T) > 0  # [L, n_words]
+        hidden = torch.where(finite, hidden, torch.zeros((), dtype=hidden.dtype, device=hidden.device))
     words = torch.matmul(weights, hidden)  # [L, n_words, H]: sums (mean) or the chosen piece
     if pooling == "mean":
         words = words / weights.sum(dim=1).clamp(min=1.0)[:, None]
+    if spoilt is not None:
+        words[spoilt] = float("nan")
     has_pieces = torch.zeros(n_words, dtype=torch.bool)
     has_pieces[[w for _, w in pos]] = True
     words[:, ~has_pieces.to(words.device)] = float("nan")
@@ -285,7 +385,30 @@ class ElmoLoaded(LoadedModel):
                 layers = layers.float().cpu().numpy()
                 for b, i in enumerate(idx):
                     out[i] = np.ascontiguousarray(layers[:, b, : len(sentences[i])])
+        computed = []
+        for i, a in enumerate(out):
+            bad = _nonfinite_words(a)
+            if bad.any():
+                a[:, bad] = np.nan
+                computed += [i] * int(bad.sum())
+        if computed:
+            warnings.warn(f"the model computed NaN or infinite values for {len(computed)} word(s) (sentences "
+                          f"{sorted(set(computed))[:10]}); they get NaN vectors: the model's weights may be "
+                          "damaged", stacklevel=3)
         return out  # type: ignore[return-value]
+
+    def _probe(self) -> str | None:
+        bilm = getattr(self.model, "bilm", self.model)
+        self.model.eval()
+        with torch.inference_mode():
+            layers, _ = bilm.embed_sentences([list(PROBE_SENTENCE)])
+            where = _first_nonfinite(layers[:, 0], self.layer_names)
+            if where is None and self.has_lm:
+                P = self.model.config.lstm.projection_dim
+                logits = self.model.full_softmax_logits(layers[-1, 0, :1, :P])  # the forward LM's first state
+                if not bool(logits.isfinite().all()):
+                    where = "the language-model softmax"
+        return where
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -308,15 +431,25 @@ class StaticLoaded(LoadedModel):
         return None
 
     def _embed(self, sentences: list[list[str]], pooling: str, batch_size: int) -> list[np.ndarray]:
-        out = []
+        out, unknown, n_words = [], [], 0
         for s in sentences:
             v = np.full((1, len(s), self.dim), np.nan, np.float32)
             for j, w in enumerate(s):
                 r = self.row(w)
                 if r is not None:
                     v[0, j] = self._table[r]
+                else:
+                    unknown.append(w)
+            n_words += len(s)
             out.append(v)
+        if unknown:
+            shown = ", ".join(repr(w[:40]) for w in list(dict.fromkeys(unknown))[:5])
+            warnings.warn(f"{len(unknown)} of {n_words} word(s) have no vector in {self.name} and get NaN vectors, "
+                          f"e.g. {shown}", stacklevel=3)
         return out
+
+    def _probe(self) -> str | None:
+        return None  # no computation: the table itself was checked for NaN and infinity when it was read
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -352,17 +485,25 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
         raise ModelNotFoundError("no model given: pass a path, a short name "
                                  f"({', '.join(SHORT_NAMES)}) or a Hugging Face name ORG/NAME")
     raw = str(path_or_name).strip()
-    path = Path(raw).expanduser()
-    if path.exists():
+    try:
+        path = Path(raw).expanduser()
+    except RuntimeError:  # "~someone" without such a user: the name as written
+        path = Path(raw)
+    kind = path_kind(path)
+    if kind in ("file", "dir"):
         path = path.resolve()
-        if path.is_file() and path.suffix in (".json", ".safetensors", ".bin") and "options" not in path.name \
-                and (path.parent / "config.json").is_file():
+        if is_file(path) and path.suffix in (".json", ".safetensors", ".bin") and "options" not in path.name \
+                and is_file(path.parent / "config.json"):
             path = path.parent  # config.json or the weights of a checkpoint directory: the directory
-        if path.is_dir() and path.name.startswith("models--") and (path / "snapshots").exists():
+        if is_dir(path) and path.name.startswith("models--") and is_dir(path / "snapshots"):
             return hf_snapshot(path), hf_repo_name(path) or path.name
         # A published ELMo's options or weights file, or a config.json: the model is the folder.
-        named = path.parent if path.is_file() and path.suffix.lower() in (".json", ".hdf5", ".h5") else path
+        named = path.parent if is_file(path) and path.suffix.lower() in (".json", ".hdf5", ".h5") else path
         return path, hf_repo_name(path) or named.name
+    if kind == "broken link":
+        raise ModelNotFoundError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist")
+    if kind != "missing":
+        raise CheckpointError(f"{path}: {describe_kind(kind)}, not a model; give a model folder or file")
     looked = [f"no file or directory {path}"]
 
     assets = assets_dir()
@@ -392,7 +533,8 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
 
 def detect_kind(path: Path) -> str:
     """"bert", "elmo", "elmo-published", "static" or "static-text" from the files at ``path``."""
-    if path.is_file():
+    kind = path_kind(path)
+    if kind == "file":
         name = path.name.lower()
         if name == "config.json":
             return detect_kind(path.parent)
@@ -402,8 +544,10 @@ def detect_kind(path: Path) -> str:
             return "static-text"
         raise ModelNotFoundError(f"{path}: not a model file; expected a model directory, a published ELMo "
                                  "options.json / *weights*.hdf5, or a word-vector .txt/.vec file")
-    if (path / "config.json").is_file():
-        cfg = read_json(path / "config.json")
+    if kind != "dir":
+        raise CheckpointError(f"{path}: {describe_kind(kind)}, not a model; give a model folder or file")
+    if path_kind(path / "config.json") != "missing":
+        cfg = read_json(require_file(path / "config.json", "config.json"), "config.json")
         model_type = cfg.get("model_type")
         if model_type in ("bert", "elmo", "static"):
             return model_type
@@ -412,12 +556,11 @@ def detect_kind(path: Path) -> str:
         if model_type is None and "num_attention_heads" in cfg and "hidden_size" in cfg:
             return "bert"  # old Hugging Face / Google configs carry no model_type
         raise CheckpointError(
-            f"{path / 'config.json'}: model_type {model_type!r} is not supported; ctxmodels loads BERT "
+            f"{path / 'config.json'}: model_type {shown(model_type)} is not supported; ctxmodels loads BERT "
             "(model_type 'bert'), ELMo and static vectors")
-    if any(path.glob("*options*.json")) and any(path.glob("*.hdf5")):
+    if any(is_file(p) for p in path.glob("*options*.json")) and any(is_file(p) for p in path.glob("*.hdf5")):
         return "elmo-published"
-    texts = [p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TEXT_VECTOR_SUFFIXES)
-             and not p.name.lower().startswith(("vocab", "readme", "license"))]
+    texts = _text_vector_files(path)
     if len(texts) == 1:
         return "static-text"
     found = sorted(p.name for p in path.iterdir())[:12]
@@ -426,48 +569,61 @@ def detect_kind(path: Path) -> str:
         f"*weights*.hdf5 (published ELMo) and one word-vector .txt/.vec file; found {found or 'nothing'}")
 
 
+def _text_vector_files(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.lower().endswith(_TEXT_VECTOR_SUFFIXES) and is_file(p)
+            and not p.name.lower().startswith(("vocab", "readme", "license"))]
+
+
 def _read_card(path: Path) -> str:
-    folder = path if path.is_dir() else path.parent
-    card = folder / "README.md"
-    try:
-        return card.read_text(encoding="utf-8") if card.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+    """The model card (README.md beside the model), its first megabyte at most; "" when there is none."""
+    card = (path if is_dir(path) else path.parent) / "README.md"
+    if not is_file(card):
         return ""
+    try:
+        data = read_bytes(card, MAX_CARD_BYTES, "model card", head=True)
+    except CheckpointError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if len(data) == MAX_CARD_BYTES:
+        limit = f"{MAX_CARD_BYTES >> 20} MB"
+        text = text[: text.rfind("\n") + 1] + f"\n*(the card is longer; only its first {limit} is shown)*\n"
+    return text
 
 
 def _load_uncached(path: Path, name: str, device: str | torch.device) -> LoadedModel:
     kind = detect_kind(path)
     card = _read_card(path)
+    folder = path.parent if is_file(path) else path
     if kind == "bert":
         from .formats.huggingface import load_bert
 
-        model, tokenizer = load_bert(path.parent if path.is_file() else path)
-        return BertLoaded(name, path, model.to(device).eval(), tokenizer, card)
-    if kind in ("elmo", "elmo-published"):
+        model, tokenizer = load_bert(folder)
+        loaded: LoadedModel = BertLoaded(name, path, model.to(device).eval(), tokenizer, card)
+    elif kind in ("elmo", "elmo-published"):
         from .formats.allennlp import load_elmo, load_published_elmo
 
         if kind == "elmo":
-            model = load_elmo(path.parent if path.is_file() else path)
-        elif path.is_file() and path.suffix.lower() in (".hdf5", ".h5"):
-            options = sorted(path.parent.glob("*options*.json"))
+            model = load_elmo(folder)
+        elif is_file(path) and path.suffix.lower() in (".hdf5", ".h5"):
+            options = sorted(p for p in path.parent.glob("*options*.json") if is_file(p))
             if len(options) != 1:
                 raise CheckpointError(f"{path}: cannot tell which options file belongs to these ELMo weights "
                                       f"(found {[p.name for p in options] or 'none'} beside it)")
             model = load_published_elmo(options[0], weights=path)
         else:
             model = load_published_elmo(path)
-        return ElmoLoaded(name, path, model.to(device).eval(), card)
-    from .static import StaticVectors, load_text_vectors
+        loaded = ElmoLoaded(name, path, model.to(device).eval(), card)
+    else:
+        from .static import StaticVectors, load_text_vectors
 
-    model = StaticVectors.load(path) if kind == "static" else load_text_vectors(_text_vector_file(path))
-    return StaticLoaded(name, path, model.eval(), card)
+        model = StaticVectors.load(path) if kind == "static" else load_text_vectors(_text_vector_file(path))
+        loaded = StaticLoaded(name, path, model.eval(), card)
+    loaded.check_outputs()
+    return loaded
 
 
 def _text_vector_file(path: Path) -> Path:
-    if path.is_file():
-        return path
-    return next(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(_TEXT_VECTOR_SUFFIXES)
-                and not p.name.lower().startswith(("vocab", "readme", "license")))
+    return path if is_file(path) else _text_vector_files(path)[0]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -479,24 +635,58 @@ _LOCK = threading.Lock()
 
 def _stamp(path: Path) -> float:
     """Newest modification time of the files at ``path``, so a model retrained in place is loaded again."""
-    if path.is_file():
+    if is_file(path):
         return path.stat().st_mtime
-    return max((p.stat().st_mtime for p in path.iterdir() if p.is_file()), default=0.0)
+    return max((p.stat().st_mtime for p in path.iterdir() if is_file(p)), default=0.0)
+
+
+#: the longest message a load error carries (a value quoted from a hostile file could be megabytes)
+MAX_MESSAGE = 2000
+
+
+def _one_line_error(e: CheckpointError) -> CheckpointError:
+    """``e`` with its message on one line (a file name may hold a line break) and of bounded length."""
+    text = one_line(str(e))
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 200] + " ... " + text[-195:]
+    if text == str(e):
+        return e
+    new = type(e)(text)
+    new.__cause__ = e.__cause__
+    return new
 
 
 def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: bool = False) -> LoadedModel:
-    """Load a model by path or name (see the module docstring); the same object is returned on later calls."""
-    path, name = resolve(path_or_name)
-    key = (str(path), str(device))
-    with _LOCK:
-        cached = _CACHE.get(key)
-        stamp = _stamp(path)
-        if cached is not None and not reload and getattr(cached, "_stamp", None) == stamp:
-            return cached
-        model = _load_uncached(path, name, device)
-        model._stamp = stamp  # type: ignore[attr-defined]
-        _CACHE[key] = model
-        return model
+    """Load a model by path or name (see the module docstring); the same object is returned on later calls.
+
+    Whatever is wrong with the files (missing, damaged, hostile, not matching each other, too large for this
+    machine, a pipe or a device), the error is a :class:`~ctxmodels.checkpoint.CheckpointError` (a
+    :class:`ModelNotFoundError` when nothing is there) with a one-line message naming the file."""
+    where: Any = path_or_name
+    try:
+        path, name = resolve(path_or_name)
+        where = path
+        key = (str(path), str(device))
+        with _LOCK:
+            cached = _CACHE.get(key)
+            stamp = _stamp(path)
+            if cached is not None and not reload and getattr(cached, "_stamp", None) == stamp:
+                return cached
+            model = _load_uncached(path, name, device)
+            model._stamp = stamp  # type: ignore[attr-defined]
+            _CACHE[key] = model
+            return model
+    except CheckpointError as e:
+        fixed = _one_line_error(e)
+        if fixed is e:
+            raise
+        raise fixed from e.__cause__
+    except OSError as e:  # a file that cannot be read (permissions, I/O errors, a name too long)
+        raise _one_line_error(CheckpointError(f"{where}: cannot read the model ({e.strerror or e})")) from e
+    except MemoryError:
+        raise CheckpointError(one_line(f"{where}: not enough memory to load this model")) from None
+    except ValueError as e:  # a library below the formats reporting bad data; the formats name their files
+        raise _one_line_error(CheckpointError(f"{where}: cannot load the model ({e})")) from e
 
 
 def clear_cache() -> None:

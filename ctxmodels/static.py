@@ -21,19 +21,41 @@ from __future__ import annotations
 
 import difflib
 import gzip
+import itertools
 import math
+import os
+import stat
 import warnings
-from collections.abc import Iterable, Sequence
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from .bounds import float_range, int_range
+from .checkpoint import CheckpointError, load_tensors, save_tensors, write_json, write_text_atomic
 from .cosine import unit_rows
+from .model_files import (
+    MAX_VOCAB_BYTES,
+    check_model_bytes,
+    check_number,
+    check_weights,
+    check_weights_file_size,
+    is_dir,
+    memory_budget,
+    read_json,
+    read_text,
+    require_file,
+    safetensors_shapes,
+    shown,
+)
 
 MODEL_TYPE = "static"
 INPUT_KEY = "input_embeddings.weight"
@@ -47,6 +69,20 @@ class UnknownWordError(ValueError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+#: the range of every numeric field of :class:`StaticConfig` (the largest published vector sets have a few million
+#: words of 300 dimensions; memory is checked too)
+LIMITS = {
+    "vocab_size": int_range(1, 100_000_000),
+    "dim": int_range(1, 100_000),
+    "window": int_range(1, 10_000),
+    "negatives": int_range(1, 10_000),
+    "min_count": int_range(1, 2**62),
+    "subsample": float_range(0, 1, hi_open=True),
+}
+#: what a static model's config.json must state
+REQUIRED = ("vocab_size", "dim")
+
+
 @dataclass
 class StaticConfig:
     vocab_size: int = 30000  # rows of the tables (the training vocabulary, after --min-count and --vocab-size)
@@ -58,12 +94,16 @@ class StaticConfig:
     lowercase: bool = True  # words are lower-cased before lookup (training and queries alike)
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "dim", "window", "negatives", "min_count"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"StaticConfig.{name} must be a positive integer, got {value!r}")
-        if not (isinstance(self.subsample, (int, float)) and 0 <= self.subsample < 1):
-            raise ValueError(f"StaticConfig.subsample must be in [0, 1), got {self.subsample!r}")
+        """Every field checked against :data:`LIMITS` (type, range, NaN) before a table is allocated."""
+        for name, bound in LIMITS.items():
+            try:
+                check_number(bound, name, getattr(self, name))
+            except ValueError as e:
+                raise ValueError(f"StaticConfig.{e}") from None
+        if not isinstance(self.lowercase, bool):
+            raise ValueError(f"StaticConfig.lowercase must be true or false, got {shown(self.lowercase)}")
+        # the word table is what any model of this config holds (training adds a second one of the same size)
+        check_model_bytes(self.vocab_size * self.dim, "this static-vector configuration")
 
     def to_dict(self) -> dict:
         return {"model_type": MODEL_TYPE, **asdict(self)}
@@ -72,7 +112,10 @@ class StaticConfig:
     def from_dict(cls, d: dict, source: str = "config") -> StaticConfig:
         kind = d.get("model_type", MODEL_TYPE)
         if kind != MODEL_TYPE:
-            raise CheckpointError(f"{source}: model_type is {kind!r}, not a static-vector model ({MODEL_TYPE!r})")
+            raise CheckpointError(f"{source}: model_type is {shown(kind)}, not a static-vector model ({MODEL_TYPE!r})")
+        missing = [k for k in REQUIRED if k not in d]
+        if missing:
+            raise CheckpointError(f"{source}: the required field(s) {', '.join(missing)} are missing")
         known = {f.name for f in fields(cls)}
         try:
             return cls(**{k: v for k, v in d.items() if k in known})
@@ -239,33 +282,51 @@ class StaticVectors(nn.Module):
 
     @classmethod
     def load(cls, directory: str | Path) -> StaticVectors:
-        """Load a directory written by :meth:`save` (or by ``ctxmodels train static``)."""
+        """Load a directory written by :meth:`save` (or by ``ctxmodels train static``).
+
+        The config is checked first, then the weights' shapes from the safetensors header and the word list, and
+        only then are the weights read; anything wrong is a CheckpointError naming the file."""
         directory = Path(directory)
-        if not directory.is_dir():
+        if not is_dir(directory):
             raise CheckpointError(f"{directory}: not a directory (for a word2vec/GloVe text file use "
                                   "load_text_vectors)")
-        config = StaticConfig.from_dict(read_json(directory / "config.json"), source=str(directory / "config.json"))
-        words, counts = _read_vocab(directory / "vocab.txt")
-        tensors = load_tensors(directory / "model.safetensors")
+        config_path = directory / "config.json"
+        config = StaticConfig.from_dict(read_json(config_path, "config.json"), source=str(config_path))
         weights = directory / "model.safetensors"
-        if INPUT_KEY not in tensors:
-            raise CheckpointError(f"{weights}: no {INPUT_KEY!r} tensor (found {sorted(tensors)[:5]})")
-        table = tensors[INPUT_KEY]
         expected = (config.vocab_size, config.dim)
-        if tuple(table.shape) != expected:
-            raise CheckpointError(f"{weights}: {INPUT_KEY} has shape {tuple(table.shape)}, but config.json says "
-                                  f"vocab_size={config.vocab_size}, dim={config.dim}")
+        shapes = safetensors_shapes(weights)
+        if INPUT_KEY not in shapes:
+            raise CheckpointError(f"{weights}: no {INPUT_KEY!r} tensor (found {sorted(shapes)[:5]})")
+        for key in (INPUT_KEY, OUTPUT_KEY):
+            if key in shapes and shapes[key] != expected:
+                raise CheckpointError(f"{weights}: {key} has shape {shapes[key]}, but config.json says "
+                                      f"vocab_size={config.vocab_size}, dim={config.dim}")
+        check_weights_file_size(weights, 2 * config.vocab_size * config.dim)
+        vocab_path = directory / "vocab.txt"
+        words, counts = _read_vocab(vocab_path, config.vocab_size)
         if len(words) != config.vocab_size:
-            raise CheckpointError(f"{directory / 'vocab.txt'}: {len(words)} words, but config.json says "
+            raise CheckpointError(f"{vocab_path}: {len(words)} words, but config.json says "
                                   f"vocab_size={config.vocab_size}")
-        out = tensors.get(OUTPUT_KEY)
-        if out is not None and tuple(out.shape) != expected:
-            raise CheckpointError(f"{weights}: {OUTPUT_KEY} has shape {tuple(out.shape)}, expected {expected}")
-        model = cls(config, words, counts, with_output=out is not None)
+        if config.lowercase:
+            upper = [w for w in words if w.lower() != w]
+            if upper:
+                raise CheckpointError(
+                    f"{vocab_path}: {len(upper)} word(s) hold capitals (e.g. {shown(upper[0])}), but config.json says "
+                    "the model is lower-cased (lowercase: true), so they could never be looked up; lower-case "
+                    "the words, or set lowercase to false")
+        tensors = load_tensors(weights)
+        table, out = tensors.get(INPUT_KEY), tensors.get(OUTPUT_KEY)
+        if table is None or tuple(table.shape) != expected or (out is not None and tuple(out.shape) != expected):
+            raise CheckpointError(f"{weights}: the tensors do not match the file's own header")
+        try:
+            model = cls(config, words, counts, with_output=out is not None)
+        except ValueError as e:
+            raise CheckpointError(f"{vocab_path}: {e}") from None
         with torch.no_grad():
             model.input_embeddings.weight.copy_(table.float())
             if out is not None:
                 model.output_embeddings.weight.copy_(out.float())
+        check_weights(model.named_parameters(), weights)
         return model
 
 
@@ -273,20 +334,19 @@ def _build_index(words: list[str]) -> dict[str, int]:
     index: dict[str, int] = {}
     for i, w in enumerate(words):
         if not w or any(c in w for c in "\t\n\r"):
-            raise ValueError(f"word {i} ({w!r}) is empty or holds a tab or line break")
+            raise ValueError(f"word {i} ({shown(w)}) is empty or holds a tab or line break")
         if w in index:
-            raise ValueError(f"word {w!r} appears twice (rows {index[w]} and {i})")
+            raise ValueError(f"word {shown(w)} appears twice (rows {index[w]} and {i})")
         index[w] = i
     return index
 
 
-def _read_vocab(path: Path) -> tuple[list[str], list[int] | None]:
-    if not path.is_file():
-        raise CheckpointError(f"{path}: file not found")
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as e:
-        raise CheckpointError(f"{path}: not UTF-8 text ({e})") from e
+def _read_vocab(path: Path, expected: int) -> tuple[list[str], list[int] | None]:
+    text = read_text(path, MAX_VOCAB_BYTES, "vocabulary")
+    if text.count("\n") > expected + 1:  # counted before anything is split
+        raise CheckpointError(f"{path}: more than {expected + 1:,} lines, but config.json says vocab_size={expected}")
+    # split("\n"), not splitlines(): a word may hold U+2028 or other characters splitlines() breaks at
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     words, counts = [], []
@@ -298,14 +358,14 @@ def _read_vocab(path: Path) -> tuple[list[str], list[int] | None]:
             try:
                 counts.append(int(count))
             except ValueError:
-                raise CheckpointError(f"{path}: line {n}: count {count!r} is not an integer") from None
+                raise CheckpointError(f"{path}: line {n}: count {shown(count)} is not an integer") from None
         words.append(word)
     if counts and len(counts) != len(words):
         raise CheckpointError(f"{path}: some lines have a count and some do not")
     if len(set(words)) != len(words):
         seen: set[str] = set()
         dup = next(w for w in words if w in seen or seen.add(w))
-        raise CheckpointError(f"{path}: word {dup!r} appears more than once")
+        raise CheckpointError(f"{path}: word {shown(dup)} appears more than once")
     return words, (counts or None)
 
 
@@ -327,64 +387,126 @@ def sgns_loss(pos: torch.Tensor, neg: torch.Tensor, neg_mask: torch.Tensor | Non
 # word2vec / GloVe text files
 
 
-def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int | None = None) -> StaticVectors:
-    """Read ``word v1 v2 ... vD`` lines (word2vec text output or GloVe; ``.gz`` too).
+#: the longest line a word-vector text file may have (a 300-dimensional GloVe line is about 3 KB): a longer one
+#: is not a vector line, and reading on would let one endless line (a decompression bomb) fill the memory
+MAX_LINE_BYTES = 4 * 2**20
+#: the largest magnitude a vector value may have (beyond it, squares overflow float32 in every cosine)
+MAX_VECTOR_VALUE = 1e15
+_BYTES_PER_WORD = 120  # what a word costs besides its vector while reading (the string, the index, the list)
 
-    A first line of two integers ``N D`` (word2vec's header) is optional. Malformed lines raise a
-    ValueError naming the line. A repeated word keeps its first vector, with a warning.
-    ``lowercase=True`` makes lookups case-insensitive (only sensible for lower-cased vectors).
+
+def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int | None = None) -> StaticVectors:
+    """Read ``word v1 v2 ... vD`` lines (word2vec text output or GloVe; gzip-compressed too, recognised by its
+    first bytes whatever the name).
+
+    A first line of two integers ``N D`` (word2vec's header) is optional. A repeated word keeps its first vector,
+    with a warning. ``lowercase=True`` makes lookups case-insensitive (only sensible for lower-cased vectors).
+    Anything that is not such a file (a malformed line, a line longer than :data:`MAX_LINE_BYTES`, a value that
+    is not a finite number within ±:data:`MAX_VECTOR_VALUE`, a damaged or truncated gzip stream, more vectors
+    than fit in memory) raises a :class:`~ctxmodels.checkpoint.CheckpointError` naming the file and the line.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: file not found")
+    path = require_file(path, "word-vector file")
     words: list[str] = []
-    rows: list[list[float]] = []
+    values = array("f")
     seen: dict[str, int] = {}
     dim: int | None = None
     header_count: int | None = None
     duplicates = 0
-    with _open_text(path) as f:
-        for n, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip()
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}: line {n} is not UTF-8 text (binary word2vec files are not supported; "
-                                 "convert them to the text format)") from None
-            if not line:
-                continue
-            if n == 1 and _is_header(line):
-                header_count, dim = (int(x) for x in line.split())
-                continue
-            if dim is None:
-                dim = _trailing_numbers(line.split())
-                if dim < 1:
-                    raise ValueError(f"{path}: line {n}: expected a word followed by numbers, found {line[:60]!r}")
-            word, values = _parse_vector_line(line, dim, path, n)
-            if word in seen:
-                duplicates += 1
-                continue
-            seen[word] = len(words)
-            words.append(word)
-            rows.append(values)
-            if max_words is not None and len(words) >= max_words:
-                break
+    budget = memory_budget()
+    compressed = False
+    try:
+        with _open_text(path) as (f, compressed):
+            for n in itertools.count(1):
+                raw = f.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    break
+                if len(raw) > MAX_LINE_BYTES:
+                    raise CheckpointError(f"{path}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MB; not a "
+                                          "word-vector text file")
+                try:
+                    line = raw.decode("utf-8").rstrip()
+                except UnicodeDecodeError:
+                    raise CheckpointError(f"{path}: line {n} is not UTF-8 text (binary word2vec files are not "
+                                          "supported; convert them to the text format)") from None
+                if not line:
+                    continue
+                if n == 1 and _is_header(line):
+                    header_count, dim = (int(x) for x in line.split())
+                    _check_dim(dim, path, n)
+                    if 4 * header_count * dim + _BYTES_PER_WORD * header_count > budget:
+                        raise CheckpointError(f"{path}: the header announces {header_count:,} vectors of {dim:,} "
+                                              f"numbers, more than fit in half of this machine's memory")
+                    continue
+                if dim is None:
+                    dim = _trailing_numbers(line.split())
+                    if dim < 1:
+                        raise CheckpointError(f"{path}: line {n}: expected a word followed by numbers, found "
+                                              f"{line[:60]!r}")
+                    _check_dim(dim, path, n)
+                word, floats = _parse_vector_line(line, dim, path, n)
+                if word in seen:
+                    duplicates += 1
+                    continue
+                seen[word] = len(words)
+                words.append(word)
+                values.extend(floats)
+                if 4 * len(values) + _BYTES_PER_WORD * len(words) > budget:
+                    raise CheckpointError(f"{path}: more vectors than fit in half of this machine's memory "
+                                          f"({len(words):,} read by line {n})")
+                if max_words is not None and len(words) >= max_words:
+                    break
+    except CheckpointError:
+        raise
+    except (OSError, EOFError, zlib.error) as e:
+        what = "a damaged or truncated gzip file" if compressed else "cannot read the file"
+        raise CheckpointError(f"{path}: {what} ({type(e).__name__}: {e})") from None
     if not words:
-        raise ValueError(f"{path}: no vectors found (expected lines 'word v1 v2 ...')")
+        raise CheckpointError(f"{path}: no vectors found (expected lines 'word v1 v2 ...')")
     if header_count is not None and max_words is None and len(words) + duplicates != header_count:
-        raise ValueError(f"{path}: the header announces {header_count} vectors but the file has "
-                         f"{len(words) + duplicates}; the file may be truncated")
+        raise CheckpointError(f"{path}: the header announces {header_count} vectors but the file has "
+                              f"{len(words) + duplicates}; the file may be truncated")
     if duplicates:
         warnings.warn(f"{path}: {duplicates} repeated word(s); kept the first vector of each", stacklevel=2)
-    return StaticVectors.from_vectors(words, np.asarray(rows, dtype=np.float32), lowercase=lowercase)
+    table = np.frombuffer(values, dtype=np.float32).reshape(len(words), dim)
+    try:
+        return StaticVectors.from_vectors(words, table, lowercase=lowercase)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: {e}") from None
 
 
-def _open_text(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+def _check_dim(dim: int, path: Path, n: int) -> None:
+    try:
+        check_number(LIMITS["dim"], "the vector size", dim)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: line {n}: {e}") from None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextmanager
+def _open_text(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
+    """The file's bytes, decompressed when it starts as gzip does (whatever its name), and whether it was."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot open the word-vector file ({e.strerror or e})") from None
+    with os.fdopen(fd, "rb") as raw:
+        if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+            raise CheckpointError(f"{path}: not a regular file, cannot be a word-vector file")
+        compressed = raw.read(2) == GZIP_MAGIC
+        raw.seek(0)
+        if compressed:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                yield f, True
+        else:
+            yield raw, False
 
 
 def _is_header(line: str) -> bool:
     parts = line.split()
-    return len(parts) == 2 and all(p.isdigit() for p in parts) and int(parts[1]) > 0
+    return (len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts) and int(parts[1]) > 0
+            and len(parts[0]) < 19 and len(parts[1]) < 19)
 
 
 def _parse_vector_line(line: str, dim: int, path: Path, n: int) -> tuple[str, list[float]]:
@@ -392,18 +514,26 @@ def _parse_vector_line(line: str, dim: int, path: Path, n: int) -> tuple[str, li
     parts = line.rsplit(maxsplit=dim)
     word, values = parts[0], parts[1:]
     if len(values) < dim:
-        raise ValueError(f"{path}: line {n}: expected a word and {dim} numbers, found {len(parts)} field(s)")
-    if " " in word or "\t" in word:
+        raise CheckpointError(f"{path}: line {n}: expected a word and {dim} numbers, found {len(parts)} field(s)")
+    if any(c in word for c in "\t\r\n"):
         last = word.split()[-1]
         if _is_number(last):
-            raise ValueError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
+            raise CheckpointError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
+        raise CheckpointError(f"{path}: line {n}: the word {word[:60]!r} holds a tab or line break")
+    if " " in word:
+        last = word.split()[-1]
+        if _is_number(last):
+            raise CheckpointError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
     try:
         floats = [float(v) for v in values]
     except ValueError:
         bad = next(v for v in values if not _is_number(v))
-        raise ValueError(f"{path}: line {n}: {bad!r} is not a number") from None
+        raise CheckpointError(f"{path}: line {n}: {bad[:60]!r} is not a number") from None
     if not all(math.isfinite(x) for x in floats):
-        raise ValueError(f"{path}: line {n}: the vector of {word!r} holds NaN or infinity")
+        raise CheckpointError(f"{path}: line {n}: the vector of {word[:60]!r} holds NaN or infinity")
+    if max(map(abs, floats)) > MAX_VECTOR_VALUE:
+        raise CheckpointError(f"{path}: line {n}: the vector of {word[:60]!r} holds a value beyond "
+                              f"±{MAX_VECTOR_VALUE:.0e}; not a word vector")
     return word, floats
 
 

@@ -25,10 +25,18 @@ from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
 from tokenizers.models import WordPiece
 from tokenizers.trainers import WordPieceTrainer
 
+from .bounds import int_range
 from .checkpoint import CheckpointError, write_json, write_text_atomic
+from .model_files import MAX_TOKENIZER_BYTES, MAX_VOCAB_BYTES, is_dir, path_kind, read_json, read_text, require_file
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = [PAD, UNK, CLS, SEP, MASK]  # in this order, so [PAD] = 0 in vocabularies we train
+
+
+#: a ``model_max_length`` from tokenizer_config.json that counts as a limit
+MAX_LENGTH = int_range(3, 1_000_000)
+#: the most pieces a vocab.txt may list (BERT's vocab_size limit)
+MAX_TOKENS = 10_000_000
 
 
 @dataclass
@@ -131,13 +139,14 @@ class WordPieceTokenizer:
         return tk
 
     @classmethod
-    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> WordPieceTokenizer:
-        """Build from a BERT ``vocab.txt`` (one piece a line; the id is the line number)."""
+    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True, max_tokens: int = MAX_TOKENS
+                   ) -> WordPieceTokenizer:
+        """Build from a BERT ``vocab.txt`` (one piece a line; the id is the line number; at most ``max_tokens``)."""
         path = Path(vocab_file)
-        try:
-            lines = path.read_text(encoding="utf-8").split("\n")
-        except (OSError, UnicodeDecodeError) as e:
-            raise CheckpointError(f"{path}: cannot read the vocabulary ({e})") from e
+        text = read_text(path, MAX_VOCAB_BYTES, "vocabulary")
+        if text.count("\n") > max_tokens:
+            raise CheckpointError(f"{path}: more than {max_tokens:,} lines; not a WordPiece vocabulary")
+        lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         vocab: dict[str, int] = {}
@@ -155,24 +164,24 @@ class WordPieceTokenizer:
     def load(cls, directory_or_file: str | Path) -> WordPieceTokenizer:
         """Read ``tokenizer.json`` (preferred) or ``vocab.txt``; ``tokenizer_config.json`` gives do_lower_case."""
         path = Path(directory_or_file)
-        directory = path if path.is_dir() else path.parent
-        config = {}
-        if (directory / "tokenizer_config.json").is_file():
-            try:
-                config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise CheckpointError(f"{directory / 'tokenizer_config.json'}: not valid JSON ({e})") from e
+        directory = path if is_dir(path) else path.parent
+        config: dict = {}
+        if path_kind(directory / "tokenizer_config.json") != "missing":
+            config = read_json(directory / "tokenizer_config.json", "tokenizer_config.json")
         max_length = config.get("model_max_length")
-        max_length = max_length if isinstance(max_length, int) and 0 < max_length < 1_000_000 else None
-        if path.is_dir():
-            if (path / "tokenizer.json").is_file():
+        # Hugging Face writes a huge number for "no limit"; anything below 3 (begin, a piece, end) is no limit either
+        try:
+            max_length = max_length if MAX_LENGTH.contains(max_length) else None
+        except OverflowError:  # an integer beyond any float
+            max_length = None
+        if is_dir(path):
+            if path_kind(path / "tokenizer.json") != "missing":
                 path = path / "tokenizer.json"
-            elif (path / "vocab.txt").is_file():
+            elif path_kind(path / "vocab.txt") != "missing":
                 path = path / "vocab.txt"
             else:
                 raise CheckpointError(f"{directory}: no tokenizer.json or vocab.txt")
-        if not path.is_file():
-            raise CheckpointError(f"{path}: file not found")
+        require_file(path, "tokenizer file")
         if path.suffix == ".txt":
             tok = cls.from_vocab(path, lowercase=bool(config.get("do_lower_case", True)))
         else:
@@ -182,22 +191,30 @@ class WordPieceTokenizer:
 
     @classmethod
     def _from_tokenizer_json(cls, path: Path, config: dict) -> WordPieceTokenizer:
+        text = read_text(path, MAX_TOKENIZER_BYTES, "tokenizer.json")
         try:
-            spec = json.loads(path.read_text(encoding="utf-8"))
-            tk = Tokenizer.from_str(json.dumps(spec))
-        except Exception as e:  # tokenizers raises plain Exceptions for malformed files
-            raise CheckpointError(f"{path}: not a readable tokenizer.json ({e})") from e
-        kind = (spec.get("model") or {}).get("type")
-        if kind != "WordPiece":
-            raise CheckpointError(f"{path}: the tokenizer model is {kind}, not WordPiece")
-        norm = spec.get("normalizer") or {}
-        lowercase = bool(norm.get("lowercase", config.get("do_lower_case", True)))
-        # The post-processor (specials) is ours; the normaliser / pre-tokeniser of the file are kept as they are.
-        tk.post_processor = None
-        try:
-            return cls(tk, lowercase=lowercase)
+            spec = json.loads(text)
+        except RecursionError:
+            raise CheckpointError(f"{path}: not a readable tokenizer.json (nested too deeply)") from None
         except ValueError as e:
-            raise CheckpointError(f"{path}: {e}") from e
+            raise CheckpointError(f"{path}: not a readable tokenizer.json ({e})") from None
+        model = spec.get("model") if isinstance(spec, dict) else None
+        kind = model.get("type") if isinstance(model, dict) else None
+        if kind != "WordPiece":
+            raise CheckpointError(f"{path}: the tokenizer model is {str(kind)[:60]}, not WordPiece")
+        norm = spec.get("normalizer")
+        norm = norm if isinstance(norm, dict) else {}
+        lowercase = bool(norm.get("lowercase", config.get("do_lower_case", True)))
+        try:
+            tk = Tokenizer.from_str(text)
+            # The post-processor (specials) is ours; the normaliser / pre-tokeniser of the file are kept as they are.
+            tk.post_processor = None
+            return cls(tk, lowercase=lowercase)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except BaseException as e:  # noqa: B036  tokenizers raises plain Exceptions, and panics (BaseException)
+            raise CheckpointError(f"{path}: not a readable tokenizer.json ({type(e).__name__}: "
+                                  f"{' '.join(str(e).split())[:300]})") from None
 
     def save(self, directory: str | Path) -> None:
         """Write ``vocab.txt``, ``tokenizer.json`` and ``tokenizer_config.json``."""
@@ -240,6 +257,11 @@ class WordPieceTokenizer:
         return self._tk.get_vocab_size(with_added_tokens=True)
 
     @property
+    def largest_id(self) -> int:
+        """The largest id the tokenizer can produce (ids may have gaps, so this can exceed ``vocab_size - 1``)."""
+        return max(self._tk.get_vocab(with_added_tokens=True).values())
+
+    @property
     def lowercase(self) -> bool:
         return self._lowercase
 
@@ -256,6 +278,14 @@ class WordPieceTokenizer:
         if tok is None:
             raise ValueError(f"id {i} is outside the vocabulary (size {self.vocab_size})")
         return tok
+
+    def known_ids(self, size: int) -> torch.Tensor:
+        """Bool [size]: True for the ids that have a token. A model may have more rows than its tokenizer has
+        tokens (a vocabulary padded to a round size, or one with gaps), and those rows must never be shown."""
+        known = torch.zeros(size, dtype=torch.bool)
+        ids = [i for i in self._tk.get_vocab(with_added_tokens=True).values() if 0 <= i < size]
+        known[ids] = True
+        return known
 
     def is_special(self, i: int) -> bool:
         return int(i) in self._special_ids

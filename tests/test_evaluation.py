@@ -95,9 +95,10 @@ def test_wsd_by_hand(wsd_dir: Path):
 def test_nearest_neighbour_skips_missing_vectors():
     train = np.array([[1.0, 0.0], [np.nan, np.nan], [0.0, 1.0], [0.0, 1.0]])
     test = np.array([[0.1, 1.0], [np.nan, 0.0]])
-    # the NaN train row is no candidate; the NaN test row gets the most frequent train label ("b")
-    assert ev.nearest_neighbour(train, ["a", "a", "b", "b"], test) == ["b", "a"]
-    assert ev.nearest_neighbour(train, ["a", "b", "b", "c"], test) == ["b", "b"]
+    # the NaN train row is no candidate; the NaN test row gets no prediction (never a guess)
+    assert ev.nearest_neighbour(train, ["a", "a", "b", "b"], test) == ["b", None]
+    assert ev.nearest_neighbour(train, ["a", "b", "b", "c"], test) == ["b", None]
+    assert ev.nearest_neighbour(np.full((2, 2), np.nan), ["a", "b"], test) == [None, None]
 
 
 def test_occurrence_vectors_take_the_indexed_word():
@@ -131,6 +132,81 @@ def test_choose_threshold_by_hand():
         ev.choose_threshold(np.array([np.nan]), [True])
 
 
+WSD_FIELDS = {"model", "layer", "word", "n_test", "n_missing", "coverage", "n_train_missing", "accuracy", "macro_f1",
+              "accuracy_with_fallback", "macro_f1_with_fallback"}
+
+
+class PartialModel(FakeModel):
+    """FakeModel without any vector for the words in ``unknown`` (NaN rows in both layers, as a static model
+    gives for words it does not know), or without any vector at all in layer "static" (``no_static``)."""
+
+    def __init__(self, unknown=(), no_static=False):
+        super().__init__("partial")
+        self.unknown, self.no_static = set(unknown), no_static
+
+    def _embed(self, sentences, pooling, batch_size):
+        out = super()._embed(sentences, pooling, batch_size)
+        for s, v in zip(sentences, out):
+            for i, w in enumerate(s):
+                if w in self.unknown or any(x in self.unknown for x in s):
+                    v[:, i] = np.nan
+            if self.no_static:
+                v[0] = np.nan
+        return out
+
+
+def test_wsd_never_reports_the_fallback_as_the_models_figure(wsd_dir: Path):
+    """Occurrences without a vector are left out of a model's accuracy and macro-F1 and counted; the figures with
+    the most-frequent-sense answer for them are kept apart."""
+    words = ev.read_wsd_dataset(wsd_dir)
+    # "loan" unknown: the first bank test sentence has no vector (and no train sentence holds "loan")
+    records = ev.evaluate_wsd(words, [PartialModel(unknown={"loan"})])
+    assert all(set(r) == WSD_FIELDS for r in records)
+    by = {(r["model"], r["layer"], r["word"]): r for r in records}
+    r = by[("partial", "context", "bank")]
+    assert (r["n_test"], r["n_missing"], r["n_train_missing"]) == (3, 1, 0)
+    assert r["coverage"] == pytest.approx(2 / 3)
+    # of the two covered test occurrences, "bank mud" (gold 1) is nearest to "bank cash" (0): wrong;
+    # "the bank river" (1) is right
+    assert r["accuracy"] == pytest.approx(0.5) and r["macro_f1"] == pytest.approx((0 + 2 / 3) / 2)
+    # the train majority (class 0, the first of a 2-2 tie) for "bank loan" (gold 0) would flatter the model
+    assert r["accuracy_with_fallback"] == pytest.approx(2 / 3)
+    r_all = by[("partial", "context", "ALL")]
+    assert (r_all["n_test"], r_all["n_missing"]) == (5, 1) and r_all["accuracy"] == pytest.approx(3 / 4)
+    # every occurrence missing in one layer: no figure, not the baseline's
+    records = ev.evaluate_wsd(words, [PartialModel(no_static=True)])
+    by = {(r["model"], r["layer"], r["word"]): r for r in records}
+    r = by[("partial", "static", "ALL")]
+    assert r["accuracy"] is None and r["macro_f1"] is None and r["coverage"] == 0.0 and r["n_missing"] == 5
+    mfs = by[(ev.MFS_MODEL, "-", "ALL")]
+    assert r["accuracy_with_fallback"] == pytest.approx(mfs["accuracy"])
+    assert ev.best_layers("wsd", records)["partial"]["layer"] == "context"
+    table = ev.format_table("wsd", records)
+    assert "cover" in table and "partial: up to 5 of 5 test occurrences have no vector" in table
+    static_row = next(line for line in table.splitlines() if line.startswith("partial") and "static" in line)
+    assert static_row.split()[2:4] == ["-", "-"]
+
+
+def test_wic_never_reports_the_fallback_as_the_models_figure(tmp_path: Path):
+    root = tmp_path / "wic"
+    write_wic_split(root, "train", WIC_TRAIN)
+    write_wic_split(root, "test", WIC_TEST)
+    fit, test = ev.read_wic_dataset(root)
+    records = ev.evaluate_wic(fit, test, [PartialModel(unknown={"water"}, no_static=True)])
+    by = {r["layer"]: r for r in records}
+    r = by["context"]  # 2 train pairs and the test pair (bank loan / bank water, F) have no vector
+    assert (r["n_test"], r["n_missing"], r["n_train_missing"]) == (4, 1, 2) and r["coverage"] == 0.75
+    # the threshold from the 3 covered train pairs (cosines .994 T, 0 F, .936 T) lies midway between 0 and .936
+    assert r["threshold"] == pytest.approx(0.8 / 0.73 ** 0.5 / 2) and r["train_accuracy"] == 1.0
+    assert r["test_accuracy"] == 1.0  # over the 3 covered test pairs
+    assert r["test_accuracy_with_fallback"] == pytest.approx(0.75)  # the train majority (True) for it: wrong
+    r = by["static"]  # no vector at all: no threshold, no figures, no crash
+    assert r["threshold"] is None and r["train_accuracy"] is None and r["test_accuracy"] is None
+    assert r["coverage"] == 0.0 and r["test_accuracy_with_fallback"] == pytest.approx(0.5)
+    table = ev.format_table("wic", records)
+    assert "partial: up to 4 of 4 test pairs have no vector" in table and "best layer of partial: context" in table
+
+
 def test_wsd_macro_f1_counts_a_class_only_predicted():
     """A test set need not hold every train class: a class only predicted counts with F1 0, as in sklearn's
     f1_score(average="macro"), the one definition the sense tables and the model cards use too."""
@@ -139,7 +215,7 @@ def test_wsd_macro_f1_counts_a_class_only_predicted():
     from ctxmodels.analysis import metrics, senses
 
     gold, pred = ["a", "a", "b"], ["a", "c", "b"]   # c: a train class absent from this test set
-    r = ev._wsd_record("m", "layer", "w", gold, pred)
+    r = ev._wsd_record("m", "layer", "w", gold, pred, "a", 0)
     assert r["macro_f1"] == pytest.approx((2 / 3 + 1 + 0) / 3)
     assert r["macro_f1"] == pytest.approx(f1_score(gold, pred, average="macro", zero_division=0))
     assert r["accuracy"] == pytest.approx(2 / 3)
@@ -169,7 +245,9 @@ def test_wic_by_hand(tmp_path: Path):
     assert fit.name == "train" and len(test.first) == 4 and test.second[2].index == 0
     records = ev.evaluate_wic(fit, test, [FakeModel()])
     by = {r["layer"]: r for r in records}
-    assert set(records[0]) == {"model", "layer", "threshold", "train_accuracy", "test_accuracy"}
+    assert set(records[0]) == {"model", "layer", "threshold", "train_accuracy", "test_accuracy", "n_train",
+                               "n_train_missing", "n_test", "n_missing", "coverage", "test_accuracy_with_fallback"}
+    assert all(r["coverage"] == 1.0 and r["test_accuracy_with_fallback"] == r["test_accuracy"] for r in records)
     # context layer, train cosines: T pairs .994, .994, .936; F pairs 0 and .220 -> threshold (.220 + .936) / 2
     r = by["context"]
     assert r["train_accuracy"] == 1.0 and r["threshold"] == pytest.approx((0.18 / 0.82 + 0.8 / 0.73 ** 0.5) / 2)
@@ -282,7 +360,7 @@ def test_cli_wsd(wsd_dir: Path, tiny_models, tmp_path: Path, capsys):
     result = json.loads(out.read_text())
     assert set(result) == {"task", "results"} and result["task"] == "wsd"
     recs = result["results"]
-    assert all(set(r) == {"model", "layer", "word", "n_test", "accuracy", "macro_f1"} for r in recs)
+    assert all(set(r) == WSD_FIELDS for r in recs)
     models = {r["model"] for r in recs}
     assert len(models) == 3 and ev.MFS_MODEL in models
     layers = {(r["model"], r["layer"]) for r in recs}

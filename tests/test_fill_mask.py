@@ -104,6 +104,11 @@ def test_clear_errors(saved):
     no_head = BertForPreTraining(model.config, mlm_head=False, nsp_head=False)
     with pytest.raises(ValueError, match="no masked-LM head"):
         fill_mask(no_head, tok, "the [MASK]")
+    broken = BertForPreTraining(model.config).eval()
+    with torch.no_grad():
+        broken.cls.predictions.bias[3] = float("nan")
+    with pytest.raises(ValueError, match="computed NaN or infinite scores"):  # never 'prob': nan
+        fill_mask(broken, tok, "the [MASK]")
 
 
 def test_cli_json_and_text_output(saved, capsys):

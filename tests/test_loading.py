@@ -209,7 +209,9 @@ def test_load_static_dir_and_text_file(tmp_path):
     m = load(make_static_dir(tmp_path))
     assert isinstance(m, StaticLoaded) and m.layer_names == ["static"] and m.dim == 3
     assert (m.can_fill_mask, m.has_attention, m.has_lm) == (False, False, False)
-    (v,) = m.embed([["The", "bank", "unknownword"]])
+    with pytest.warns(UserWarning, match=r"1 of 3 word\(s\) have no vector in static and get NaN vectors, "
+                                         r"e.g. 'unknownword'"):
+        (v,) = m.embed([["The", "bank", "unknownword"]])
     np.testing.assert_array_equal(v[0, :2], [[0, 1, 2], [3, 4, 5]])
     assert np.isnan(v[0, 2]).all()
 
@@ -217,7 +219,8 @@ def test_load_static_dir_and_text_file(tmp_path):
     text.write_text("bank 1 0\nriver 0 1\n", encoding="utf-8")
     t = load(text)
     assert t.kind == "static" and t.name == "glove.txt"
-    (v,) = t.embed([["Bank", "river", "x"]])  # lower-cased fall-back for "Bank"
+    with pytest.warns(UserWarning, match="1 of 3 word"):
+        (v,) = t.embed([["Bank", "river", "x"]])  # lower-cased fall-back for "Bank"
     np.testing.assert_array_equal(v[0, :2], [[1, 0], [0, 1]])
     assert np.isnan(v[0, 2]).all()
     folder = tmp_path / "vecdir"
@@ -326,6 +329,63 @@ def test_corrupt_files_are_clear_errors(tmp_path):
     txt.write_text("bank 1 0\nriver 0 x\n")
     with pytest.raises(ValueError, match="line 2"):
         load(txt)
+
+
+# Weights each far below the limit for one weight (1e15) that multiply to 1e42 in layer 2's feed-forward.
+OVERFLOWING = {"bert.encoder.layer.1.attention.output.LayerNorm.weight": 0.0,
+               "bert.encoder.layer.1.attention.output.LayerNorm.bias": 1e14,
+               "bert.encoder.layer.1.intermediate.dense.weight": 1e14,
+               "bert.encoder.layer.1.output.dense.weight": 1e14}
+
+
+def test_a_model_that_computes_nan_is_refused_at_load_and_never_gives_nan_as_numbers(tmp_path, monkeypatch):
+    d = make_bert_dir(tmp_path)
+    m = load(d)
+    assert m.embed([["the", "bank"]])[0].shape == (3, 2, 32)
+    # weights that are each finite but overflow together: the load-time run of a plain sentence finds them
+    import safetensors.torch as st
+
+    state = st.load_file(d / "model.safetensors")
+    for name, value in OVERFLOWING.items():
+        state[name].view(-1)[0] = value
+    st.save_file(state, d / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"model.safetensors|bert: the model computes NaN or infinite values "
+                                              r"\(layer 2\) for a plain six-word sentence"):
+        load(d)
+    # a model that goes NaN only on some input: those words get NaN vectors and a warning naming the model's
+    # computation, not "no word pieces"
+    clear_cache()
+    good = load(make_bert_dir(tmp_path, "good"))
+    real = good._hidden_states
+
+    def damaged(batch):
+        hidden = real(batch).clone()
+        hidden[2, :, 1] = float("inf")
+        return hidden
+
+    monkeypatch.setattr(good, "_hidden_states", damaged)
+    with pytest.warns(UserWarning, match=r"the model computed NaN or infinite values for 2 word\(s\)") as said:
+        out = good.embed([["the", "bank"], ["river", "money"]])
+    assert not any("no word pieces" in str(w.message) for w in said)
+    assert all(np.isnan(a[:, 0]).all() and np.isfinite(a[:, 1]).all() for a in out)
+
+
+def test_bert_config_limits_and_exact_size():
+    with pytest.raises(ValueError, match="num_attention_heads must be a whole number between 1 and 4096, got 0"):
+        BertConfig(num_attention_heads=0)
+    with pytest.raises(ValueError, match="hidden_dropout_prob must be at least 0 and below 1, got nan"):
+        BertConfig(hidden_dropout_prob=float("nan"))
+    with pytest.raises(ValueError, match=r"pad_token_id \(a row of the vocabulary\) must be"):
+        BertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2, pad_token_id=10)
+    with pytest.raises(ValueError, match="more than half of this machine's memory"):
+        BertConfig(vocab_size=10_000_000, hidden_size=65_536, num_attention_heads=1)
+    with pytest.raises(ValueError, match="required field"):
+        BertConfig.from_dict({"model_type": "bert", "hidden_size": 8})
+    for config in (BertConfig.preset("tiny", vocab_size=100), BertConfig(vocab_size=7, hidden_size=6,
+                                                                         num_attention_heads=3, type_vocab_size=1)):
+        assert config.num_parameters() == BertForPreTraining(config).num_parameters()
+    elmo = ElmoConfig.preset("tiny", n_tokens_vocab=11)
+    assert elmo.num_parameters() == sum(p.numel() for p in ElmoLanguageModel(elmo).parameters())
 
 
 # -- embed: pooling, truncation, batching, odd input ----------------------------------------------------------

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,15 @@ def test_unit_rows():
     assert np.isnan(U[2] @ U[0])  # a row with NaN gives NaN cosines (a missing vector stays missing)
     np.testing.assert_allclose(unit_rows(np.array([0.0, 2.0])), [0.0, 1.0])  # a single vector is one row
     assert X[0, 0] == 3.0  # the input is not changed
+
+
+def test_unit_rows_of_huge_and_tiny_vectors_keep_their_direction():
+    # squares of 1e30 overflow float32 and squares of 1e-30 underflow to 0: such rows are scaled first
+    X = np.array([[1e30, 1e30], [3e-30, 4e-30], [3.0, 4.0], [np.inf, 1.0]], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning escapes
+        U = unit_rows(X)
+    np.testing.assert_allclose(U[:3], [[0.5**0.5, 0.5**0.5], [0.6, 0.8], [0.6, 0.8]], rtol=1e-6)
+    assert np.isnan(U[3] @ U[2])  # a row with infinity stays no vector
+    rows = np.random.default_rng(0).normal(size=(50, 7)).astype(np.float32)  # every ordinary row exactly as before
+    assert np.array_equal(unit_rows(rows), rows / np.linalg.norm(rows, axis=-1, keepdims=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -146,12 +145,18 @@ def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
 
 
 def test_mfs_and_missing_vectors_in_sense_records():
-    # a lemma with 3 occurrences of sense a, 2 of b; the static model lacks a vector for one occurrence
-    X = np.array([[1, 0], [1, 0.1], [np.nan, np.nan], [0, 1], [0.1, 1]], dtype=np.float32)
-    y = np.array([0, 0, 0, 1, 1])
+    # a lemma with 3 occurrences of sense a, 2 of b; the static model lacks a vector for one occurrence of b
+    X = np.array([[1, 0], [1, 0.1], [0.9, 0.2], [0, 1], [np.nan, np.nan], [0.1, 1]], dtype=np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
     r = quality._knn_record("m", "static", 0, "w", X, y)
-    assert r["without_vector"] == 1 and r["n"] == 5 and r["accuracy"] == 1.0
-    assert not math.isnan(r["macro_f1"])
+    # figures over the 5 covered occurrences (all right), not the commonest sense (0) guessed for the sixth
+    assert r["without_vector"] == 1 and r["n"] == 6 and r["accuracy"] == 1.0 and r["macro_f1"] == 1.0
+    none = quality._knn_record("m", "static", 0, "w", np.full((3, 2), np.nan), np.array([0, 1, 1]))
+    assert none["accuracy"] is None and none["macro_f1"] is None and none["without_vector"] == 3
+    summary = quality.sense_summary([r, {**none, "lemma": "v"}], {"m": 0})
+    assert summary["m"]["layers"]["static"]["accuracy"] == 1.0  # the mean over the lemmas with a figure
+    assert quality.format_summary({"models": {}, "senses": {"summary": quality.sense_summary([none], {})}}) \
+        == "m static: senses: no occurrence has a vector"
 
 
 def test_cli_quality_and_ship_cards(tmp_path, tiny_assets, capsys):

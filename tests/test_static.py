@@ -329,7 +329,7 @@ def test_save_load_round_trip(tmp_path):
     (lambda d: (d / "config.json").unlink(), "config.json: file not found"),
     (lambda d: (d / "config.json").write_text("{not json"), "not valid JSON"),
     (lambda d: (d / "config.json").write_text('{"model_type": "bert"}'), "not a static-vector model"),
-    (lambda d: (d / "config.json").write_text('{"dim": -3, "vocab_size": 5}'), "dim must be a positive"),
+    (lambda d: (d / "config.json").write_text('{"dim": -3, "vocab_size": 5}'), "dim must be a whole number between 1"),
     (lambda d: (d / "model.safetensors").write_bytes(b"garbage"), "not a readable weights file"),
     (lambda d: (d / "vocab.txt").write_text("river\nbank\n"), "vocab.txt: 2 words"),
     (lambda d: (d / "vocab.txt").write_text("a\t1\nb\tx\nc\t1\nd\t1\ne\t1\n"), "line 2: count 'x'"),

@@ -5,10 +5,11 @@
     ``token_index<TAB>tokenised lower-cased sentence``, the index counted from 0), ``train.gold.txt`` /
     ``test.gold.txt`` (one class id per line) and ``classes_map.txt`` (JSON: class id -> sense name). DIR may also
     be a single word's folder. Each test occurrence gets the class of its nearest train occurrence (cosine, 1-NN;
-    ties go to the earlier train line), per model, layer and word. Records: ``model, layer, word, n_test, accuracy,
-    macro_f1`` (:func:`ctxmodels.analysis.metrics.macro_f1`: sklearn's macro average over the classes in gold or
-    predicted); per model and layer also a record with ``word: "ALL"`` (accuracy over all test occurrences,
-    macro_f1 the mean over words), and the most-frequent-sense baseline as model ``"most frequent sense"``.
+    ties go to the earlier train line), per model, layer and word. Records: ``model, layer, word, n_test,
+    n_missing, coverage, n_train_missing, accuracy, macro_f1, accuracy_with_fallback, macro_f1_with_fallback``
+    (:func:`ctxmodels.analysis.metrics.macro_f1`: sklearn's macro average over the classes in gold or predicted);
+    per model and layer also a record with ``word: "ALL"`` (accuracy over all covered test occurrences, macro_f1
+    the mean over words), and the most-frequent-sense baseline as model ``"most frequent sense"``.
 
 ``ctxmodels eval wic --data DIR --model M --json OUT``
     DIR holds ``train/``, ``dev/`` and ``test/``, each with one ``*.data.txt`` (lines
@@ -16,13 +17,17 @@
     ``*.gold.txt`` (T/F per line). Per layer: the cosine of the two occurrences; "same sense" when it is at or above
     a threshold chosen to maximise accuracy on train (on dev when there is no train folder: then
     ``train_accuracy`` is the accuracy on dev). Records: ``model, layer, threshold, train_accuracy,
-    test_accuracy``.
+    test_accuracy, n_train, n_train_missing, n_test, n_missing, coverage, test_accuracy_with_fallback``.
 
 Static baselines: every contextual model's context-free layer (BERT "embeddings", ELMo "layer 0 (char CNN)") is in
 its per-layer records, and a static-vector model given with ``--model`` gets records of its own (layer "static").
-An occurrence without a vector (a word the static model does not know; a word beyond BERT's length) is
-predicted as the most frequent train class (wsd) or the most frequent train label (wic), and is left out of
-nearest-neighbour candidates and of the threshold search.
+An occurrence without a vector (a word the static model does not know; a word beyond BERT's length) gets no
+prediction: ``accuracy`` and ``macro_f1`` (wsd), ``train_accuracy`` and ``test_accuracy`` (wic) are over the
+covered occurrences only (None when none is covered), ``coverage`` says which share that is, ``n_missing`` and
+``n_train_missing`` count the others, and such occurrences are no nearest-neighbour candidates and take no part in
+the threshold search. A model's figure is never the most-frequent-sense answer in disguise: the figures that do
+give the uncovered occurrences the most frequent train class (wsd) or label (wic) are kept apart, as
+``accuracy_with_fallback`` / ``macro_f1_with_fallback`` (wsd) and ``test_accuracy_with_fallback`` (wic).
 """
 
 from __future__ import annotations
@@ -234,13 +239,13 @@ def occurrence_vectors(model: LoadedModel, occurrences: Sequence[Occurrence], po
     return np.stack([arrays[unique[tuple(o.tokens)]][:, o.index] for o in occurrences]).astype(np.float32)
 
 
-def nearest_neighbour(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray) -> list[str]:
-    """1-NN by cosine; rows with NaN are skipped as neighbours and predicted as the most frequent train label."""
+def nearest_neighbour(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray) -> list[str | None]:
+    """1-NN by cosine. Rows with NaN are no neighbours; a test row with NaN (or with no train row to compare
+    with) gets None: no prediction, which the callers count as not covered rather than guess."""
     train_y = list(train_y)
-    fallback = Counter(train_y).most_common(1)[0][0]
-    ok_train = ~np.isnan(train_x).any(axis=1)
-    ok_test = ~np.isnan(test_x).any(axis=1)
-    pred = [fallback] * len(test_x)
+    ok_train = np.isfinite(train_x).all(axis=1)
+    ok_test = np.isfinite(test_x).all(axis=1)
+    pred: list[str | None] = [None] * len(test_x)
     if ok_train.any() and ok_test.any():
         candidates = np.flatnonzero(ok_train)
         sims = unit_rows(test_x[ok_test]) @ unit_rows(train_x[candidates]).T
@@ -286,8 +291,23 @@ def choose_threshold(scores: np.ndarray, labels: Sequence[bool]) -> tuple[float,
     return t, float(correct[k] / len(s))
 
 
-def predict_with_threshold(scores: np.ndarray, threshold: float, fallback: bool) -> list[bool]:
-    return [fallback if np.isnan(x) else bool(x >= threshold) for x in scores]
+def predict_with_threshold(scores: np.ndarray, threshold: float | None, fallback: bool | None = None
+                           ) -> list[bool | None]:
+    """True when a score is at or above ``threshold``; for a NaN score (or no threshold) ``fallback``: None by
+    default, i.e. no prediction."""
+    return [fallback if threshold is None or np.isnan(x) else bool(x >= threshold) for x in scores]
+
+
+def _covered(gold: Sequence, pred: Sequence) -> tuple[list, list]:
+    """The (gold, prediction) pairs that have a prediction."""
+    pairs = [(g, p) for g, p in zip(gold, pred) if p is not None]
+    return [g for g, _ in pairs], [p for _, p in pairs]
+
+
+def _accuracy(gold: Sequence, pred: Sequence) -> float | None:
+    """Accuracy over the predicted items; None when nothing was predicted."""
+    g, p = _covered(gold, pred)
+    return accuracy(g, p) if g else None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -296,15 +316,15 @@ def predict_with_threshold(scores: np.ndarray, threshold: float, fallback: bool)
 
 def evaluate_wsd(words: Sequence[WsdWord], models: Sequence[LoadedModel], pooling: str = "mean",
                  batch_size: int = 32, log=None, names: Sequence[str] | None = None) -> list[dict]:
-    """Records ``{model, layer, word, n_test, accuracy, macro_f1}``, per model, layer and word, then ``ALL``.
+    """Records per model, layer and word, then ``ALL`` (see the module docstring for the fields).
 
     ``names`` (default: each model's ``name``) is what the records call the models.
     """
     names = list(names) if names is not None else [m.name for m in models]
     records = []
     for w in words:   # the baseline needs no model
-        pred = [Counter(w.train_labels).most_common(1)[0][0]] * len(w.test)
-        records.append(_wsd_record(MFS_MODEL, "-", w.word, w.test_labels, pred))
+        majority = Counter(w.train_labels).most_common(1)[0][0]
+        records.append(_wsd_record(MFS_MODEL, "-", w.word, w.test_labels, [majority] * len(w.test), majority, 0))
     records += _wsd_all(records, MFS_MODEL, "-")
     for model, model_name in zip(models, names):
         if log:
@@ -313,31 +333,45 @@ def evaluate_wsd(words: Sequence[WsdWord], models: Sequence[LoadedModel], poolin
         for w in words:
             train_x = occurrence_vectors(model, w.train, pooling, batch_size)
             test_x = occurrence_vectors(model, w.test, pooling, batch_size)
+            majority = Counter(w.train_labels).most_common(1)[0][0]
             for layer, name in enumerate(model.layer_names):
                 pred = nearest_neighbour(train_x[:, layer], w.train_labels, test_x[:, layer])
-                per_word.append(_wsd_record(model_name, name, w.word, w.test_labels, pred))
+                n_train_missing = int((~np.isfinite(train_x[:, layer]).all(axis=1)).sum())
+                per_word.append(_wsd_record(model_name, name, w.word, w.test_labels, pred, majority,
+                                            n_train_missing))
         for name in model.layer_names:
             rows = [r for r in per_word if r["layer"] == name]
             records += rows + _wsd_all(rows, model_name, name)
     return records
 
 
-def _wsd_record(model: str, layer: str, word: str, gold: list[str], pred: list[str]) -> dict:
-    return {"model": model, "layer": layer, "word": word, "n_test": len(gold),
-            "accuracy": accuracy(gold, pred), "macro_f1": macro_f1(gold, pred)}
+def _wsd_record(model: str, layer: str, word: str, gold: list[str], pred: list[str | None], fallback: str,
+                n_train_missing: int) -> dict:
+    g, p = _covered(gold, pred)
+    filled = [fallback if x is None else x for x in pred]
+    return {"model": model, "layer": layer, "word": word, "n_test": len(gold), "n_missing": len(gold) - len(g),
+            "coverage": len(g) / len(gold), "n_train_missing": n_train_missing,
+            "accuracy": accuracy(g, p) if g else None, "macro_f1": macro_f1(g, p) if g else None,
+            "accuracy_with_fallback": accuracy(gold, filled), "macro_f1_with_fallback": macro_f1(gold, filled)}
 
 
 def _wsd_all(rows: list[dict], model: str, layer: str) -> list[dict]:
     rows = [r for r in rows if r["model"] == model and r["layer"] == layer and r["word"] != "ALL"]
     n = sum(r["n_test"] for r in rows)
-    return [{"model": model, "layer": layer, "word": "ALL", "n_test": n,
-             "accuracy": sum(r["accuracy"] * r["n_test"] for r in rows) / n,
-             "macro_f1": float(np.mean([r["macro_f1"] for r in rows]))}]
+    covered = [r for r in rows if r["accuracy"] is not None]
+    n_covered = sum(r["n_test"] - r["n_missing"] for r in covered)
+    return [{"model": model, "layer": layer, "word": "ALL", "n_test": n, "n_missing": n - n_covered,
+             "coverage": n_covered / n, "n_train_missing": sum(r["n_train_missing"] for r in rows),
+             "accuracy": (sum(r["accuracy"] * (r["n_test"] - r["n_missing"]) for r in covered) / n_covered
+                          if n_covered else None),
+             "macro_f1": float(np.mean([r["macro_f1"] for r in covered])) if covered else None,
+             "accuracy_with_fallback": sum(r["accuracy_with_fallback"] * r["n_test"] for r in rows) / n,
+             "macro_f1_with_fallback": float(np.mean([r["macro_f1_with_fallback"] for r in rows]))}]
 
 
 def evaluate_wic(fit: WicSplit, test: WicSplit, models: Sequence[LoadedModel], pooling: str = "mean",
                  batch_size: int = 32, log=None, names: Sequence[str] | None = None) -> list[dict]:
-    """Records ``{model, layer, threshold, train_accuracy, test_accuracy}`` per model and layer."""
+    """Records per model and layer (see the module docstring for the fields)."""
     names = list(names) if names is not None else [m.name for m in models]
     records = []
     fallback = Counter(fit.labels).most_common(1)[0][0]
@@ -351,48 +385,75 @@ def evaluate_wic(fit: WicSplit, test: WicSplit, models: Sequence[LoadedModel], p
         for layer, name in enumerate(model.layer_names):
             fit_scores = cosine_pairs(cos[fit.name][0][:, layer], cos[fit.name][1][:, layer])
             test_scores = cosine_pairs(cos[test.name][0][:, layer], cos[test.name][1][:, layer])
-            threshold = choose_threshold(fit_scores, fit.labels)[0]
+            threshold = choose_threshold(fit_scores, fit.labels)[0] if np.isfinite(fit_scores).any() else None
+            test_pred = predict_with_threshold(test_scores, threshold)
+            n_missing = sum(p is None for p in test_pred)
             records.append({
                 "model": model_name, "layer": name, "threshold": threshold,
-                "train_accuracy": accuracy(fit.labels, predict_with_threshold(fit_scores, threshold, fallback)),
-                "test_accuracy": accuracy(test.labels, predict_with_threshold(test_scores, threshold, fallback)),
+                "train_accuracy": _accuracy(fit.labels, predict_with_threshold(fit_scores, threshold)),
+                "test_accuracy": _accuracy(test.labels, test_pred),
+                "n_train": len(fit_scores), "n_train_missing": int(np.isnan(fit_scores).sum()),
+                "n_test": len(test_scores), "n_missing": n_missing,
+                "coverage": 1 - n_missing / len(test_scores),
+                "test_accuracy_with_fallback": accuracy(test.labels, [fallback if p is None else p
+                                                                      for p in test_pred]),
             })
     return records
 
 
 def best_layers(task: str, records: list[dict]) -> dict[str, dict]:
-    """Per model, the record of its best layer (wsd: by ALL accuracy; wic: by test accuracy)."""
+    """Per model, the record of its best layer (wsd: by ALL accuracy; wic: by test accuracy). Layers without a
+    figure (no occurrence covered) are passed over."""
+    key = "accuracy" if task == "wsd" else "test_accuracy"
     best: dict[str, dict] = {}
     for r in records:
         if task == "wsd" and (r["word"] != "ALL" or r["model"] == MFS_MODEL):
             continue
-        score = r["accuracy"] if task == "wsd" else r["test_accuracy"]
+        if r[key] is None:
+            continue
         old = best.get(r["model"])
-        if old is None or score > (old["accuracy"] if task == "wsd" else old["test_accuracy"]):
+        if old is None or r[key] > old[key]:
             best[r["model"]] = r
     return best
 
 
+def _num(x: float | None, width: int, digits: int = 3) -> str:
+    return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
+
+
 def format_table(task: str, records: list[dict]) -> str:
     if task == "wic":
-        lines = [f"{'model':<28} {'layer':<22} {'threshold':>9} {'train acc':>9} {'test acc':>9}"]
+        lines = [f"{'model':<28} {'layer':<22} {'threshold':>9} {'train acc':>9} {'test acc':>9} {'cover':>6}"]
         for r in records:
-            lines.append(f"{r['model']:<28} {r['layer']:<22} {r['threshold']:>9.3f} {r['train_accuracy']:>9.3f} "
-                         f"{r['test_accuracy']:>9.3f}")
+            lines.append(f"{r['model']:<28} {r['layer']:<22} {_num(r['threshold'], 9)} {_num(r['train_accuracy'], 9)} "
+                         f"{_num(r['test_accuracy'], 9)} {_num(r['coverage'], 6, 2)}")
+        lines.append("(accuracies over the pairs where both words have a vector; cover: the share of test pairs "
+                     "that have)")
         key = "test_accuracy"
+        partial = [r for r in records if r["coverage"] < 1]
     else:
         words = list(dict.fromkeys(r["word"] for r in records if r["word"] != "ALL"))
         shown = words if len(words) <= 8 else []   # per-word columns only while the table stays readable
-        lines = [f"{'model':<28} {'layer':<22} {'acc':>6} {'F1':>6}" + "".join(f" {w[:8]:>8}" for w in shown)]
+        lines = [f"{'model':<28} {'layer':<22} {'acc':>6} {'F1':>6} {'cover':>6}"
+                 + "".join(f" {w[:8]:>8}" for w in shown)]
         for r in records:
             if r["word"] != "ALL":
                 continue
             per = {x["word"]: x["accuracy"] for x in records
                    if x["model"] == r["model"] and x["layer"] == r["layer"]}
-            lines.append(f"{r['model']:<28} {r['layer']:<22} {r['accuracy']:>6.3f} {r['macro_f1']:>6.3f}"
-                         + "".join(f" {per[w]:>8.3f}" for w in shown))
-        lines.append("(acc: over all test occurrences; F1: mean macro-F1 over words; word columns: accuracy)")
+            lines.append(f"{r['model']:<28} {r['layer']:<22} {_num(r['accuracy'], 6)} {_num(r['macro_f1'], 6)} "
+                         f"{_num(r['coverage'], 6, 2)}" + "".join(f" {_num(per[w], 8)}" for w in shown))
+        lines.append("(acc: over the test occurrences with a vector; F1: mean macro-F1 over words; cover: the share "
+                     "of test occurrences with a vector; word columns: accuracy)")
         key = "accuracy"
+        partial = [r for r in records if r["word"] == "ALL" and r["coverage"] < 1]
+    for model in dict.fromkeys(r["model"] for r in partial):
+        rs = [r for r in partial if r["model"] == model]
+        n_missing = max(r["n_missing"] for r in rs)
+        lines.append(f"{model}: up to {n_missing} of {rs[0]['n_test']} test "
+                     f"{'pairs' if task == 'wic' else 'occurrences'} have no vector ({len(rs)} layer(s)); they are "
+                     f"left out of its figures, not guessed (the most-frequent-{'label' if task == 'wic' else 'sense'}"
+                     " figures for all are in the --json output, as *_with_fallback)")
     best = best_layers(task, records)
     for model, r in best.items():
         lines.append(f"best layer of {model}: {r['layer']} ({key.replace('_', ' ')} {r[key]:.3f})")

@@ -45,7 +45,11 @@ def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int])
         logits = model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits[0]
     finally:
         model.train(was_training)
-    return logits.float().softmax(dim=-1)
+    probs = logits.float().softmax(dim=-1)
+    if not bool(probs.isfinite().all()):
+        raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to "
+                         "show; its weights are damaged (ctxmodels.load refuses such a model when it loads)")
+    return probs
 
 
 def fill_mask(
@@ -62,7 +66,14 @@ def fill_mask(
             raise ValueError(f"every {MASK} in the text was cut off by truncation; shorten the text")
         raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
     probs = _masked_probs(model, enc, positions)
-    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+    return _top(probs, tokenizer, top_k)
+
+
+def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int) -> list[list[dict[str, float | str]]]:
+    """The ``top_k`` tokens of each row of ``probs`` [n, V], best first, among the ids the tokenizer has a token
+    for (a model may have rows no token maps to)."""
+    known = tokenizer.known_ids(probs.shape[-1]).to(probs.device)
+    top = probs.masked_fill(~known, -1.0).topk(min(top_k, int(known.sum())), dim=-1)
     return [
         [{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(vals.tolist(), idx.tolist())]
         for vals, idx in zip(top.values, top.indices)
@@ -130,7 +141,6 @@ def mask_word(
     # rank = 1 + how many vocabulary items the model put strictly above the original piece
     piece_ranks = [int((probs[j] > probs[j, t]).sum()) + 1 for j, t in enumerate(original)]
     log_prob = sum(math.log(max(p, 1e-45)) for p in piece_probs)
-    top = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     return WordScore(
         word=enc.words[index],
         word_index=index,
@@ -140,6 +150,5 @@ def mask_word(
         rank=max(piece_ranks),
         piece_probs=piece_probs,
         piece_ranks=piece_ranks,
-        top=[[{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(v.tolist(), ix.tolist())]
-             for v, ix in zip(top.values, top.indices)],
+        top=_top(probs, tokenizer, top_k),
     )

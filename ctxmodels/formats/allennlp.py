@@ -23,8 +23,23 @@ import numpy as np
 import torch
 
 from ..char_ids import MAX_CHARS, N_CHARACTERS
-from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from ..checkpoint import CheckpointError, load_tensors, save_tensors, write_json, write_text_atomic
 from ..elmo import CharCNNConfig, ElmoBiLM, ElmoConfig, ElmoLanguageModel, LSTMConfig, options_error
+from ..model_files import (
+    MAX_VOCAB_BYTES,
+    check_weights,
+    check_weights_file_size,
+    describe_kind,
+    is_dir,
+    is_file,
+    path_kind,
+    read_text,
+    require_file,
+    safetensors_shapes,
+    shape_problems,
+    shown,
+)
+from ..model_files import read_json as read_json_file
 
 # Row blocks of our LSTM gates (i, f, o, g) taken from TensorFlow's (i, j, f, o), where j is the candidate g.
 _OURS_FROM_TF = [0, 2, 3, 1]
@@ -49,7 +64,7 @@ def _get(d: dict, key: str, kind: type | tuple[type, ...], where: str, default: 
     value = d[key]
     # bool is an int in Python; a flag given where a number is expected is a mistake worth reporting.
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        raise options_error(f"field '{where}{key}' must be {_kind_name(kind)}, got {value!r}")
+        raise options_error(f"field '{where}{key}' must be {_kind_name(kind)}, got {shown(value)}")
     return value
 
 
@@ -64,7 +79,14 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 def _clip_value(d: dict, key: str) -> float | None:
     value = _get(d, key, (int, float, type(None)), "lstm.", default=None)
     # bilm-tf treats a missing or zero clip as "no clipping".
-    return float(value) if value else None
+    return _float(value, f"lstm.{key}") if value else None
+
+
+def _float(value: int | float, where: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise options_error(f"field '{where}' must be a number of sensible size, got {value}") from None
 
 
 def config_from_options(options: dict) -> ElmoConfig:
@@ -73,13 +95,13 @@ def config_from_options(options: dict) -> ElmoConfig:
         raise options_error(f"expected a JSON object, got {type(options).__name__}")
     model_type = options.get("model_type", "elmo")
     if model_type != "elmo":
-        raise options_error(f"model_type is {model_type!r}, not 'elmo'")
+        raise options_error(f"model_type is {shown(model_type)}, not 'elmo'")
     cnn = _get(options, "char_cnn", dict, "")
     lstm = _get(options, "lstm", dict, "")
     emb = _get(cnn, "embedding", dict, "char_cnn.")
     filters = _get(cnn, "filters", list, "char_cnn.")
     if not all(isinstance(f, (list, tuple)) for f in filters):
-        raise options_error(f"char_cnn.filters must be a list of [width, count] pairs, got {filters!r}")
+        raise options_error(f"char_cnn.filters must be a list of [width, count] pairs, got {shown(filters)}")
     n_characters = _get(cnn, "n_characters", int, "char_cnn.", default=N_CHARACTERS)
     # bilm-tf trains with 261 and reads with 262 (the extra row is the padding id 0); both mean the same.
     if n_characters == N_CHARACTERS - 1:
@@ -102,7 +124,7 @@ def config_from_options(options: dict) -> ElmoConfig:
             use_skip_connections=_get(lstm, "use_skip_connections", bool, "lstm.", default=False),
         ),
         n_tokens_vocab=_get(options, "n_tokens_vocab", (int, type(None)), "", default=0) or 0,
-        dropout=float(_get(options, "dropout", (int, float), "", default=0.1)),
+        dropout=_float(_get(options, "dropout", (int, float), "", default=0.1), "dropout"),
     )
 
 def config_to_options(config: ElmoConfig) -> dict:
@@ -136,9 +158,9 @@ def save_config(config: ElmoConfig, directory: str | Path) -> None:
 def load_config(path: str | Path) -> ElmoConfig:
     """Read ``config.json`` (or any options file) from a directory or a file path."""
     path = Path(path)
-    file = path / CONFIG_FILE if path.is_dir() else path
+    file = path / CONFIG_FILE if is_dir(path) else path
     try:
-        return config_from_options(read_json(file))
+        return config_from_options(read_json_file(file, file.name))
     except CheckpointError:
         raise
     except ValueError as e:
@@ -157,36 +179,32 @@ def _reorder_gates(w: np.ndarray, order: list[int]) -> np.ndarray:
 
 def _find_published_files(dir_or_options: str | Path, weights: str | Path | None) -> tuple[Path, Path]:
     path = Path(dir_or_options)
-    if path.is_dir():
+    if is_dir(path):
         options = path / "options.json"
-        if not options.is_file():
-            found = sorted(path.glob("*options*.json"))
+        if not is_file(options):
+            found = sorted(p for p in path.glob("*options*.json") if is_file(p))
             if len(found) != 1:
                 raise CheckpointError(
                     f"{path}: expected one options file (options.json or *_options.json), found "
                     f"{[p.name for p in found] or 'none'}; pass the options file and the weights file explicitly")
             options = found[0]
         if weights is None:
-            found = sorted(path.glob("*weights*.hdf5")) or sorted(path.glob("*.hdf5"))
+            found = (sorted(p for p in path.glob("*weights*.hdf5") if is_file(p))
+                     or sorted(p for p in path.glob("*.hdf5") if is_file(p)))
             if len(found) != 1:
                 raise CheckpointError(
                     f"{path}: expected one ELMo weights file (*_weights.hdf5), found "
                     f"{[p.name for p in found] or 'none'}; pass weights= explicitly")
             weights = found[0]
     else:
-        options = path
-        if not options.is_file():
-            raise CheckpointError(f"{options}: options file not found")
+        options = require_file(path, "options file")
         if weights is None:
-            found = sorted(options.parent.glob("*weights*.hdf5"))
+            found = sorted(p for p in options.parent.glob("*weights*.hdf5") if is_file(p))
             if len(found) != 1:
                 raise CheckpointError(f"{options.parent}: cannot tell which ELMo weights file belongs to "
                                       f"{options.name} (found {[p.name for p in found] or 'none'}); pass weights=")
             weights = found[0]
-    weights = Path(weights)
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: ELMo weights file not found")
-    return options, weights
+    return options, require_file(weights, "ELMo weights file")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -199,17 +217,42 @@ class _Reader:
     def __init__(self, h5, path: Path, options_path: Path):
         self.h5, self.path, self.options_path = h5, path, options_path
 
+    def has(self, name: str) -> bool:
+        """Whether ``name`` is in the file, reached by hard links only: a soft or external link (which would make
+        HDF5 open another file, perhaps a pipe that never answers) is refused, never followed."""
+        import h5py
+
+        node = self.h5
+        for part in name.split("/"):
+            link = node.get(part, getlink=True) if isinstance(node, h5py.Group) else None
+            if link is None:
+                return False
+            if not isinstance(link, h5py.HardLink):
+                raise CheckpointError(f"{self.path}: '{name}' is a {type(link).__name__}; an ELMo weights file "
+                                      "holds its weights itself")
+            node = node[part]
+        return True
+
     def __call__(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        if name not in self.h5:
+        if not self.has(name):
             raise CheckpointError(f"{self.path}: dataset '{name}' is missing (not a complete ELMo weights file)")
         data = self.h5[name]
-        if not hasattr(data, "shape"):
+        if not hasattr(data, "shape") or not hasattr(data, "dtype"):
             raise CheckpointError(f"{self.path}: '{name}' is a group, expected a dataset")
-        if tuple(data.shape) != tuple(shape):
-            raise CheckpointError(f"{self.path}: dataset '{name}' has shape {tuple(data.shape)} but "
+        if tuple(data.shape or ()) != tuple(shape):
+            raise CheckpointError(f"{self.path}: dataset '{name}' has shape {tuple(data.shape or ())} but "
                                   f"{self.options_path.name} implies {tuple(shape)}; the weights and the options "
                                   "file do not belong together")
-        return np.asarray(data[...], dtype=np.float32)
+        if data.external or data.is_virtual:
+            raise CheckpointError(f"{self.path}: dataset '{name}' keeps its data in other files; an ELMo weights "
+                                  "file holds its weights itself")
+        if data.dtype.kind not in "fiu":
+            raise CheckpointError(f"{self.path}: dataset '{name}' holds {data.dtype}, not numbers")
+        try:
+            return np.asarray(data[...], dtype=np.float32)
+        except (OSError, ValueError, TypeError, RuntimeError, KeyError) as e:
+            raise CheckpointError(f"{self.path}: dataset '{name}' cannot be read ({type(e).__name__}: "
+                                  f"{' '.join(str(e).split())[:200]}); the file is damaged") from None
 
 
 def _set(param: torch.nn.Parameter | torch.Tensor, value: np.ndarray) -> None:
@@ -234,7 +277,7 @@ def _load_hdf5_into(bilm: ElmoBiLM, read: _Reader) -> None:
             layer = getattr(hw, part)
             _set(layer.weight, read(f"CNN_high_{k}/W_{part}", (n_filters, n_filters)).T)
             _set(layer.bias, read(f"CNN_high_{k}/b_{part}", (n_filters,)))
-    if "CNN_proj" in read.h5 or n_filters != P:
+    if read.has("CNN_proj") or n_filters != P:
         _set(enc.projection.weight, read("CNN_proj/W_proj", (n_filters, P)).T)
         _set(enc.projection.bias, read("CNN_proj/b_proj", (P,)))
     else:  # bilm-tf has no projection when the CNN already outputs P features
@@ -265,18 +308,27 @@ def load_published_elmo(dir_or_options: str | Path, weights: str | Path | None =
     options_path, weights_path = _find_published_files(dir_or_options, weights)
     config = load_config(options_path)
     config.n_tokens_vocab = 0  # published files never hold the softmax
-    model = ElmoLanguageModel(config)
+    check_weights_file_size(weights_path, config.num_parameters(), options_path.name)
     try:
         h5 = h5py.File(weights_path, "r")
-    except OSError as e:
-        raise CheckpointError(f"{weights_path}: not an HDF5 file ({e})") from e
+    except Exception as e:  # h5py raises OSError for a non-HDF5 file, others for damaged ones
+        raise CheckpointError(f"{weights_path}: not an HDF5 file ({' '.join(str(e).split())[:200]})") from None
     with h5:
-        missing = [g for g in ("char_embed", "CNN", "RNN_0", "RNN_1") if g not in h5]
-        if missing:
-            raise CheckpointError(f"{weights_path}: not an ELMo weights file (missing {', '.join(missing)}); "
-                                  "expected the bilm-tf layout written by dump_weights (char_embed, CNN, RNN_0, "
-                                  "RNN_1); note that ELMo files without character inputs are not supported")
-        _load_hdf5_into(model.bilm, _Reader(h5, weights_path, options_path))
+        read = _Reader(h5, weights_path, options_path)
+        try:
+            missing = [g for g in ("char_embed", "CNN", "RNN_0", "RNN_1") if not read.has(g)]
+            if missing:
+                raise CheckpointError(f"{weights_path}: not an ELMo weights file (missing {', '.join(missing)}); "
+                                      "expected the bilm-tf layout written by dump_weights (char_embed, CNN, RNN_0, "
+                                      "RNN_1); note that ELMo files without character inputs are not supported")
+            model = ElmoLanguageModel(config)
+            _load_hdf5_into(model.bilm, read)
+        except CheckpointError:
+            raise
+        except Exception as e:  # noqa: BLE001  h5py reports a damaged file in many types
+            raise CheckpointError(f"{weights_path}: cannot be read as ELMo weights ({type(e).__name__}: "
+                                  f"{' '.join(str(e).split())[:200]}); the file is damaged") from None
+    check_weights(model.named_parameters(), weights_path)
     model.eval()
     return model
 
@@ -395,27 +447,36 @@ def save_elmo(
 
 def _load_ours(directory: Path) -> ElmoLanguageModel:
     config = load_config(directory / CONFIG_FILE)
-    state = load_tensors(directory / WEIGHTS_FILE)
-    model = ElmoLanguageModel(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{directory / WEIGHTS_FILE}: does not fit {CONFIG_FILE} "
-                              f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
-    for name, tensor in state.items():
-        if tensor.shape != expected[name].shape:
-            raise CheckpointError(f"{directory / WEIGHTS_FILE}: '{name}' has shape {tuple(tensor.shape)}, "
-                                  f"{CONFIG_FILE} implies {tuple(expected[name].shape)}")
-    model.load_state_dict(state)
-    if model.has_lm_head:
+    weights = directory / WEIGHTS_FILE
+    # Compared with the config before anything is allocated: the header's shapes against a meta-device model's.
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in ElmoLanguageModel(config).state_dict().items()}
+    problems = shape_problems(expected, safetensors_shapes(weights), CONFIG_FILE)
+    if problems:
+        raise CheckpointError(f"{weights}: does not fit {CONFIG_FILE}: " + " | ".join(problems))
+    check_weights_file_size(weights, config.num_parameters(), CONFIG_FILE)
+    vocab = None
+    if config.n_tokens_vocab:
         vocab_path = directory / VOCAB_FILE
-        if not vocab_path.is_file():
+        if path_kind(vocab_path) == "missing":
             raise CheckpointError(f"{vocab_path}: missing; the model has an LM head and needs its output vocabulary")
-        vocab = vocab_path.read_text(encoding="utf-8").splitlines()
+        text = read_text(vocab_path, MAX_VOCAB_BYTES, "vocabulary")
+        if text.count("\n") > config.n_tokens_vocab + 1:
+            raise CheckpointError(f"{vocab_path}: more than {config.n_tokens_vocab + 1:,} lines, but the LM head "
+                                  f"has {config.n_tokens_vocab}")
+        # split("\n"), not splitlines(): a word may hold U+2028 or other characters splitlines() breaks at
+        vocab = text.split("\n")
+        if vocab and vocab[-1] == "":
+            vocab.pop()
         if len(vocab) != config.n_tokens_vocab:
             raise CheckpointError(f"{vocab_path}: {len(vocab)} words, but the LM head has {config.n_tokens_vocab}")
-        model.vocab = vocab
+    state = load_tensors(weights)
+    model = ElmoLanguageModel(config)
+    if {k: tuple(v.shape) for k, v in state.items()} != expected:
+        raise CheckpointError(f"{weights}: the tensors do not match the file's own header")
+    model.load_state_dict(state)
+    check_weights(model.named_parameters(), weights)
+    model.vocab = vocab
     model.eval()
     return model
 
@@ -423,16 +484,18 @@ def _load_ours(directory: Path) -> ElmoLanguageModel:
 def load_elmo(directory: str | Path) -> ElmoLanguageModel:
     """Load our ELMo (config.json + model.safetensors) or a published one (options.json + *_weights.hdf5)."""
     directory = Path(directory)
-    if not directory.exists():
-        raise CheckpointError(f"{directory}: not found")
-    if directory.is_file():  # an options file
+    kind = path_kind(directory)
+    if kind == "file":  # an options file
         return load_published_elmo(directory)
-    if (directory / CONFIG_FILE).is_file():
-        options = read_json(directory / CONFIG_FILE)
+    if kind != "dir":
+        raise CheckpointError(f"{directory}: " + ("not found" if kind == "missing" else
+                                                  f"{describe_kind(kind)}, not an ELMo folder or options file"))
+    if is_file(directory / CONFIG_FILE):
+        options = read_json_file(directory / CONFIG_FILE, CONFIG_FILE)
         if options.get("model_type", "elmo") != "elmo":
-            raise CheckpointError(f"{directory / CONFIG_FILE}: model_type is {options.get('model_type')!r}, "
+            raise CheckpointError(f"{directory / CONFIG_FILE}: model_type is {shown(options.get('model_type'))}, "
                                   "not an ELMo")
-        if (directory / WEIGHTS_FILE).is_file():
+        if path_kind(directory / WEIGHTS_FILE) != "missing":
             return _load_ours(directory)
     if any(directory.glob("*options*.json")):
         return load_published_elmo(directory)

@@ -22,6 +22,7 @@ BERT) raises one :class:`~ctxmodels.checkpoint.CheckpointError` naming the file 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,12 +31,26 @@ import torch
 
 from ..bert import BertConfig, BertForPreTraining
 from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json, write_text_atomic
+from ..model_files import (
+    check_weights,
+    check_weights_file_size,
+    is_dir,
+    path_kind,
+    read_text,
+    require_file,
+    safetensors_shapes,
+    shape_problems,
+    shown,
+)
+from ..model_files import read_json as read_json_file
 from ..paths import hf_cache_dirs
 from ..tokenization import WordPieceTokenizer
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 # Keys some checkpoints carry that hold nothing a model needs.
+# a revision as refs/main names it (a commit hash, or a branch or tag name): one plain path component
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 ENCODER_PREFIXES = ("embeddings.", "encoder.", "pooler.")
 
@@ -119,10 +134,19 @@ def hf_snapshot(repo_dir: Path) -> Path:
     """The snapshot of a ``models--ORG--NAME`` cache folder that ``refs/main`` names, else the newest one."""
     snapshots = repo_dir / "snapshots"
     ref = repo_dir / "refs" / "main"
-    rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
-    if rev and (snapshots / rev).is_dir():
+    rev = ""
+    if path_kind(ref) != "missing":
+        try:
+            rev = read_text(ref, 4096, "revision file (refs/main)").strip()
+        except CheckpointError as e:
+            raise CheckpointError(f"{ref}: not a revision name ({e}); the cache entry is damaged: download the "
+                                  "model again or point to a snapshot folder") from None
+        if rev and (rev in (".", "..") or not _REVISION.fullmatch(rev)):
+            raise CheckpointError(f"{ref}: {rev[:60]!r} is not a revision name; the cache entry is damaged: "
+                                  "download the model again or point to a snapshot folder")
+    if rev and is_dir(snapshots / rev):
         return snapshots / rev
-    found = [p for p in snapshots.iterdir() if p.is_dir()] if snapshots.is_dir() else []
+    found = [p for p in snapshots.iterdir() if is_dir(p)] if is_dir(snapshots) else []
     if not found:
         raise CheckpointError(f"{repo_dir}: a Hugging Face cache entry without snapshots (an interrupted "
                               "download?); download it again or point to a model directory")
@@ -169,21 +193,33 @@ def resolve_checkpoint_dir(path: str | Path, cache_dir: str | Path | None = None
 # loading
 
 
-def _read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], Path]:
+def _weight_files(directory: Path) -> tuple[list[Path], Path]:
+    """(the weights files, what to name in messages: the file or the shard index); nothing is read but the
+    index. Shard names must be plain file names inside ``directory``."""
     for name in WEIGHT_FILES:
-        if (directory / name).is_file():
-            return load_tensors(directory / name), directory / name
+        if path_kind(directory / name) != "missing":
+            return [require_file(directory / name, "weights file")], directory / name
     for name in INDEX_FILES:
         index = directory / name
-        if index.is_file():
-            weight_map = read_json(index).get("weight_map")
-            if not isinstance(weight_map, dict):
-                raise CheckpointError(f"{index}: no weight_map")
-            state: dict[str, torch.Tensor] = {}
-            for shard in sorted(set(weight_map.values())):
-                state.update(load_tensors(directory / shard))
-            return state, index
+        if path_kind(index) != "missing":
+            weight_map = read_json_file(index, "shard index").get("weight_map")
+            if not isinstance(weight_map, dict) or not weight_map:
+                raise CheckpointError(f"{index}: no weight_map (tensor name -> shard file)")
+            for value in weight_map.values():
+                if not isinstance(value, str) or value in ("", ".", "..") or Path(value).name != value:
+                    raise CheckpointError(f"{index}: shard {shown(value)} is not a file name in {directory}; the "
+                                          "index is damaged")
+            shards = [require_file(directory / shard, "weights shard") for shard in sorted(set(weight_map.values()))]
+            return shards, index
     raise CheckpointError(f"{directory}: no weights file ({' or '.join(WEIGHT_FILES)})")
+
+
+def _read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], Path]:
+    files, source = _weight_files(directory)
+    state: dict[str, torch.Tensor] = {}
+    for f in files:
+        state.update(load_tensors(f))
+    return state, source
 
 
 def normalize_keys(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[str]]:
@@ -209,48 +245,57 @@ def normalize_keys(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
     return out, ignored
 
 
+def _heads(keys) -> tuple[bool, bool, bool]:
+    """(MLM head, NSP head, pooler) that weights with these (normalised) names have."""
+    keys = list(keys)
+    return (any(k.startswith("cls.predictions.") for k in keys),
+            any(k.startswith("cls.seq_relationship.") for k in keys),
+            any(k.startswith("bert.pooler.") for k in keys))
+
+
+def _expected_shapes(config: BertConfig, keys, source: str | Path) -> dict[str, tuple[int, ...]]:
+    """The shapes a model with the heads of ``keys`` has, computed on the meta device (nothing allocated). The
+    decoder weight is expected only when ``keys`` hold it (a tied one is often left out)."""
+    mlm, nsp, pooler = _heads(keys)
+    if nsp and not pooler:
+        raise CheckpointError(f"{source}: an NSP head (cls.seq_relationship) without bert.pooler weights")
+    with torch.device("meta"):
+        model = BertForPreTraining(config, mlm_head=mlm, nsp_head=nsp, add_pooling_layer=pooler)
+        model.untie_weights()
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    if "cls.predictions.decoder.weight" not in keys:
+        shapes.pop("cls.predictions.decoder.weight", None)
+    return shapes
+
+
+def check_shapes(config: BertConfig, shapes: dict[str, tuple[int, ...]], source: str | Path) -> None:
+    """CheckpointError unless weights of these shapes (keys already normalised) fill a model of ``config``."""
+    problems = shape_problems(_expected_shapes(config, shapes, source), shapes)
+    if problems:
+        raise CheckpointError(f"{source}: does not fit the BERT config: " + " | ".join(problems))
+
+
 def build_from_state(
     config: BertConfig, state: dict[str, torch.Tensor], source: str | Path
 ) -> BertForPreTraining:
     """A model with exactly the heads ``state`` has, loaded from it (keys already normalised)."""
-    mlm = any(k.startswith("cls.predictions.") for k in state)
-    nsp = any(k.startswith("cls.seq_relationship.") for k in state)
-    pooler = any(k.startswith("bert.pooler.") for k in state)
-    if nsp and not pooler:
-        raise CheckpointError(f"{source}: an NSP head (cls.seq_relationship) without bert.pooler weights")
+    check_shapes(config, {k: tuple(v.shape) for k, v in state.items()}, source)
+    mlm, nsp, pooler = _heads(state)
     model = BertForPreTraining(config, mlm_head=mlm, nsp_head=nsp, add_pooling_layer=pooler)
-    expected = model.state_dict()
     state = dict(state)
     if mlm:
         decoder = state.pop("cls.predictions.decoder.weight", None)
         embeddings = state.get("bert.embeddings.word_embeddings.weight")
         if decoder is not None and embeddings is not None and not torch.equal(decoder, embeddings):
             model.untie_weights()  # a checkpoint trained with an untied decoder keeps it
-            expected = model.state_dict()
             state["cls.predictions.decoder.weight"] = decoder
-        else:
-            expected.pop("cls.predictions.decoder.weight")
-    problems = []
-    missing = [k for k in expected if k not in state]
-    if missing:
-        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-        problems.append(f"missing {len(missing)} weights ({shown})")
-    unexpected = [k for k in state if k not in expected]
-    if unexpected:
-        shown = ", ".join(unexpected[:6]) + (f" and {len(unexpected) - 6} more" if len(unexpected) > 6 else "")
-        problems.append(f"{len(unexpected)} weights this BERT configuration has no place for ({shown})")
-    bad_shapes = [
-        f"{k} is {tuple(state[k].shape)}, config.json implies {tuple(expected[k].shape)}"
-        for k in expected
-        if k in state and tuple(state[k].shape) != tuple(expected[k].shape)
-    ]
-    if bad_shapes:
-        problems.append("shape mismatch: " + "; ".join(bad_shapes[:4]) + (" ..." if len(bad_shapes) > 4 else ""))
-    if problems:
-        raise CheckpointError(f"{source}: does not fit the BERT config: " + " | ".join(problems))
+    expected = model.state_dict()
+    if model.decoder_is_tied:
+        expected.pop("cls.predictions.decoder.weight", None)
     with torch.no_grad():
         for k, t in expected.items():
             t.copy_(state[k].to(t.dtype))
+    check_weights(model.named_parameters(), source)
     return model.eval()
 
 
@@ -264,23 +309,32 @@ def load_bert(
     directory = resolve_checkpoint_dir(path, cache_dir)
     config_path = directory / "config.json"
     try:
-        config = BertConfig.from_dict(read_json(config_path))
+        config = BertConfig.from_dict(read_json_file(config_path, "config.json"))
     except CheckpointError:
         raise
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{config_path}: {e}") from e
+    # The tokenizer first: it is small, and a vocabulary larger than the model's is a clear error on its own.
+    tokenizer = WordPieceTokenizer.load(directory)
+    largest = tokenizer.largest_id
+    if largest >= config.vocab_size:
+        raise CheckpointError(
+            f"{directory}: the tokenizer has ids up to {largest} but config.json vocab_size is "
+            f"{config.vocab_size}; the tokenizer files and the model do not belong together"
+        )
+    # Weights are compared with the config before they are read: by the safetensors header's shapes, and by
+    # size (so a file far larger than the config allows is never read into memory).
+    files, source = _weight_files(directory)
+    n_params = config.num_parameters() + config.vocab_size * config.hidden_size  # an untied decoder too
+    if len(files) == 1 and files[0].suffix == ".safetensors":
+        check_shapes(config, normalize_keys(safetensors_shapes(files[0]))[0], files[0])
+    check_weights_file_size(files, n_params, source=source)
     raw, weights_path = _read_weights(directory)
     state, ignored = normalize_keys(raw)
     if ignored:
         warnings.warn(f"{weights_path}: ignored {len(ignored)} non-BERT weights ({', '.join(ignored[:4])})",
                       stacklevel=2)
     model = build_from_state(config, state, weights_path)
-    tokenizer = WordPieceTokenizer.load(directory)
-    if tokenizer.vocab_size > config.vocab_size:
-        raise CheckpointError(
-            f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but config.json vocab_size is "
-            f"{config.vocab_size}"
-        )
     limit = config.max_position_embeddings
     tokenizer.max_length = min(tokenizer.max_length or limit, limit)
     return model, tokenizer

@@ -4,8 +4,10 @@
 
 - **word senses on SemCor**: for each lemma of :data:`SENSE_LEMMAS`, its occurrences whose sense has at least
   ``min_per_sense`` tagged examples (at most ``max_per_sense`` of each, drawn with a fixed seed), and for every
-  layer of every model the leave-one-out 1-nearest-neighbour (cosine) sense accuracy and macro-F1, next to the
-  most-frequent-sense baseline (every occurrence given the lemma's commonest sense);
+  layer of every model the leave-one-out 1-nearest-neighbour (cosine) sense accuracy and macro-F1 over the
+  occurrences the model has a vector for (``without_vector`` counts the others; the shipped models have one for
+  every occurrence), next to the most-frequent-sense baseline (every occurrence given the lemma's commonest
+  sense);
 - **held-out language modelling** with the ``--corpus`` the models were trained on: BERT's masked-token
   top-1/top-5 accuracy, MLM perplexity and NSP accuracy; ELMo's forward and backward full-softmax perplexity;
 - **the cloze check** (``assets/examples/cloze.tsv``): the share of sentences whose answer is among the top 5
@@ -77,17 +79,19 @@ def sense_records(models: Sequence[LoadedModel], data, pooling: str = "mean") ->
 
 
 def _knn_record(model: str, layer: str, layer_index: int, lemma: str, X: np.ndarray, y: np.ndarray) -> dict:
-    """LOO 1-NN over the occurrences with a vector; one without (a word the static model never saw, a word cut
-    off by BERT's length limit) is given the commonest sense, so every model is scored on the same occurrences."""
-    majority = Counter(y.tolist()).most_common(1)[0][0]
+    """LOO 1-NN over the occurrences with a vector. One without (a word the static model never saw, a word cut
+    off by BERT's length limit) is left out of the figures, never guessed for the model: accuracy and macro-F1
+    are over the covered occurrences (None when fewer than two are), ``n`` counts them all and
+    ``without_vector`` the ones left out."""
     finite = np.isfinite(X).all(axis=1)
-    pred = np.full_like(y, majority)
+    gold, pred = y[finite], None
     if finite.sum() >= 2:
-        result = knn_sense_accuracy(X[finite], y[finite].tolist(), k=1)
-        pred[finite] = [majority if p is None else p for p in result.predictions]
-    out = _record(model, layer, lemma, y, pred)
-    out.update(layer_index=layer_index, without_vector=int((~finite).sum()))
-    return out
+        pred = np.asarray(knn_sense_accuracy(X[finite], gold.tolist(), k=1).predictions, dtype=y.dtype)
+    return {"model": model, "layer": layer, "layer_index": layer_index, "lemma": lemma, "n": int(len(y)),
+            "senses": int(len(set(y.tolist()))),
+            "accuracy": float(np.mean(gold == pred)) if pred is not None else None,
+            "macro_f1": macro_f1(gold.tolist(), pred.tolist()) if pred is not None else None,
+            "without_vector": int((~finite).sum())}
 
 
 def _record(model: str, layer: str, lemma: str, gold: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
@@ -104,20 +108,25 @@ def sense_summary(records: list[dict[str, Any]], static_layers: dict[str, int]) 
         by_model.setdefault(r["model"], {}).setdefault(r["layer"], []).append(r)
     out = {}
     for model, layers in by_model.items():
-        table = {layer: {"layer_index": rs[0]["layer_index"],
-                         "accuracy": float(np.mean([r["accuracy"] for r in rs])),
-                         "macro_f1": float(np.mean([r["macro_f1"] for r in rs]))} for layer, rs in layers.items()}
+        table = {layer: {"layer_index": rs[0]["layer_index"], "accuracy": _mean([r["accuracy"] for r in rs]),
+                         "macro_f1": _mean([r["macro_f1"] for r in rs])} for layer, rs in layers.items()}
         summary: dict[str, Any] = {"layers": table}
         static = static_layers.get(model)
         if static is not None:
-            contextual = {k: v for k, v in table.items() if v["layer_index"] != static}
+            contextual = {k: v for k, v in table.items() if v["layer_index"] != static and v["macro_f1"] is not None}
             base = next((k for k, v in table.items() if v["layer_index"] == static), None)
-            if contextual and base is not None:
+            if contextual and base is not None and table[base]["macro_f1"] is not None:
                 best = max(contextual, key=lambda k: contextual[k]["macro_f1"])
                 summary.update(static_layer=base, best_layer=best,
                                gain_macro_f1_points=100 * (table[best]["macro_f1"] - table[base]["macro_f1"]))
         out[model] = summary
     return out
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """The mean over the lemmas that have a figure (a lemma none of whose occurrences has a vector has none)."""
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -292,5 +301,9 @@ def format_summary(report: dict[str, Any]) -> str:
                          f"{s['layers'][s['static_layer']]['macro_f1']:.3f} (+{s['gain_macro_f1_points']:.1f} points)")
         else:
             for layer, v in s["layers"].items():
-                lines.append(f"{model} {layer}: senses macro-F1 {v['macro_f1']:.3f}, accuracy {v['accuracy']:.3f}")
+                if v["macro_f1"] is None:
+                    lines.append(f"{model} {layer}: senses: no occurrence has a vector")
+                else:
+                    lines.append(f"{model} {layer}: senses macro-F1 {v['macro_f1']:.3f}, accuracy "
+                                 f"{v['accuracy']:.3f}")
     return "\n".join(lines)

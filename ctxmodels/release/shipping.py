@@ -78,8 +78,8 @@ def _check_replaceable(asset_dir: Path, run_dir: Path) -> None:
 # the measured section of a model card
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"  # None: no occurrence had a vector
 
 
 def measured_section(name: str, report: dict[str, Any], command: str) -> str:
