@@ -46,7 +46,7 @@ class Bound:
             return False
         if self.integer and not isinstance(value, int):
             return False
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # a huge int is finite, and too big for a float
             return False
         above = value > self.lo if self.lo_open else value >= self.lo
         below = value < self.hi if self.hi_open else value <= self.hi

@@ -155,3 +155,9 @@ def test_a_text_file_is_read_defensively(tmp_path, monkeypatch):
     (tmp_path / "bin.txt").write_bytes(b"ok\n\x00\x01")
     with pytest.raises(CorpusError, match="line 2 holds a NUL byte"):
         read_text_file(tmp_path / "bin.txt")
+
+
+def test_a_whole_number_too_big_for_a_float_is_out_of_range_not_an_error():
+    with pytest.raises(ValueError, match="between 1 and 10"):
+        int_range(1, 10).parse("--steps", "1" * 400)
+    assert not int_range(1, 10).contains(10**400)
