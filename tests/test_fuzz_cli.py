@@ -48,7 +48,7 @@ from hypothesis import strategies as st
 from ctxmodels import cli
 from ctxmodels.commands import COMMANDS
 from ctxmodels.training import trainer as trainer_module
-from tests.helpers import synthetic_corpus, write_corpus
+from tests.helpers import show_past_capture, synthetic_corpus, write_corpus
 
 CASES: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()
@@ -192,16 +192,10 @@ def _short_pipe_wait():
 @pytest.fixture(scope="module", autouse=True)
 def _report_cases(request):
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     shown = ", ".join(f"{k} {v}" for k, v in sorted(CASES.items()))
     line = (f"fuzz cases run: {sum(CASES.values())} ({shown}); "
             f"{OUTCOMES['exit 0']} ended in exit 0, {OUTCOMES['exit 2']} in a one-line error")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        if reporter is not None:
-            reporter.write_line("\n" + line)
-        else:
-            print(line)
+    show_past_capture(request.config, line)
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,7 @@ from ctxmodels.formats.huggingface import save_pretrained
 from ctxmodels.loading import clear_cache, load
 from ctxmodels.static import StaticConfig, StaticVectors
 from ctxmodels.tokenization import WordPieceTokenizer
+from tests.helpers import show_past_capture
 
 CASES: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()
@@ -183,16 +184,10 @@ def _report_cases(request):
     # before running any, and what the earlier modules ran must not count against these cases.
     _START_RSS["peak"] = _peak_rss()
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     shown = ", ".join(f"{k} {v}" for k, v in sorted(CASES.items()))
     line = (f"fuzz cases run: {sum(CASES.values())} ({shown}); {OUTCOMES['loaded']} loaded and worked, "
             f"{OUTCOMES['refused']} refused in one line")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        if reporter is not None:
-            reporter.write_line("\n" + line)
-        else:
-            print(line)
+    show_past_capture(request.config, line)
 
 
 _START_RSS: dict[str, int] = {}
