@@ -58,17 +58,22 @@ def highlight(sentence: str, span: tuple[int, int] | None, width: int = 70) -> s
     return "".join(out)
 
 
+WEBGL_FROM = 400  # points from which a scatter is drawn with WebGL
+
+
 def sense_scatter(
     coords: np.ndarray,
     labels: Sequence[str | None],
     hover: Sequence[str],
     title: str = "",
     colours: dict[str, str] | None = None,
-    marker_size: int = 9,
+    marker_size: int | None = None,
 ) -> go.Figure:
     """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
 
-    ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence.
+    ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence. From
+    :data:`WEBGL_FROM` points on, 2-D traces are drawn with WebGL (``scattergl``): SVG slows panning and hovering
+    down to a crawl at a few thousand points, and the markers shrink so that the crowd stays readable.
     """
     coords = np.asarray(coords, dtype=float)
     if coords.ndim != 2 or coords.shape[1] not in (2, 3):
@@ -79,14 +84,18 @@ def sense_scatter(
     names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
     text = np.array(hover, dtype=object)
     three_d = coords.shape[1] == 3
+    kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
+    if marker_size is None:
+        marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
+    outline = dict(width=0.5, color="white") if len(coords) < WEBGL_FROM else dict(width=0)
     traces = []
     for name in sorted(set(names)):
         idx = np.flatnonzero(names == name)
         trace = dict(
-            type="scatter3d" if three_d else "scatter", name=plain(name), mode="markers", customdata=idx,
+            type=kind, name=plain(name), mode="markers", customdata=idx,
             text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
             hovertemplate="%{text}<extra>" + plain(name) + "</extra>",
-            marker=dict(size=marker_size, color=colours.get(name, "#333"), line=dict(width=0.5, color="white")),
+            marker=dict(size=marker_size, color=colours.get(name, "#333"), line=outline),
         )
         if three_d:
             trace["z"] = coords[idx, 2]

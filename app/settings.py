@@ -2,6 +2,8 @@
 not reach the teacher's disk).
 
 * ``CTXMODELS_APP_MODELS=path1,path2`` or ``streamlit run app/Home.py -- --models path1 path2``: extra models;
+* ``CTXMODELS_APP_CORPORA=a.txt,b.txt`` or ``--corpus a.txt b.txt``: plain-text corpora the Word senses page may
+  search (besides the training novels when the shared data is present);
 * ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path;
 * ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
   of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @dataclass
 class Settings:
     models: list[str] = field(default_factory=list)
+    corpora: list[str] = field(default_factory=list)
     allow_paths: bool = False
     allow_uploads: bool = False
     allow_training: bool = False
@@ -54,6 +57,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
     """Settings from the environment and from the arguments after ``--`` in ``streamlit run app/Home.py -- ...``."""
     p = argparse.ArgumentParser(prog="app/Home.py", add_help=False)
     p.add_argument("--models", nargs="*", default=[])
+    p.add_argument("--corpus", nargs="*", default=[])
     p.add_argument("--allow-paths", action="store_true")
     p.add_argument("--allow-uploads", action="store_true")
     p.add_argument("--allow-training", action="store_true")
@@ -61,6 +65,8 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
     args, _ = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     models = [m.strip() for m in os.environ.get("CTXMODELS_APP_MODELS", "").split(",") if m.strip()]
     models += [m.strip() for chunk in args.models for m in chunk.split(",") if m.strip()]
+    corpora = [c.strip() for c in os.environ.get("CTXMODELS_APP_CORPORA", "").split(",") if c.strip()]
+    corpora += [c.strip() for chunk in args.corpus for c in chunk.split(",") if c.strip()]
     try:
         upload_mb = float(os.environ.get("CTXMODELS_UPLOAD_MB", "5"))
     except ValueError:
@@ -70,6 +76,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
     heavy = _count(args.heavy_per_session or os.environ.get("CTXMODELS_HEAVY_PER_SESSION", ""), default=1)
     return Settings(
         models=list(dict.fromkeys(models)),
+        corpora=list(dict.fromkeys(corpora)),
         allow_paths=args.allow_paths or _flag("CTXMODELS_ALLOW_PATHS"),
         allow_uploads=args.allow_uploads or _flag("CTXMODELS_ALLOW_UPLOADS"),
         allow_training=args.allow_training or _flag("CTXMODELS_ALLOW_TRAINING"),

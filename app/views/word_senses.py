@@ -1,34 +1,30 @@
-"""Word senses: the occurrences of one word, projected to 2-D per model and layer, coloured by sense.
+"""Word senses: the occurrences of one word, projected to 2-D per model and layer, coloured by sense or by cluster.
 
-The analysis (layers and ELMo's mix, projections, neighbours, measurements) is ``ctxmodels.analysis.word_senses``;
-this page reads the widgets, calls it and draws the results.
+The sentences come from ``app/occurrence_sources.py`` (a preset, the visitor's own, SemCor, a corpus); the analysis
+(layers and ELMo's mix, projections, clusters, neighbours, measurements) is ``ctxmodels.analysis``; this page reads
+the widgets, calls them and draws the results. Each model's row is a fragment: moving its layer slider or clicking
+one of its points reruns that row only. Large views (corpus scale) project with UMAP or t-SNE in the background
+(``app/background.py``) and show PCA until the result is there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, limits
-from app.errors import guard, record_warnings
+from app import background, figures, limits, occurrence_sources
+from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
-from app.inputs import (
-    MAX_SENTENCES_CHARS,
-    MAX_WORD_CHARS,
-    check_word,
-    last_good,
-    listing,
-    md,
-    own_sentences,
-    quoted,
-    remember,
-)
+from app.inputs import last_good, listing, md, quoted, remember
 from app.plots import plot
-from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, require_models
+from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
 from app.warm_up import umap_ready
-from ctxmodels.analysis import projections, vectors
+from ctxmodels.analysis import clusters, concordance, projections, vectors
 from ctxmodels.analysis import word_senses as ws
 
 page_header(
@@ -37,20 +33,27 @@ page_header(
     "same vector; **contextual** layers move each occurrence by its sentence, and the senses can pull apart.",
 )
 explain(
+    "Take the sentences from a preset, your own, **SemCor** (every sense-tagged occurrence of a word, each sense "
+    "named by its WordNet gloss) or a **corpus** (every occurrence of any word; no labels, so colour by clusters). "
     "For each model, the left panel shows its context-free layer (BERT's input embeddings, ELMo's character "
     "CNN, or the static vectors) and the right panel the layer you choose, for the same occurrences. With "
     "*shared axes* both are fitted in one projection, so distances compare across the two panels. Click a point "
-    "to list its nearest neighbours, measured with the cosine in the model's full space (not in the picture). "
-    "Below, the measurements per layer: leave-one-out 1-nearest-neighbour sense accuracy against the majority "
-    "sense, the silhouette of the sense clusters, and Ethayarajh's self-similarity (mean cosine between "
-    "occurrences) raw and minus the mean cosine of random word pairs of the layer (anisotropy-adjusted).",
+    "to read its sentence and its nearest neighbours, measured with the cosine in the model's full space (not in "
+    "the picture). *Clusters* are found in each layer without the labels (k-means on the directions, k chosen by "
+    "the silhouette unless you set it) and named by the context words most typical of each. Below, the "
+    "measurements per layer: leave-one-out 1-nearest-neighbour sense accuracy against the majority sense, the "
+    "silhouette of the sense clusters, how well the clusters agree with the senses (adjusted Rand index), and "
+    "Ethayarajh's self-similarity (mean cosine between occurrences) raw and minus the mean cosine of random word "
+    "pairs of the layer (anisotropy-adjusted).",
     ["cosine", "self_similarity", "scalar_mix"],
 )
 
 ids = require_models()
-presets = preset_words()
 METHOD_NAMES = projections.DISPLAY
 MIX = ws.MIX  # the layer option for ELMo's learned scalar mix
+LARGE = 600  # occurrences from which UMAP and t-SNE run in the background, with PCA drawn meanwhile
+BASELINE_SENTENCES = 300  # sentences embedded for the anisotropy baseline of a large view
+K_CHOICES = ["auto"] + list(range(2, 9))
 # The widgets' ranges, for the widgets and for the values a link may give them.
 SEED = dict(min_value=0, max_value=10_000)
 NEIGHBORS = dict(min_value=2, max_value=100)
@@ -63,11 +66,6 @@ def default_models() -> list[str]:
     return shipped or ids[:3]
 
 
-url_state("source", "preset", options=["preset", "own"])
-url_state("preset", "bank" if "bank" in presets else next(iter(presets), None), options=presets)
-url_state("word", "", max_chars=MAX_WORD_CHARS)
-url_state("sentences", "", max_chars=MAX_SENTENCES_CHARS)
-url_state("inflect", True, kind=bool)
 url_state("models", default_models(), options=ids, many=True, names=label)
 url_state("projection", "umap", options=list(projections.METHODS))
 url_state("seed", 0, kind=int, **SEED)
@@ -75,71 +73,66 @@ url_state("neighbors", 15, kind=int, **NEIGHBORS)
 url_state("min_dist", 0.1, kind=float, **MIN_DIST)
 url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
+url_state("colour", "sense", options=["sense", "cluster"])
+url_state("k", "auto", options=K_CHOICES)
 
 # -- inputs -------------------------------------------------------------------------------------------------
 left, right = st.columns([2, 3], gap="large")
 with left:
-    source = st.radio("Sentences", ["preset", "own"], key="source", horizontal=True,
-                      format_func={"preset": "a preset word", "own": "my own sentences"}.get)
-    if source == "preset":
-        preset = st.selectbox("Preset word", presets, key="preset")
-        target = preset
-    else:
-        st.text_area("Sentences, one per line; add `| label` to give a sense label",
-                     key="sentences", height=160,
-                     placeholder="We sat on the bank of the river. | river\nThe bank lent her the money. | money")
-        target = st.text_input("Target word", key="word", placeholder="bank")
-    inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect")
+    spec = occurrence_sources.source_inputs()
 with right:
-    chosen = st.multiselect("Models", ids, key="models", format_func=label,
-                            help="Each model gets a row of panels; all see the same occurrences.")
+    chosen_models = st.multiselect("Models", ids, key="models", format_func=label,
+                                   help="Each model gets a row of panels; all see the same occurrences.")
     c1, c2, c3 = st.columns(3)
     method = c1.selectbox("Projection", list(projections.METHODS), key="projection", format_func=METHOD_NAMES.get)
-    seed = c2.number_input("Seed", **SEED, step=1, key="seed")
+    seed = int(c2.number_input("Seed", **SEED, step=1, key="seed"))
     joint = c3.checkbox("Shared axes", key="joint", help="Fit the context-free and the chosen layer in one projection "
                         "(each layer centred first), so both panels use the same axes and scale.")
+    c4, c5 = st.columns([2, 1])
+    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", horizontal=True,
+                         format_func={"sense": "sense labels", "cluster": "clusters found in the layer"}.get)
+    k_choice = c5.selectbox("Clusters", K_CHOICES, key="k", format_func=lambda k: "k by silhouette" if k == "auto"
+                            else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
     with st.expander("Projection parameters"):
         p1, p2, p3 = st.columns(3)
         neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors")
         min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist")
         perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity")
-to_url("source", "preset" if source == "preset" else "word", "inflect", "models", "projection", "seed",
-       "neighbors", "min_dist", "perplexity", "joint")
-if source == "own":
-    to_url("sentences")
+to_url("models", "projection", "seed", "neighbors", "min_dist", "perplexity", "joint", "colour", "k")
+k = None if k_choice == "auto" else int(k_choice)
 
-# -- the sentences and the occurrences (found once; every model and measurement below uses them) --------------
-lines: list[str] | None = None
-found: vectors.OccurrenceSearch | None = None
-with guard("Your sentences"):
-    if source == "preset":
-        lines = preset_sentences(target)
-    else:
-        lines = own_sentences(st.session_state.sentences)
-        target = check_word(target)
-    found = vectors.find_occurrences(lines, target, inflections=inflect)
-    remember("word_senses", (lines, target, inflect))
-if found is None:  # keep showing what this visitor had until the input is fixed
-    previous = last_good("word_senses")
-    if previous is None:
+# -- the occurrences (found once; every model and measurement below uses them) ---------------------------------
+if spec is None:
+    st.stop()
+chosen = None
+with guard("Finding the occurrences"), limits.heavy("Finding the occurrences"):
+    chosen = occurrence_sources.find(spec)
+    remember("word_senses", chosen)
+if chosen is None:  # keep showing what this visitor had until the input is fixed
+    chosen = last_good("word_senses")
+    if chosen is None:
         st.stop()
-    lines, target, inflect = previous
-    found = vectors.find_occurrences(lines, target, inflections=inflect)
-    st.info(f"Below: the last sentences that worked, for {quoted(target)}.")
+    st.info(f"Below: the last occurrences that worked, of {quoted(chosen.target)}.")
+found = chosen.found
+target = chosen.target
 if found.missing:
-    st.warning(f"**{md(target)}** does not occur in {len(found.missing)} of the {len(lines)} sentences; they are "
-               f"left out:\n{listing(found.missing_sentences)}")
-if not chosen:
+    st.warning(f"**{md(target)}** does not occur in {len(found.missing)} of the {len(found.sentences)} sentences; "
+               f"they are left out:\n{listing(found.missing_sentences)}")
+st.caption(chosen.caption)
+if not chosen_models:
     st.info("Choose at least one model above.")
     st.stop()
 
-key_lines = tuple(lines)
 n_occ = len(found.occurrences)
+large = n_occ > LARGE
 labels = [o.label for o in found.occurrences]
-colours = figures.sense_colours(labels)
+has_senses = len(ws.sense_names(labels)) >= 2
+if colour_by == "sense" and not has_senses:
+    st.info("These occurrences have no sense labels (or only one): the points are coloured by the clusters found "
+            "in each layer instead.")
+    colour_by = "cluster"
+sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
-st.caption(f"{n_occ} occurrences of **{md(target)}** in {len(lines) - len(found.missing)} sentences; "
-           f"{len(ws.sense_names(labels))} sense label(s).")
 
 use_method = method
 if method == "umap" and not umap_ready():
@@ -156,48 +149,90 @@ if method == "umap" and not umap_ready():
 params = (("n_neighbors", neighbors), ("min_dist", min_dist), ("perplexity", perplexity))
 
 
-# The cached functions are keyed by (lines, target, inflect), which decide the occurrences; ``_found`` (not
-# hashed) hands them the occurrences this run already found.
-@st.cache_data(max_entries=256, show_spinner=False)
-def projected(_found: vectors.OccurrenceSearch, model_id: str, lines: tuple, target: str, inflect: bool, layers: tuple,
-              method: str, seed: int, params: tuple, joint: bool,
-              mix: ws.LearnedMix | None = None) -> ws.LayerProjection:
-    """2-D coordinates of the occurrences at ``layers`` (fitted jointly or one by one), with the notes."""
-    model = get_model(model_id)
-    with record_warnings() as warned:
-        ov = vectors.occurrence_vectors(model, _found)
-    proj = ws.project_layers(ov.vectors, layers, method=method, seed=seed, joint=joint, mix=mix, **dict(params))
-    proj.notes = proj.notes + warned
-    return proj
+# -- shared computations (one per server for each key; see app/shared.py) -------------------------------------
+def embedded(model_id: str, model) -> vectors.OccurrenceVectors:
+    """The occurrences' vectors in ``model``, with a progress bar the first time."""
+    key = ("vectors", model_id, id(model), chosen.key)
+    ready = shared().peek(key)
+    if ready is not None:
+        show_warnings(ready[1])
+        return ready[0]
+    bar = st.progress(0.0, text=f"Embedding {len(found.sentences):,} sentences with {md(label(model_id))} …")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding with {md(label(model_id))}: {done:,} of {total:,} "
+                     "sentences (once per server; every later view reuses the vectors)")
+
+    def compute():
+        with record_warnings() as warned:
+            ov = vectors.occurrence_vectors(model, found, progress=progress, cache=not large)
+        return ov, warned
+
+    with limits.heavy(f"Embedding with {label(model_id)}"):
+        ov, warned = shared().get(key, compute)
+    bar.empty()
+    show_warnings(warned)
+    return ov
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def measurements(_found: vectors.OccurrenceSearch, model_id: str, lines: tuple, target: str,
-                 inflect: bool) -> tuple[pd.DataFrame, list[str]]:
-    """Per-layer sense and contextuality measurements of one model on these occurrences."""
-    with record_warnings() as warned:
-        measured = ws.measure_word(get_model(model_id), _found)
-    table = measured.table
-    table.insert(0, "model", label(model_id))
-    return table, measured.notes + warned
+def projection(model_id: str, model, ov, layers: tuple, how: str, joint: bool, mix) -> tuple[ws.LayerProjection, bool]:
+    """The layers' 2-D coordinates, and whether they are PCA standing in for a projection still running."""
+    def run(method: str) -> ws.LayerProjection:
+        return ws.project_layers(ov.vectors, layers, method=method, seed=seed, joint=joint, mix=mix, **dict(params))
+
+    key: Hashable = ("projection", model_id, id(model), chosen.key, layers, seed, params, joint, mix)
+    if how == "pca" or not large:
+        with limits.heavy(f"Projecting {label(model_id)}"):
+            return shared().get(key + (how,), lambda: run(how)), False
+    job = background.jobs().submit(key + (how,), run, how)
+    if job.done():
+        return job.result(), False  # a failure raises here, inside the caller's guard
+    stand_in = shared().get(key + ("pca",), lambda: run("pca"))
+    background.rerun_when_done([job])
+    return stand_in, True
 
 
-def neighbour_table(X, k: int) -> pd.DataFrame:
-    """The occurrences nearest to occurrence ``k`` in ``X`` [n_occ, dim], as the page lists them."""
-    near = ws.nearest_occurrences(X, k)
-    return pd.DataFrame({
-        "cosine": [round(nb.cosine, 4) for nb in near],
-        "sense": [labels[nb.index] or figures.UNLABELLED for nb in near],
-        "sentence": [found.occurrences[nb.index].sentence for nb in near],
-    })
+def clustered(model_id: str, model, ov, layer, mix) -> clusters.Clustering:
+    key = ("clusters", model_id, id(model), chosen.key, layer, k, seed, mix if layer == MIX else None)
+
+    def compute() -> clusters.Clustering:
+        c = clusters.cluster_vectors(ws.layer_vectors(ov.vectors, layer, mix), k=k, seed=seed)
+        c.names = clusters.name_clusters(found, c.labels)
+        return c
+
+    with limits.heavy(f"Clustering {label(model_id)}"):
+        return shared().get(key, compute)
 
 
-def scatter_data(coords, model_id: str, layer_name: str) -> pd.DataFrame:
-    return pd.DataFrame({
-        "model": label(model_id), "layer": layer_name, "occurrence": range(n_occ),
-        "word": [o.word for o in found.occurrences], "sense": labels,
-        "sentence": [o.sentence for o in found.occurrences], "x": coords[:, 0], "y": coords[:, 1],
-    })
+def measured(model_id: str, model, ov) -> tuple[pd.DataFrame, list[str]]:
+    """Per-layer sense, cluster and contextuality measurements of one model on these occurrences."""
+    def compute() -> tuple[pd.DataFrame, list[str]]:
+        with record_warnings() as warned:
+            m = ws.measure_word(model, found, vectors=ov, baseline_sentences=BASELINE_SENTENCES if large else None)
+            table, notes = m.table, list(m.notes)
+            if has_senses:
+                agreement = clusters.cluster_layers(ov.vectors, found, layers=list(range(model.n_layers)), k=k,
+                                                    seed=seed, gold=labels, layer_names=model.layer_names)
+                table = table.merge(agreement.table[["layer_index", "ari"]], on="layer_index", how="left")
+        table.insert(0, "model", label(model_id))
+        return table, notes + warned
+
+    key = ("measurements", model_id, id(model), chosen.key, k, seed)
+    with limits.heavy(f"Measuring {label(model_id)}"):
+        return shared().get(key, compute)
+
+
+# -- one row of panels per model -----------------------------------------------------------------------------
+def neighbour_table(X: np.ndarray, index: int, groups: list[str]) -> pd.DataFrame:
+    """The occurrences nearest to occurrence ``index`` in ``X`` [n_occ, dim], as the page lists them."""
+    near = ws.nearest_occurrences(X, index)
+    table = {"cosine": [round(nb.cosine, 4) for nb in near]}
+    if has_senses:
+        table["sense"] = [labels[nb.index] or figures.UNLABELLED for nb in near]
+    if colour_by == "cluster":
+        table["cluster"] = [groups[nb.index] for nb in near]
+    table["sentence"] = [found.occurrences[nb.index].sentence for nb in near]
+    return pd.DataFrame(table)
 
 
 def selected_point(event) -> int | None:
@@ -213,16 +248,39 @@ def selected_point(event) -> int | None:
     return None
 
 
-# -- one row of panels per model -----------------------------------------------------------------------------
 url_layers = url_pairs("layer") if not any(k.startswith("layer::") for k in st.session_state) else {}
-layer_state: list[str] = []
-models: dict[str, object] = {}
-for model_id in chosen:
+
+
+def sync_layers_to_url() -> None:
+    """The layer of every shown model, in the link (``layer=2:bert-eltec``)."""
+    entries = [f"{st.session_state[f'layer::{m}']}:{label(m)}" for m in chosen_models
+               if f"layer::{m}" in st.session_state]
+    if entries:
+        st.query_params["layer"] = entries
+    else:
+        st.query_params.pop("layer", None)
+
+
+def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[str]) -> None:
+    occ = found.occurrences[index]
+    where = f" — {md(chosen.documents[index])}" if chosen.documents else ""
+    sense = f" · sense: *{md(labels[index])}*" if labels[index] else ""
+    st.markdown(f"**Occurrence {index + 1}**{where}{sense}")
+    st.markdown(md(occ.sentence[:occ.char_span[0]]) + "**" + md(occ.word) + "**" + md(occ.sentence[occ.char_span[1]:]))
+    info = chosen.senses.get(labels[index] or "")
+    if info is not None and info.gloss:
+        st.caption(f"WordNet: {md(info.gloss)}")
+    st.markdown(f"**Nearest neighbours** ({md(layer_name)}, cosine in {model.dim} dimensions):")
+    st.dataframe(neighbour_table(X, index, groups), hide_index=True, width="stretch")
+
+
+@st.fragment
+def model_row(model_id: str) -> None:
+    model = None
     with guard(f"Loading {label(model_id)}"):
-        models[model_id] = get_model(model_id)
-    if model_id not in models:
-        continue
-    model = models[model_id]
+        model = get_model(model_id)
+    if model is None:
+        return
     name = label(model_id)
     st.divider()
     head, slider = st.columns([1, 3])
@@ -241,35 +299,48 @@ for model_id in chosen:
                                               param="layer", names=names.get)
         layer = slider.select_slider("Layer", options=options, key=key,
                                      format_func=lambda o, names=names: md(names[o]))
-        layer_state.append(f"{layer}:{name}")
         keep(key, layer)  # kept across page switches, like the other settings
         if layer == MIX:
             slider.caption("v = γ Σ s_j h_j with " + ", ".join(f"s_{j} = {w:.2f}" for j, w in enumerate(mix.weights))
                            + f", γ = {mix.gamma:.2f} (see *ELMo layers*)")
+        sync_layers_to_url()
     layers = (static,) if layer == static else (static, layer)
-    result = None
-    with guard(f"{name}"), st.spinner(f"Projecting {name} …"), limits.heavy(f"Projecting {name}"):
-        result = projected(found, model_id, key_lines, target, inflect, layers, use_method, int(seed), params, joint,
-                           mix if layer == MIX else None)
-    if result is None:
-        continue
-    coords = result.coords
-    ranges = figures.shared_ranges(coords) if result.joint else None
+    result = ov = None
+    with guard(name), st.spinner(f"Projecting {name} …"):
+        ov = embedded(model_id, model)
+        result, standing_in = projection(model_id, model, ov, layers, use_method, joint,
+                                         mix if layer == MIX else None)
+    if result is None or ov is None:
+        return
+    if standing_in:
+        st.info(f"{METHOD_NAMES.get(use_method, use_method)} of {n_occ:,} points is running in the background; "
+                "showing PCA until it is ready (the panels switch by themselves).")
+    ranges = figures.shared_ranges(result.coords) if result.joint else None
     cols = st.columns(2)
-    for col, lay, xy in zip(cols, layers, coords):
+    for col, lay, xy in zip(cols, layers, result.coords):
         title = f"{name} · {names[lay]}" + (" (context-free)" if lay == static else "")
-        fig = figures.sense_scatter(xy, labels, hover, title=title, colours=colours)
+        groups, colours, legend = labels, sense_colours, "sense"
+        cluster_of: list[str] = [""] * n_occ
+        if colour_by == "cluster":
+            c = None
+            with guard(f"Clusters of {name} · {names[lay]}"):
+                c = clustered(model_id, model, ov, lay, mix)
+            if c is not None:
+                cluster_of = clusters.cluster_label_names(c)
+                groups, colours, legend = cluster_of, figures.sense_colours(cluster_of), "cluster"
+                title += f" · {c.k} clusters" if k is None else ""
+        fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours)
+        fig.update_layout(legend_title_text=legend)
         figures.set_ranges(fig, ranges)
+        data = pd.DataFrame({"model": name, "layer": names[lay], "occurrence": range(n_occ),
+                             "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
+                             "sentence": [o.sentence for o in found.occurrences], "x": xy[:, 0], "y": xy[:, 1]})
         with col:
-            event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}",
-                         data=scatter_data(xy, model_id, names[lay]), selectable=True)
+            event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
+                         selectable=True)
             picked = selected_point(event)
             if picked is not None:
-                occ = found.occurrences[picked]
-                X = ws.layer_vectors(vectors.occurrence_vectors(model, found).vectors, lay, mix)
-                st.markdown(f"**Nearest neighbours** of *{md(occ.sentence)}* "
-                            f"({md(names[lay])}, cosine in {model.dim} dimensions):")
-                st.dataframe(neighbour_table(X, picked), hide_index=True, width="stretch")
+                show_point(picked, model, ws.layer_vectors(ov.vectors, lay, mix), names[lay], cluster_of)
     if len(layers) == 1:
         cols[1].info("This model has only its context-free layer." if model.n_layers == 1 else
                      "Move the slider to a contextual layer to compare it with the context-free one.")
@@ -277,26 +348,33 @@ for model_id in chosen:
     notes = "; ".join(result.notes)
     fitted = ", fitted jointly (each layer centred)" if result.joint else ""
     st.caption(f"{shown_method}, seed {seed}{fitted}" + (f". {md(notes)}" if notes else ""))
-if layer_state:
-    st.query_params["layer"] = layer_state
-else:
-    st.query_params.pop("layer", None)
+
+
+models: dict[str, object] = {}
+for model_id in chosen_models:
+    model_row(model_id)
+    try:
+        models[model_id] = get_model(model_id)
+    except Exception:  # noqa: BLE001 - the row above said what went wrong
+        continue
+sync_layers_to_url()
 
 # -- an occurrence's path through the layers -----------------------------------------------------------------
 st.divider()
-deep = [m for m in chosen if m in models and models[m].n_layers > 1]
+deep = [m for m in chosen_models if m in models and models[m].n_layers > 1]
 if deep and st.toggle("Draw one occurrence's path through the layers", key="path"):
-    options = list(range(n_occ))
-    occ_index = st.selectbox("Occurrence", options, key="path_occurrence",
+    occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence",
                              format_func=lambda i: f"{i + 1}. {found.occurrences[i].sentence[:90]}")
     cols = st.columns(min(len(deep), 3))
     for i, model_id in enumerate(deep):
         model = models[model_id]
-        with guard(label(model_id)), limits.heavy(f"Projecting {label(model_id)}"):
-            res = projected(found, model_id, key_lines, target, inflect, tuple(range(model.n_layers)), use_method,
-                            int(seed), params, True)
+        with guard(label(model_id)):
+            ov = embedded(model_id, model)
+            res, standing_in = projection(model_id, model, ov, tuple(range(model.n_layers)), use_method, True, None)
+            note = " (PCA while the projection runs)" if standing_in else ""
             fig = figures.sense_scatter(res.coords[-1], labels, hover, title=f"{label(model_id)}: all layers "
-                                        "fitted together (each centred); points at the top layer", colours=colours)
+                                        f"fitted together (each centred); points at the top layer{note}",
+                                        colours=sense_colours)
             path = res.path(occ_index)  # [n_layers, 2]
             figures.add_layer_path(fig, path, model.layer_names)
             with cols[i % len(cols)]:
@@ -306,12 +384,9 @@ if deep and st.toggle("Draw one occurrence's path through the layers", key="path
 # -- measurements across layers ------------------------------------------------------------------------------
 st.subheader("Across the layers")
 tables, notes = [], []
-for model_id in chosen:
-    if model_id not in models:
-        continue
-    with (guard(f"Measurements for {label(model_id)}"), st.spinner("Measuring the layers …"),
-          limits.heavy(f"Measuring {label(model_id)}")):
-        table, extra = measurements(found, model_id, key_lines, target, inflect)
+for model_id, model in models.items():
+    with guard(f"Measurements for {label(model_id)}"), st.spinner("Measuring the layers …"):
+        table, extra = measured(model_id, model, embedded(model_id, model))
         tables.append(table)
         notes += [f"{label(model_id)}: {n}" for n in extra]
 if tables:
@@ -321,6 +396,7 @@ if tables:
     baseline = {"majority sense": majority} if majority is not None else None
     panels = [("knn1_accuracy", "1-NN sense accuracy (leave one out)", baseline),
               ("silhouette", "silhouette of the senses (cosine)", None),
+              ("ari", "clusters vs senses (adjusted Rand index)", None),
               ("self_similarity", "self-similarity (mean cosine between occurrences)", None),
               ("self_similarity_adjusted", "self-similarity − anisotropy baseline", None)]
     cols = st.columns(2)
@@ -335,8 +411,45 @@ if tables:
             plot(figures.layer_lines(metric_rows, metric, title=title, baseline=base),
                  f"{metric}-{target}", key=f"lines::{metric}", data=all_rows)
         i += 1
-    if i == 0 or "knn1_accuracy" not in all_rows.columns:
-        st.info("Sense accuracy and silhouette need sense labels (at least two senses): use a preset, or add "
-                "`| label` to your sentences.")
+    if not has_senses:
+        st.info("Sense accuracy, silhouette and the agreement of clusters with senses need sense labels (at least "
+                "two senses): use a preset or SemCor, or add `| label` to your sentences.")
     for n in dict.fromkeys(notes):
         st.caption(md(n))
+
+
+# -- the occurrences as a concordance ------------------------------------------------------------------------
+@st.fragment
+def concordance_view() -> None:
+    st.subheader("Concordance")
+    st.caption("Every occurrence in its context (keyword in context), grouped by sense or by the clusters of one "
+               "model's layer. Filter the groups, sort by a column, or download the table.")
+    c1, c2, c3 = st.columns(3)
+    by = c1.radio("Group by", ["sense", "cluster"] if has_senses else ["cluster"], key="kwic_by", horizontal=True)
+    groups: list[str | None] = list(labels)
+    if by == "cluster":
+        model_id = c2.selectbox("Clusters of", list(models), key="kwic_model", format_func=label)
+        if model_id is None:
+            return
+        model = models[model_id]
+        names = list(model.layer_names)
+        lay = c3.selectbox("Layer", list(range(model.n_layers)), index=model.n_layers - 1, key="kwic_layer",
+                           format_func=lambda i: names[i])
+        c = None
+        with guard("Clusters"):
+            c = clustered(model_id, model, embedded(model_id, model), lay, None)
+        if c is None:
+            return
+        groups = clusters.cluster_label_names(c)
+    shown = sorted({g or figures.UNLABELLED for g in groups})
+    picked = st.multiselect("Show", shown, default=shown, key=f"kwic_show::{by}")
+    extra = {"document": chosen.documents} if chosen.documents else None
+    table = concordance.concordance(found, labels=groups, extra=extra)
+    table = table[[(g or figures.UNLABELLED) in picked for g in groups]]
+    st.dataframe(table, hide_index=True, width="stretch", height=360)
+    st.download_button("Concordance (CSV)", data=concordance.csv_bytes(table),
+                       file_name=f"concordance-{target}.csv", mime="text/csv", on_click="ignore",
+                       icon=":material/download:", type="tertiary", key="kwic_csv")
+
+
+concordance_view()

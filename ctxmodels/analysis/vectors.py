@@ -18,7 +18,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -277,6 +277,41 @@ class OccurrenceVectors:
         return len(self.occurrences)
 
 
+PROGRESS_CHUNK = 128  # sentences embedded between two progress reports
+
+
+def _in_chunks(items: Sequence, progress: Callable[[int, int], None] | None, run: Callable[[list], list]) -> list:
+    """``run(items)`` in chunks, reporting ``progress(done, total)`` after each (one call when no progress)."""
+    if progress is None:
+        return run(list(items))
+    out: list = []
+    progress(0, len(items))
+    for start in range(0, len(items), PROGRESS_CHUNK):
+        out += run(list(items[start : start + PROGRESS_CHUNK]))
+        progress(len(out), len(items))
+    return out
+
+
+def _occurrence_rows(model: LoadedModel, found: OccurrenceSearch, chosen: list[int], pooling: str, batch_size: int,
+                     progress: Callable[[int, int], None] | None) -> np.ndarray:
+    """[n_occ, len(chosen), dim]: the occurrences' rows, embedding each sentence with an occurrence once."""
+    by_sentence: dict[int, list[int]] = {}
+    for k, o in enumerate(found.occurrences):
+        by_sentence.setdefault(o.sentence_index, []).append(k)
+    order = list(by_sentence)
+    out = np.empty((len(found.occurrences), len(chosen), model.dim), np.float32)
+
+    def run(part: list[int]) -> list[None]:
+        arrays = model.embed([found.words[i] for i in part], pooling=pooling, batch_size=batch_size)
+        for i, a in zip(part, arrays):
+            for k in by_sentence[i]:
+                out[k] = a[chosen, found.occurrences[k].word_index]
+        return [None] * len(part)
+
+    _in_chunks(order, progress, run)
+    return out
+
+
 def _layer_index(layer_names: list[str], layer: int | str) -> int:
     if isinstance(layer, str):
         if layer not in layer_names:
@@ -328,17 +363,27 @@ def occurrence_vectors(
     layers: Sequence[int | str] | int | str | None = None,
     pooling: str = "mean",
     batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+    cache: bool = True,
 ) -> OccurrenceVectors:
     """:func:`word_vectors` for occurrences already found by :func:`find_occurrences` (found once, used for
-    several models or measurements)."""
+    several models or measurements).
+
+    ``progress(done, total)`` is called as sentences are embedded. ``cache=False`` keeps only the occurrences'
+    rows and lets the sentence embeddings go: for thousands of corpus sentences the whole-sentence arrays would
+    fill the embedding cache many times over, while the rows asked for are a few megabytes."""
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     target = found.target
     chosen = _select_layers(model.layer_names, layers)
-    # Every sentence is embedded (and cached), not only those with the target: the next target word asked
-    # for in the same sentences then costs nothing.
-    by_sentence = embed_sentences(model, found.words, pooling=pooling, batch_size=batch_size)
-    vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
+    if cache:
+        # Every sentence is embedded (and cached), not only those with the target: the next target word asked
+        # for in the same sentences then costs nothing.
+        by_sentence = _in_chunks(found.words, progress,
+                                 lambda part: embed_sentences(model, part, pooling=pooling, batch_size=batch_size))
+        vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
+    else:
+        vectors = _occurrence_rows(model, found, chosen, pooling, batch_size, progress)
     result = OccurrenceVectors(
         vectors=vectors.astype(np.float32, copy=False),
         layer_names=[model.layer_names[i] for i in chosen],

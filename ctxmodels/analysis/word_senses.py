@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..cosine import unit_rows
 from . import projections, senses
-from .vectors import OccurrenceSearch, embed_sentences, occurrence_vectors
+from .vectors import OccurrenceSearch, OccurrenceVectors, embed_sentences, occurrence_vectors
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -218,8 +218,17 @@ def measure_layers(
     return LayerMeasurements(table, notes)
 
 
-def measure_word(model: LoadedModel, found: OccurrenceSearch, k: Sequence[int] = (1,)) -> LayerMeasurements:
-    """:func:`measure_layers` for the occurrences ``found`` in ``model`` (the sentences are embedded once)."""
-    ov = occurrence_vectors(model, found)
-    by_sentence = embed_sentences(model, found.words)  # from the embedding cache that filled just above
+def measure_word(model: LoadedModel, found: OccurrenceSearch, k: Sequence[int] = (1,),
+                 vectors: OccurrenceVectors | None = None, baseline_sentences: int | None = None) -> LayerMeasurements:
+    """:func:`measure_layers` for the occurrences ``found`` in ``model`` (the sentences are embedded once).
+
+    ``vectors``: the occurrences' vectors when the caller has them already. ``baseline_sentences``: embed only that
+    many sentences, evenly spread, for the anisotropy baseline (random word pairs need a sample of the text, not
+    all of it: at corpus scale the whole set would cost as much as the occurrences themselves)."""
+    ov = vectors if vectors is not None else occurrence_vectors(model, found)
+    words = found.words
+    if baseline_sentences is not None and len(words) > baseline_sentences:
+        picked = np.unique(np.linspace(0, len(words) - 1, baseline_sentences).round().astype(int))
+        words = [words[i] for i in picked]
+    by_sentence = embed_sentences(model, words)  # from the embedding cache when the sentences were just embedded
     return measure_layers(ov.vectors, ov.labels, by_sentence, model.layer_names, k=k)

@@ -1,0 +1,71 @@
+"""Slow computations off the script thread: a UMAP of thousands of points takes many seconds, and a page that waits
+for it is a frozen page. The page submits the job here, draws a quick stand-in (PCA) at once, and swaps the result
+in when the job is done (:func:`rerun_when_done`).
+
+One queue for the whole server, one job at a time: the machine has few cores, and the same job asked for by two
+visitors (the same key) runs once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import streamlit as st
+
+KEEP = 64  # finished jobs kept for the next visitor (each holds a few coordinate arrays)
+
+
+class Jobs:
+    """Futures by key: :meth:`submit` starts a job unless one with that key is running or done."""
+
+    def __init__(self, workers: int = 1, keep: int = KEEP):
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxmodels-background")
+        self._jobs: OrderedDict[Hashable, Future] = OrderedDict()
+        self._lock = threading.Lock()
+        self.keep = keep
+
+    def submit(self, key: Hashable, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and not (job.done() and job.exception() is not None):  # a failed job may retry
+                self._jobs.move_to_end(key)
+                return job
+            job = self._pool.submit(fn, *args, **kwargs)
+            self._jobs[key] = job
+            self._forget_old()
+            return job
+
+    def get(self, key: Hashable) -> Future | None:
+        with self._lock:
+            return self._jobs.get(key)
+
+    def _forget_old(self) -> None:
+        # Only finished jobs are forgotten: a visitor may be waiting for a running one.
+        for key in [k for k, j in self._jobs.items() if j.done()][: max(0, len(self._jobs) - self.keep)]:
+            del self._jobs[key]
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+@st.cache_resource
+def jobs() -> Jobs:
+    return Jobs()
+
+
+def rerun_when_done(pending: list[Future], every: float = 1.0) -> None:
+    """Rerun the page once every job in ``pending`` has finished (checked every ``every`` seconds, in a fragment,
+    so the rest of the page stays usable meanwhile)."""
+    if not pending:
+        return
+
+    @st.fragment(run_every=every)
+    def _watch() -> None:
+        if all(job.done() for job in pending):
+            st.rerun()
+
+    _watch()
