@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import re
 from pathlib import Path
 
@@ -32,10 +31,6 @@ from ctxmodels.wordnet import Sense, WordnetError, default_senses_path, load_sen
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "assets" / "semcor"
-SHARED_DATA = Path(os.environ.get("CTXMODELS_DATA", ROOT.parent / "shared" / "data"))   # as conftest.py finds it
-
-HAS_SHARED = (SHARED_DATA / "semcor" / "tags.tsv").is_file() and (SHARED_DATA / "wordnet" / "senses.tsv").is_file()
-needs_shared = pytest.mark.skipif(not HAS_SHARED, reason=f"no shared data folder at {SHARED_DATA}")
 
 RIVER = "bank%1:17:01::"
 MONEY = "bank%1:14:00::"
@@ -499,12 +494,11 @@ def test_shipped_copy_names_bank():
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the shipped copy against the shared data (skipped where the shared folder is absent)
+# the shipped copy against the shared data (these fail, as every test of the shared data does, when it is missing)
 
 
-@needs_shared
-def test_shared_glosses():
-    senses = load_senses(SHARED_DATA / "wordnet" / "senses.tsv")
+def test_shared_glosses(shared_data):
+    senses = load_senses(shared_data / "wordnet" / "senses.tsv")
     assert len(senses) == 33274
     assert senses[RIVER].gloss == "sloping land (especially the slope beside a body of water)"
     assert senses[RIVER].synset == "eng30-09213565-n"
@@ -512,18 +506,17 @@ def test_shared_glosses():
                                       "he sat on the bank of the river and watched the currents")
     assert senses["run%2:38:00::"].gloss.startswith("move fast by using one's feet")
     assert load_senses(SHIPPED / "senses.tsv.gz") == senses   # every shared sense occurs in SemCor
-    assert (SHIPPED / "LICENSE").read_bytes() == (SHARED_DATA / "wordnet" / "LICENSE").read_bytes()
+    assert (SHIPPED / "LICENSE").read_bytes() == (shared_data / "wordnet" / "LICENSE").read_bytes()
 
 
-@needs_shared
 @pytest.mark.slow
-def test_shipped_copy_equals_shared_data():
-    shared, shipped = load_semcor(SHARED_DATA / "semcor"), load_semcor(SHIPPED)
+def test_shipped_copy_equals_shared_data(shared_data):
+    shared, shipped = load_semcor(shared_data / "semcor"), load_semcor(SHIPPED)
     assert [(s.uid, s.tokens) for s in shared.sentences] == [(s.uid, s.tokens) for s in shipped.sentences]
     assert [s.tags for s in shared.sentences] == [s.tags for s in shipped.sentences]
-    for p, q in zip(semcor_files(SHARED_DATA / "semcor"), semcor_files(SHIPPED)):
+    for p, q in zip(semcor_files(shared_data / "semcor"), semcor_files(SHIPPED)):
         assert table_size(p) == table_size(q)   # the probe caches beside the shipped models serve both
-    a = semcor_search("bank", semcor=shared, senses=load_senses(SHARED_DATA / "wordnet" / "senses.tsv"))
+    a = semcor_search("bank", semcor=shared, senses=load_senses(shared_data / "wordnet" / "senses.tsv"))
     b = semcor_search("bank", semcor=shipped, senses=load_senses(SHIPPED / "senses.tsv.gz"))
     assert a == b
     assert [o.label for o in a[0].occurrences].count(
