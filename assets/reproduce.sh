@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduce the three shipped models (assets/bert-eltec, elmo-eltec, static-eltec) and their measured cards.
+# Reproduce the three shipped models (assets/bert-eltec, elmo-eltec, static-eltec) and their measured cards,
+# and the compact SemCor copy (assets/semcor).
 #
 #   bash assets/reproduce.sh            # train (or resume) in runs/, ship to assets/, measure, write the cards
 #   STAGE=measure bash assets/reproduce.sh   # only ship + measure + cards, from finished runs
@@ -20,6 +21,10 @@ CLI=${CLI:-ctxmodels}
 COMMON=(--corpus "$CORPUS" --threads 1 --no-progress)
 
 resume_flag() { [ -f "$1/checkpoint/trainer_state.pt" ] && echo --resume || true; }
+
+# The compact SemCor + WordNet glosses copy (assets/semcor) the app reads without the shared data: the shared
+# tables gzipped, byte for byte, with the WordNet licence; the same bytes on every run (assets/semcor/README.md).
+${PYTHON:-python} -m ctxmodels.release.semcor_copy "$DATA" assets/semcor
 
 if [ "$STAGE" = all ]; then
   # The WordPiece vocabulary is the shipped one when present: the tokenizers library orders equally frequent

@@ -3,8 +3,8 @@
 Each place has an environment variable first, so an installed wheel (where no checkout surrounds the package)
 works once the variable is set; the fallbacks are where those files sit in a checkout of this repository.
 
-* ``assets_dir()``: the shipped models and example sets. ``$CTXMODELS_ASSETS``, else ``assets/`` of the checkout
-  this package runs from.
+* ``assets_dir()``: the shipped models, example sets and the compact SemCor + WordNet copy (``semcor/``, read when
+  the shared data is absent). ``$CTXMODELS_ASSETS``, else ``assets/`` of the checkout this package runs from.
 * ``data_dir()``: the shared data (corpus, SemCor, WordNet glosses, the ELMo reference). ``$CTXMODELS_DATA``, else
   ``../shared/data`` beside the checkout.
 * ``cache_dir()``: results worth keeping between runs (probe fits). ``$CTXMODELS_CACHE``, else

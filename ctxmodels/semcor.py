@@ -17,7 +17,10 @@ RB, plus a handful of VBN/VBD/VBG/NNS). ``NNP`` marks named entities, whose "lem
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -128,13 +131,44 @@ def _expand_keys(field_: str) -> tuple[str, ...]:
     return tuple(k if "%" in k else f"{lemma}%{k}" for k in keys)
 
 
-def _lines(path: Path, header_first: str):
-    """Yield (line number, fields) of a TSV file, skipping its header line and blank lines."""
+def table_file(directory: str | Path, name: str) -> Path:
+    """``directory/name.tsv``, else ``directory/name.tsv.gz`` when only that exists (the plain file wins, so an
+    unpacked copy beside the packed one is what is read). Neither: the ``.tsv`` path, for the error message."""
+    plain = Path(directory) / f"{name}.tsv"
+    packed = plain.with_name(plain.name + ".gz")
+    return packed if not plain.exists() and packed.exists() else plain
+
+
+def table_size(path: str | Path) -> int | None:
+    """The size of a table's text: the file's size, or for ``.gz`` the uncompressed size in its trailer, so a
+    packed copy of a file has the same size as the file itself (probe caches use it). None if it is missing."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    size = path.stat().st_size
+    if path.suffix != ".gz" or size < 18:  # 18: a gzip header and trailer, nothing inside
+        return size
+    with path.open("rb") as f:
+        f.seek(-4, 2)
+        return int.from_bytes(f.read(4), "little")  # ISIZE: the length mod 2**32; these tables are far smaller
+
+
+def read_table(path: Path, header_first: str, error: type[ValueError], what: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number, fields) of a TSV file, plain or gzipped (by its ``.gz`` suffix), skipping its header
+    line (a first line whose first field is ``header_first``) and blank lines.
+
+    Problems reading the file raise ``error`` naming the file; ``what`` says what the file belongs with, for the
+    message when it is missing. Both kinds of file are read as text with universal newlines, so a table and its
+    gzipped copy give the same lines.
+    """
     try:
-        f = path.open(encoding="utf-8")
+        f = gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
     except FileNotFoundError:
-        raise SemcorError(f"{path}: file not found (a SemCor folder holds sentences.tsv and tags.tsv)") from None
+        raise error(f"{path}: file not found ({what})") from None
+    except IsADirectoryError:
+        raise error(f"{path}: a folder, not a file ({what})") from None
     with f:
+        n = 0
         try:
             for n, line in enumerate(f, start=1):
                 line = line.rstrip("\n").rstrip("\r")
@@ -142,7 +176,16 @@ def _lines(path: Path, header_first: str):
                     continue
                 yield n, line.split("\t")
         except UnicodeDecodeError as e:
-            raise SemcorError(f"{path}: not UTF-8 text ({e})") from e
+            raise error(f"{path}: not UTF-8 text ({e})") from e
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            # a damaged or truncated download; the lines before it were fine
+            raise error(f"{path}, after line {n}: not a readable gzip file ({e or type(e).__name__}); "
+                        "replace it with a fresh copy") from e
+
+
+def _lines(path: Path, header_first: str) -> Iterator[tuple[int, list[str]]]:
+    return read_table(path, header_first, SemcorError, "a SemCor folder holds sentences.tsv and tags.tsv, "
+                      "plain or gzipped")
 
 
 class SemCor:
@@ -164,11 +207,12 @@ class SemCor:
     def load(cls, directory: str | Path) -> SemCor:
         directory = Path(directory)
         if not directory.is_dir():
-            raise SemcorError(f"{directory}: SemCor folder not found (expected sentences.tsv and tags.tsv in it; "
-                              "the shared data has it at shared/data/semcor, or set CTXMODELS_DATA)")
-        sentences = _read_sentences(directory / "sentences.tsv")
+            raise SemcorError(f"{directory}: SemCor folder not found (expected sentences.tsv and tags.tsv in it, "
+                              "or their .tsv.gz; the shared data has it at shared/data/semcor (or set "
+                              "CTXMODELS_DATA), a compact copy ships in assets/semcor)")
+        sentences = _read_sentences(table_file(directory, "sentences"))
         semcor = cls(sentences, directory)
-        _read_tags(directory / "tags.tsv", semcor)
+        _read_tags(table_file(directory, "tags"), semcor)
         return semcor
 
     def tagged(self):
@@ -281,12 +325,28 @@ def _read_tags(path: Path, semcor: SemCor) -> None:
         sentence.tags[i] = Tag(i, word, lemma, pos, sense_keys, tuple(s for s in synsets.split(";") if s))
 
 
+def shipped_semcor_dir() -> Path:
+    """The compact copy shipped with the project: ``assets/semcor`` (``$CTXMODELS_ASSETS/semcor``)."""
+    from .paths import assets_dir
+
+    return assets_dir() / "semcor"
+
+
 def default_semcor_dir() -> Path:
-    """``$CTXMODELS_DATA/semcor``, else ``../shared/data/semcor`` beside the checkout (:mod:`ctxmodels.paths`)."""
+    """``$CTXMODELS_DATA/semcor`` (by default ``../shared/data/semcor`` beside the checkout) when it holds SemCor,
+    else the shipped copy :func:`shipped_semcor_dir` (same sentences and tags, gzipped), so the app and the
+    probes work without the shared data."""
     from .paths import data_dir
 
-    root = data_dir()
-    return root / "semcor"
+    shared = data_dir() / "semcor"
+    if table_file(shared, "sentences").is_file():
+        return shared
+    return shipped_semcor_dir()
+
+
+def semcor_files(directory: str | Path) -> tuple[Path, Path]:
+    """The sentences and tags files that :meth:`SemCor.load` reads in ``directory`` (plain, else gzipped)."""
+    return table_file(directory, "sentences"), table_file(directory, "tags")
 
 
 @lru_cache(maxsize=2)
@@ -297,6 +357,6 @@ def _load_cached(directory: str, stamp: tuple) -> SemCor:
 def load_semcor(directory: str | Path | None = None) -> SemCor:
     """Load SemCor once per process (reloaded if the files change). ``None``: :func:`default_semcor_dir`."""
     directory = Path(directory) if directory is not None else default_semcor_dir()
-    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None
-                  for p in (directory / "sentences.tsv", directory / "tags.tsv"))
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None
+                  for p in semcor_files(directory))
     return _load_cached(str(directory.resolve()), stamp)

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "ctxmodels"
 # Layer of each module or package (the longest matching prefix wins), lowest first. A module may import its own
 # layer and the layers below it; "training" and "analysis" are side by side and do not import each other.
 LAYERS: dict[str, tuple[int, str]] = {
-    # shared ground: files, paths, text, character ids, word pieces, the SemCor reader
+    # shared ground: files, paths, text, character ids, word pieces, the SemCor and WordNet readers
     "ctxmodels.checkpoint": (0, "base"),
     "ctxmodels.paths": (0, "base"),
     "ctxmodels.bounds": (0, "base"),
@@ -27,6 +27,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.char_ids": (0, "base"),
     "ctxmodels.tokenization": (0, "base"),
     "ctxmodels.semcor": (0, "base"),
+    "ctxmodels.wordnet": (0, "base"),
     "ctxmodels.model_files": (0, "base"),
     # the models
     "ctxmodels.bert": (1, "models"),

@@ -47,7 +47,7 @@ from torch import nn
 
 from .. import paths
 from ..checkpoint import write_json
-from ..semcor import SemCor, coarse_pos, default_semcor_dir, load_semcor
+from ..semcor import SemCor, coarse_pos, default_semcor_dir, load_semcor, semcor_files, table_size
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -411,7 +411,8 @@ def run_probe(model: LoadedModel, task: str, settings: ProbeSettings | None = No
     """Train the ``task`` probe ("pos" or "wsd") on ``model``'s layers, or return the cached result.
 
     ``progress(fraction, message)`` is called while embedding and training. ``semcor`` defaults to
-    :func:`ctxmodels.semcor.load_semcor` (the shared data). ``cache_dir`` overrides where results are stored.
+    :func:`ctxmodels.semcor.load_semcor` (the shared data, else the copy in ``assets/semcor``). ``cache_dir``
+    overrides where results are stored.
     """
     if task not in TASKS:
         raise ValueError(f"unknown probe task {task!r}; choose one of {', '.join(TASKS)}")
@@ -542,12 +543,13 @@ def cache_paths(model: LoadedModel, task: str, fingerprint: str, cache_dir: str 
 
 
 def _semcor_stamp(semcor: SemCor | None) -> str:
-    """Which SemCor, told without reading it (so a cached result comes at once): its files' sizes."""
+    """Which SemCor, told without reading it (so a cached result comes at once): its files' sizes. A gzipped
+    copy counts its text's size, so the shipped copy of the shared tables finds the results made from them."""
     if semcor is not None and semcor.path is None:
         return f"in memory: {len(semcor)} sentences, {sum(len(s.tags) for s in semcor.sentences)} tags"
     folder = semcor.path if semcor is not None else default_semcor_dir()
-    return ",".join(str(p.stat().st_size) if p.is_file() else "-"
-                    for p in (Path(folder) / "sentences.tsv", Path(folder) / "tags.tsv"))
+    sizes = (table_size(p) for p in semcor_files(folder))
+    return ",".join(str(n) if n is not None else "-" for n in sizes)
 
 
 def _cache_key(task: str, settings: ProbeSettings, fingerprint: str | None, data: str) -> str:
