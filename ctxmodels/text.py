@@ -3,9 +3,11 @@
 * :func:`tokenize` / :func:`tokenize_with_offsets` — the project's one word tokenizer (punctuation split off,
   ``don't`` and ``drawing-room`` kept whole). The ELMo and static trainers cut their corpus with it and the
   analysis code cuts every sentence it feeds a model with it, so training and analysis see the same words.
-* :func:`split_sentences` / :func:`sentences` — a sentence splitter good enough for novels.
+* :func:`split_sentences` / :func:`sentences` / :func:`sentence_spans` — a sentence splitter good enough for
+  novels.
 * :func:`inflections` — a word's simple English inflections (bank -> banks, run -> ran, running).
-* :func:`read_documents` — the plain-text corpus format (one paragraph a line, blank lines between documents).
+* :func:`read_documents` / :func:`iter_paragraphs` — the plain-text corpus format (one paragraph a line, blank
+  lines between documents), read whole or streamed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import re
 import select
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 # ----------------------------------------------------------------------------------------------------------
@@ -46,6 +48,15 @@ def tokenize_with_offsets(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(), m.start(), m.end()) for m in TOKEN_PATTERN.finditer(text)]
 
 
+# the first character of a token that is a word (a title, a number, letters): after a space or at the start
+_WORD_STARTS = re.compile(rf"(?<![^ ]){_WORD_CHAR}")
+
+
+def word_count(tokens: Sequence[str]) -> int:
+    """How many of ``tokens`` (words of :func:`tokenize`) are words, not punctuation marks or symbols."""
+    return len(_WORD_STARTS.findall(" ".join(tokens)))
+
+
 def tokenize(text: str) -> list[str]:
     """Split text into words the way the ELMo models of this project were trained.
 
@@ -63,30 +74,39 @@ def split_sentences(tokens: Sequence[tuple[str, int, int]]) -> list[list[str]]:
     A sentence ends after ``.``, ``!`` or ``?`` (and any closing quotes or brackets right after them) when the
     next token starts with a capital letter or an opening quote. Good enough for novels; never loses a token.
     """
-    sentences: list[list[str]] = []
-    current: list[str] = []
+    return [[w for w, _, _ in tokens[a:b]] for a, b in sentence_token_ranges(tokens)]
+
+
+def sentence_token_ranges(tokens: Sequence[tuple[str, int, int]]) -> list[tuple[int, int]]:
+    """The sentences of :func:`split_sentences` as ``(first, end)`` token indices: ``tokens[first:end]``."""
+    ranges: list[tuple[int, int]] = []
+    first = 0
     i, n = 0, len(tokens)
     while i < n:
         word, _, end = tokens[i]
-        current.append(word)
         i += 1
         if word not in _TERMINALS:
             continue
         while i < n and tokens[i][0] in _TERMINALS:  # "?!" and "..."
-            current.append(tokens[i][0])
             end = tokens[i][2]
             i += 1
         # Closers belong to the sentence when they touch it: ."  but not the opening quote in ". "Go
         while i < n and tokens[i][0] in _CLOSERS and tokens[i][1] == end:
-            current.append(tokens[i][0])
             end = tokens[i][2]
             i += 1
         if i == n or tokens[i][0][0].isupper() or tokens[i][0] in _OPENERS:
-            sentences.append(current)
-            current = []
-    if current:
-        sentences.append(current)
-    return sentences
+            ranges.append((first, i))
+            first = i
+    if first < n:
+        ranges.append((first, n))
+    return ranges
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the sentences of ``text`` (the rule of :func:`split_sentences`); each
+    ``text[start:end]`` begins with its first word and ends with its last, so it needs no stripping."""
+    tokens = tokenize_with_offsets(text)
+    return [(tokens[a][1], tokens[b - 1][2]) for a, b in sentence_token_ranges(tokens)]
 
 
 def sentences(text: str) -> list[list[str]]:
@@ -106,8 +126,9 @@ def tokenizer_fingerprint() -> str:
 # A deliberately small rule set, not a morphological analyser: for a base form it adds the -s, -ed and -ing
 # forms by the regular spelling rules, plus the forms of a short list of irregular verbs and nouns. It does
 # not lemmatise regular forms ("banks" finds "banks" and its own regular forms, not "bank"), does not add
-# comparatives (-er/-est would turn "play" into "player"). find_occurrences adds the possessive 's, which the
-# word tokenizer keeps on the word ("bank's" is one word). A caller who needs more passes the forms explicitly:
+# comparatives (-er/-est would turn "play" into "player"). corpus_index.word_forms (the forms that the corpus
+# index and find_occurrences look for) adds the possessive 's, which the word tokenizer keeps on the word ("bank's"
+# is one word). A caller who needs more passes the forms explicitly:
 # ``inflections=["run", "ran", ...]``.
 
 _IRREGULAR_TABLE = """
@@ -220,16 +241,32 @@ def read_documents(path: str | Path) -> list[Document]:
     Lines are stripped; runs of blank lines count as one separator. The file is decoded line by line, so a
     non-UTF-8 byte is reported with its line number, and memory stays close to the size of the text itself.
     """
+    docs: list[Document] = []
+    for document, _, paragraph in iter_paragraphs(path):
+        if document == len(docs):
+            docs.append([])
+        docs[document].append(paragraph)
+    return docs
+
+
+def iter_paragraphs(path: str | Path, on_line: Callable[[bytes], None] | None = None) -> Iterator[tuple[int, int, str]]:
+    """The paragraphs of a corpus one at a time, as ``(document, line, text)``: the 0-based document number,
+    the 1-based line number in the file and the stripped line; the rules and errors of :func:`read_documents`.
+
+    ``on_line`` sees every raw line (blank ones too) as read, for a caller that hashes the file or shows progress
+    without reading it twice. The "empty corpus" error comes at the end, after the whole file was read.
+    """
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"{path}: corpus file not found")
     if not path.is_file():
         raise CorpusError(f"{path}: not a file (pass a plain-text corpus file with --corpus)")
-    docs: list[Document] = []
-    current: Document = []
+    document, in_document = 0, False
     try:
         with open(path, "rb") as f:
             for lineno, raw in enumerate(f, start=1):
+                if on_line is not None:
+                    on_line(raw)
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
@@ -243,17 +280,15 @@ def read_documents(path: str | Path) -> list[Document]:
                     raise CorpusError(f"{path}: line {lineno} holds a NUL byte: a binary file, not plain text")
                 line = line.strip()
                 if line:
-                    current.append(line)
-                elif current:
-                    docs.append(current)
-                    current = []
+                    in_document = True
+                    yield document, lineno, line
+                elif in_document:
+                    document += 1
+                    in_document = False
     except OSError as e:
         raise CorpusError(f"{path}: cannot read the corpus ({e.strerror or e})") from e
-    if current:
-        docs.append(current)
-    if not docs:
+    if document == 0 and not in_document:
         raise CorpusError(f"{path}: the corpus is empty (no text lines); expected one paragraph a line")
-    return docs
 
 
 MAX_TEXT_BYTES = 512 * 2**20  # a text file given to a command (sentences to embed): far more than anyone embeds

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..corpus_index import word_forms
 from ..loading import POOLINGS
-from ..text import inflections, tokenize_with_offsets
+from ..text import inflections as _inflections
+from ..text import tokenize_with_offsets
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -97,21 +99,11 @@ def _as_text_and_label(s: str | tuple[str, str | None]) -> tuple[str, str | None
     return parse_labelled(s)
 
 
+inflections = _inflections  # part of this module's API: the analysis' callers import it from here
+
+
 def _target_forms(target: str, inflect: bool | Iterable[str]) -> frozenset[str]:
-    if not isinstance(target, str) or not target.strip():
-        raise ValueError("the target word is empty: give the word to look for, e.g. 'bank'")
-    if len(target.split()) > 1:
-        raise ValueError(f"the target must be one word, got {target!r}")
-    t = target.strip().casefold()
-    if inflect is True:
-        # The word tokenizer keeps "bank's" whole, so possessives count as inflections too.
-        forms = inflections(t)
-        return frozenset(forms | {f + apo for f in forms for apo in ("'s", "’s")})
-    if inflect is False or inflect is None:
-        return frozenset({t})
-    if isinstance(inflect, str):
-        raise ValueError("inflections must be True/False or a list of word forms, not a string")
-    return frozenset({t} | {f.strip().casefold() for f in inflect if f.strip()})
+    return word_forms(target, inflect)  # the corpus index's rule, so both find the same occurrences
 
 
 def find_occurrences(
