@@ -63,11 +63,15 @@ class Chosen:
     target: str
     caption: str  # Markdown, safe: what was found and how it was sampled
     senses: dict[str, sources.SenseInfo] = field(default_factory=dict)  # label -> gloss (SemCor)
-    documents: list[str] | None = None  # per occurrence (corpus, SemCor)
 
     @property
     def key(self) -> str:
         return self.spec.key
+
+    @property
+    def documents(self) -> list[str] | None:
+        """The document of each occurrence (corpus, SemCor: one sentence per occurrence), else None."""
+        return self.found.documents
 
 
 # -- what there is ------------------------------------------------------------------------------------------
@@ -251,8 +255,7 @@ def _semcor(spec: Spec) -> Chosen:
     caption = (f"{n:,} sense-tagged occurrences of **{md(spec.word)}** ({md(pos)}) in SemCor{sampled}; "
                f"{len(infos)} sense(s), named by their WordNet 3.0 glosses (senses with fewer than {spec.fold} "
                "occurrences are folded into “other”).")
-    return Chosen(spec, found, spec.word, caption, senses={i.label: i for i in infos},
-                  documents=list(getattr(found, "documents", None) or []) or None)
+    return Chosen(spec, found, spec.word, caption, senses={i.label: i for i in infos})
 
 
 def _open_index(spec: Spec):
@@ -280,5 +283,5 @@ def _corpus(spec: Spec, index, word: str) -> Chosen:
                if n < lookup.total else "")
     caption = (f"**{md(word)}**{' and its inflections' if spec.inflect else ''} occurs {lookup.total:,} times in "
                f"{lookup.n_sentences:,} sentences of {lookup.n_documents:,} documents of {md(spec.corpus)}{sampled}. "
-               "The corpus has no sense labels: colour by clusters to find senses.")
-    return Chosen(spec, found, word, caption, documents=[h.document_name for h in lookup.hits])
+               "A corpus has no sense labels: the colours are clusters found in each layer.")
+    return Chosen(spec, found, word, caption)

@@ -128,8 +128,9 @@ large = n_occ > LARGE
 labels = [o.label for o in found.occurrences]
 has_senses = len(ws.sense_names(labels)) >= 2
 if colour_by == "sense" and not has_senses:
-    st.info("These occurrences have no sense labels (or only one): the points are coloured by the clusters found "
-            "in each layer instead.")
+    if chosen.spec.kind != "corpus":  # the corpus caption says so already
+        st.info("These occurrences have no sense labels (or only one): the points are coloured by the clusters "
+                "found in each layer instead.")
     colour_by = "cluster"
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]

@@ -1,12 +1,14 @@
 """Real sense-labelled sentences from SemCor, their senses named by WordNet glosses.
 
-The app and the CLI call two functions:
+The app and the CLI call these functions:
 
 * :func:`semcor_lemmas` lists the polysemous lemmas (one entry per WordNet part of speech), for a picker.
 * :func:`semcor_search` gives the tagged occurrences of one lemma as an :class:`~ctxmodels.analysis.vectors.
   OccurrenceSearch` (what :func:`~ctxmodels.analysis.vectors.find_occurrences` gives for typed sentences, so
   every measurement and view takes it as it is), each labelled with its sense's name, and a
   :class:`SenseInfo` per label.
+* :func:`open_corpus` and :func:`corpus_search` do the same for any word of a plain-text corpus, through its
+  full-text index (:mod:`ctxmodels.corpus_index`); a corpus has no sense labels.
 
 A sense is named by its WordNet gloss shortened for a legend ("sloping land (especially the slope beside a body
 of water)"); a sense key missing from the glosses table is named by the key itself. Both tables come from the
@@ -19,15 +21,17 @@ from __future__ import annotations
 import difflib
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
+from .. import corpus_index
 from ..bounds import MAX_SEED, int_range
 from ..semcor import Occurrence as TaggedOccurrence
 from ..semcor import SemCor, load_semcor
 from ..wordnet import Sense, load_senses
-from .vectors import Occurrence, OccurrenceSearch
+from .vectors import Occurrence, OccurrenceSearch, split_words
 
 OTHER = "other"
 LABEL_CHARS = 60
@@ -260,4 +264,38 @@ def semcor_search(lemma: str, pos: str | None = None, min_sense_count: int = 3, 
         words.append(list(s.words))
         occurrences.append(Occurrence(i, o.word_index, word, (start, start + len(word)), text, label))
     forms = frozenset(o.word.casefold() for o in occurrences)
-    return OccurrenceSearch(key, forms, texts, labels, words, occurrences, missing=[]), infos
+    documents = [semcor.sentences[o.sentence_index].document for o in found]
+    return OccurrenceSearch(key, forms, texts, labels, words, occurrences, missing=[], documents=documents), infos
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a plain-text corpus, through its full-text index (ctxmodels.corpus_index)
+
+MAX_LIMIT = corpus_index.MAX_LIMIT  # occurrences one view draws at most
+
+
+def open_corpus(path: str | Path, progress: Callable[[int, int], None] | None = None) -> corpus_index.CorpusIndex:
+    """The corpus's index, built on first use (``progress(bytes_done, bytes_total)`` meanwhile)."""
+    return corpus_index.CorpusIndex.open(path, progress=progress)
+
+
+def corpus_search(index: corpus_index.CorpusIndex, word: str, inflections: bool = False, limit: int | None = 1000,
+                  seed: int = 0) -> tuple[OccurrenceSearch, corpus_index.Lookup]:
+    """The occurrences of ``word`` in the corpus (a seeded sample of at most ``limit``, spread across the
+    documents) as an :class:`OccurrenceSearch` with one sentence per occurrence, in the order of ``lookup.hits``,
+    and the lookup itself (totals, documents)."""
+    lookup = index.lookup(word, inflections=inflections, limit=limit, seed=seed)
+    if not lookup.hits:
+        forms = f" or its forms {', '.join(sorted(lookup.forms - {word.casefold()}))}" if len(lookup.forms) > 1 else ""
+        raise ValueError(f"{word!r}{forms} does not occur in {index.path.name} ({index.n_words:,} words); "
+                         "try another word, or its inflections")
+    texts, words, occurrences = [], [], []
+    for i, hit in enumerate(lookup.hits):
+        tokens = split_words(hit.sentence)
+        j = next(j for j, (_, a, _) in enumerate(tokens) if a == hit.char_span[0])
+        texts.append(hit.sentence)
+        words.append([w for w, _, _ in tokens])
+        occurrences.append(Occurrence(i, j, hit.word, hit.char_span, hit.sentence, None))
+    found = OccurrenceSearch(word, lookup.forms, texts, [None] * len(texts), words, occurrences, [],
+                             documents=[hit.document_name for hit in lookup.hits])
+    return found, lookup

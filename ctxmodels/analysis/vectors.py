@@ -84,6 +84,7 @@ class OccurrenceSearch:
     words: list[list[str]]  # each sentence split by the word tokenizer
     occurrences: list[Occurrence]
     missing: list[int]  # indices of sentences in which the target does not occur
+    documents: list[str] | None = None  # the document of each sentence, where the sentences come from a corpus
 
     @property
     def missing_sentences(self) -> list[str]:
