@@ -99,10 +99,11 @@ def available() -> list[str]:
     return kinds
 
 
-@st.cache_resource(show_spinner="Reading SemCor's lemmas …")
 def semcor_choices() -> dict[str, sources.SemcorLemma]:
-    """``lemma.pos`` -> lemma, for the picker: lemmas with at least two senses and ten tagged occurrences."""
-    return {f"{x.lemma}.{x.pos}": x for x in sources.semcor_lemmas(min_occurrences=10, min_senses=2)}
+    """``lemma.pos`` -> lemma, for the picker: lemmas with at least two senses and ten tagged occurrences (SemCor
+    is read once per process, and again only when its files change)."""
+    with st.spinner("Reading SemCor …"):
+        return {f"{x.lemma}.{x.pos}": x for x in sources.semcor_lemmas(min_occurrences=10, min_senses=2)}
 
 
 POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}

@@ -9,17 +9,67 @@ Point ``CTXMODELS_ASSETS`` at the folder and the app opens on them::
     CTXMODELS_ASSETS=/tmp/tiny-assets streamlit run app/Home.py
 
 The weights are random, so the pictures mean nothing; the shapes, names and code paths are the real ones.
+
+For the AppTest modules (registered in ``tests/conftest.py``): the ``tiny_assets`` fixture (built once per test
+session), ``app_env`` (a test module opts in with ``pytestmark = pytest.mark.usefixtures("app_env")``) and
+:func:`page`, which runs one page of the app with a query string.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SENSES = ROOT / "assets" / "examples" / "senses"
 TINY_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec", "bert-no-mlm")
+HOME = str(ROOT / "app" / "Home.py")
+TIMEOUT = 180  # seconds per script run: generous for a busy 2-core machine, never reached in practice
+OPERATOR_SETTINGS = ("CTXMODELS_APP_MODELS", "CTXMODELS_APP_CORPORA", "CTXMODELS_ALLOW_PATHS",
+                     "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING", "CTXMODELS_HEAVY_PER_SESSION",
+                     "CTXMODELS_UPLOAD_MB")
+
+
+@pytest.fixture(scope="session")
+def tiny_assets(tmp_path_factory) -> Path:
+    return build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+
+
+@pytest.fixture
+def app_env(tiny_assets, tmp_path, monkeypatch):
+    """The app on the tiny models, writing only under the test's folder, with every operator setting off."""
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets))
+    monkeypatch.setenv("CTXMODELS_APP_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
+    for var in OPERATOR_SETTINGS:
+        monkeypatch.delenv(var, raising=False)
+
+
+def page(name: str, **query):
+    """Run page ``name`` (``views/NAME.py``) through AppTest with ``query`` as its URL parameters."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.switch_page(f"views/{name}.py")
+    return at.run()
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def assert_clean(at) -> None:
+    assert not at.exception, texts(at.exception)
+    assert not at.error, texts(at.error)
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def example_texts() -> list[str]:

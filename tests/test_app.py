@@ -16,49 +16,13 @@ from app import inputs, training
 from app.registry import registry
 from app.settings import settings
 from ctxmodels.thread_warnings import caught_warnings
-from tests.app_fixtures import build_tiny_assets
+from tests.app_fixtures import assert_clean, charts, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-HOME = str(Path(__file__).resolve().parents[1] / "app" / "Home.py")
 PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fill_in", "models"]
-TIMEOUT = 180  # seconds per script run: generous for a busy 2-core machine, never reached in practice
-
-
-@pytest.fixture(scope="session")
-def tiny_assets(tmp_path_factory) -> Path:
-    return build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
-
-
-@pytest.fixture(autouse=True)
-def app_env(tiny_assets, tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets))
-    monkeypatch.setenv("CTXMODELS_APP_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
-    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
-                "CTXMODELS_HEAVY_PER_SESSION"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def page(name: str, **query) -> AppTest:
-    at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
-    at.query_params.update(query)
-    at.switch_page(f"views/{name}.py")
-    return at.run()
-
-
-def texts(elements) -> list[str]:
-    return [str(e.value) for e in elements]
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, texts(at.exception)
-    assert not at.error, texts(at.error)
-
-
-def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 # -- with no model at all --------------------------------------------------------------------------------------

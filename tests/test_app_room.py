@@ -9,46 +9,18 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from app import limits, memory, training
 from app.settings import settings
-from tests.app_fixtures import build_tiny_assets
+from tests.app_fixtures import page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-HOME = str(Path(__file__).resolve().parents[1] / "app" / "Home.py")
-TIMEOUT = 180
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]  # stands in for the trainer: runs until cancelled
-
-
-@pytest.fixture(scope="session")
-def tiny_assets(tmp_path_factory) -> Path:
-    return build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
-
-
-@pytest.fixture(autouse=True)
-def app_env(tiny_assets, tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets))
-    monkeypatch.setenv("CTXMODELS_APP_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
-    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
-                "CTXMODELS_HEAVY_PER_SESSION", "CTXMODELS_UPLOAD_MB"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def page(name: str, **query) -> AppTest:
-    at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
-    at.query_params.update(query)
-    at.switch_page(f"views/{name}.py")
-    return at.run()
-
-
-def texts(elements) -> list[str]:
-    return [str(e.value) for e in elements]
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def start_buttons(at: AppTest) -> list:

@@ -1,0 +1,154 @@
+"""The Word senses page at corpus scale, through AppTest: SemCor lemmas named by their glosses, any word of a
+corpus through its index, clusters in place of labels, the concordance, and large views that project in the
+background. Tiny random models (tests/app_fixtures.py), a tiny SemCor and corpora written by the tests."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app import background
+from tests.app_fixtures import assert_clean, charts, page, texts
+
+pytest.importorskip("streamlit.testing.v1")
+pytestmark = pytest.mark.usefixtures("app_env")
+
+RIVER, MONEY = "bank%1:17:01::", "bank%1:14:00::"
+GLOSSES = {RIVER: "sloping land (especially the slope beside a body of water)",
+           MONEY: "a financial institution that accepts deposits and channels the money into lending activities"}
+
+
+def write_semcor(root: Path) -> Path:
+    """A SemCor with 12 tagged "bank"s (6 river, 6 money) in two documents, and the glosses of both senses."""
+    (root / "semcor").mkdir(parents=True)
+    (root / "wordnet").mkdir()
+    sentences, tags = ["sent_uid\ttokens"], ["sent_uid\ttok_idx\tword\tlemma\tpos\tsense_keys\tsynsets"]
+    river = ["We sat on the bank of the river .", "The boat reached the bank at dusk .",
+             "Reeds grew along the bank of the stream .", "The river overflowed its bank in spring .",
+             "Fishermen lined the bank all morning .", "Mud covered the bank after the flood ."]
+    money = ["The bank lent her the money .", "He deposited his wages at the bank .",
+             "The bank raised its interest rates .", "She opened an account at the bank .",
+             "The bank refused the loan .", "Robbers broke into the bank at night ."]
+    for i, (text, key) in enumerate([(t, RIVER) for t in river] + [(t, MONEY) for t in money]):
+        uid = f"brown1/br-{'a' if i % 2 else 'b'}01.s{i}"
+        words = text.split()
+        sentences.append(f"{uid}\t{text}")
+        tags.append(f"{uid}\t{words.index('bank')}\tbank\tbank\tNN\t{key}\t")
+    (root / "semcor" / "sentences.tsv").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (root / "semcor" / "tags.tsv").write_text("\n".join(tags) + "\n", encoding="utf-8")
+    senses = ["sense_key\tsynset\tlemmas\tgloss\texamples"]
+    senses += [f"{k}\teng30-0000000{i}-n\tbank\t{g}\t" for i, (k, g) in enumerate(GLOSSES.items())]
+    (root / "wordnet" / "senses.tsv").write_text("\n".join(senses) + "\n", encoding="utf-8")
+    return root
+
+
+def write_corpus(path: Path, n: int) -> Path:
+    """``n`` sentences with "bank" (river and money contexts alternating) over three documents."""
+    contexts = ["The boat drifted to the bank of the river near the willows.",
+                "The bank lent the farmer money for the new barn."]
+    docs = [[contexts[i % 2] for i in range(d, n, 3)] for d in range(3)]
+    path.write_text("\n\n".join("\n".join(doc) for doc in docs) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def semcor_data(tmp_path, monkeypatch) -> Path:
+    root = write_semcor(tmp_path / "data")
+    monkeypatch.setenv("CTXMODELS_DATA", str(root))
+    return root
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch) -> Path:
+    path = write_corpus(tmp_path / "river-and-money.txt", 24)
+    monkeypatch.setenv("CTXMODELS_DATA", str(tmp_path / "no-shared-data"))  # only the operator's corpus
+    monkeypatch.setenv("CTXMODELS_APP_CORPORA", str(path))
+    return path
+
+
+def legend(at) -> list[str]:
+    return sorted({t.get("name") for c in charts(at)[:2] for t in c["data"]})
+
+
+def test_semcor_occurrences_are_named_by_their_glosses(semcor_data):
+    at = page("word_senses", source="semcor", lemma="bank.n", projection="pca", models="bert-eltec")
+    assert_clean(at)
+    assert any("12 sense-tagged occurrences of **bank** (noun) in SemCor" in c for c in texts(at.caption))
+    river, money = legend(at)[1], legend(at)[0]
+    assert river == GLOSSES[RIVER]
+    assert money.startswith("a financial institution that accepts") and money.endswith("…") and len(money) <= 60
+    titles = [c["layout"]["title"]["text"] for c in charts(at)]
+    assert "clusters vs senses (adjusted Rand index)" in titles
+    assert at.query_params["source"] == "semcor" and at.query_params["lemma"] == "bank.n"
+
+
+def test_semcor_folds_rare_senses_into_other(semcor_data):
+    at = page("word_senses", source="semcor", lemma="bank.n", fold="7", projection="pca", models="bert-eltec")
+    assert_clean(at)
+    # Both senses have 6 occurrences, fewer than 7: one label is no sense distinction, so clusters colour the points.
+    assert any("no sense labels (or only one)" in i for i in texts(at.info))
+    assert all(n.startswith("cluster ") for n in legend(at))
+    assert any("1 sense(s)" in c and "fewer than 7" in c for c in texts(at.caption))
+
+
+def test_a_lemma_the_link_names_but_semcor_lacks_is_a_warning(semcor_data):
+    at = page("word_senses", source="semcor", lemma="nosuchword.n", projection="pca", models="bert-eltec")
+    assert not at.exception
+    assert any("lemma" in w and "nosuchword.n" in w for w in texts(at.warning))
+    assert any("SemCor" in c for c in texts(at.caption))  # the default lemma instead
+
+
+def test_any_word_of_a_corpus_coloured_by_clusters_with_a_concordance(corpus):
+    at = page("word_senses", source="corpus", corpus_word="bank", projection="pca", models="bert-eltec")
+    assert_clean(at)
+    assert any("occurs 24 times in 24 sentences of 3 documents" in c for c in texts(at.caption))
+    names = legend(at)
+    assert names and all(n.startswith("cluster ") for n in names)
+    table = at.dataframe[-1].value
+    assert len(table) == 24 and {"left", "word", "right", "document"} <= set(table.columns)
+    assert set(table["word"]) == {"bank"}
+    assert at.query_params["corpus_word"] == "bank" and at.query_params["limit"] == "1000"
+
+
+def test_the_sample_limit_and_seed_reproduce_a_view(corpus):
+    first = page("word_senses", source="corpus", corpus_word="bank", limit="100", sample="3", projection="pca",
+                 models="bert-eltec")
+    again = page("word_senses", source="corpus", corpus_word="bank", limit="100", sample="3", projection="pca",
+                 models="bert-eltec")
+    assert_clean(first)
+    assert charts(first)[0]["data"] == charts(again)[0]["data"]
+
+
+@pytest.mark.parametrize("word, phrase", [("zebra", "does not occur"), ("two words", "one word"), ("", "no target")])
+def test_a_corpus_word_that_cannot_be_found_says_why(corpus, word, phrase):
+    at = page("word_senses", source="corpus", corpus_word=word, projection="pca", models="bert-eltec")
+    assert not at.exception
+    assert any(phrase in e for e in texts(at.error)), texts(at.error)
+
+
+def test_without_corpora_the_corpus_source_is_not_offered(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_DATA", str(tmp_path / "nothing"))
+    at = page("word_senses", source="corpus", projection="pca", models="bert-eltec")
+    assert not at.exception
+    assert "corpus" not in at.radio[0].options
+    assert any("source" in w for w in texts(at.warning))
+
+
+def test_a_large_view_draws_pca_at_once_and_the_projection_when_it_is_ready(tmp_path, monkeypatch):
+    path = write_corpus(tmp_path / "big.txt", 700)
+    monkeypatch.setenv("CTXMODELS_APP_CORPORA", str(path))
+    query = dict(source="corpus", corpus_word="bank", projection="tsne", models="bert-eltec", limit="700")
+    at = page("word_senses", **query)
+    assert_clean(at)
+    assert any("running in the background" in i for i in texts(at.info))
+    assert any(c.startswith("PCA") for c in texts(at.caption))
+    assert {t["type"] for t in charts(at)[0]["data"]} == {"scattergl"}  # WebGL for many points
+    deadline = time.time() + 300
+    while time.time() < deadline and any(not job.done() for job in background.jobs()._jobs.values()):
+        time.sleep(0.5)
+    at.run()
+    assert_clean(at)
+    assert not any("running in the background" in i for i in texts(at.info))
+    assert any(c.startswith("t-SNE") for c in texts(at.caption)), texts(at.caption)
