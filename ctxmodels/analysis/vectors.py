@@ -29,6 +29,7 @@ from ..corpus_index import word_forms
 from ..loading import POOLINGS
 from ..text import inflections as _inflections
 from ..text import tokenize_with_offsets
+from ..thread_warnings import caught_warnings
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -295,7 +296,10 @@ def _occurrence_rows(model: LoadedModel, found: OccurrenceSearch, chosen: list[i
     out = np.empty((len(found.occurrences), len(chosen), model.dim), np.float32)
 
     def run(part: list[int]) -> list[None]:
-        arrays = model.embed([found.words[i] for i in part], pooling=pooling, batch_size=batch_size)
+        # The model warns about any word of a sentence it has no vector for; only the occurrences matter here, and
+        # the check after this function says how many of them are missing.
+        with caught_warnings():
+            arrays = model.embed([found.words[i] for i in part], pooling=pooling, batch_size=batch_size)
         for i, a in zip(part, arrays):
             for k in by_sentence[i]:
                 out[k] = a[chosen, found.occurrences[k].word_index]
