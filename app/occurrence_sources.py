@@ -284,5 +284,5 @@ def _corpus(spec: Spec, index, word: str) -> Chosen:
                if n < lookup.total else "")
     caption = (f"**{md(word)}**{' and its inflections' if spec.inflect else ''} occurs {lookup.total:,} times in "
                f"{lookup.n_sentences:,} sentences of {lookup.n_documents:,} documents of {md(spec.corpus)}{sampled}. "
-               "A corpus has no sense labels: the colours are clusters found in each layer.")
+               "A corpus has no sense labels: find its senses in the clusters of each layer.")
     return Chosen(spec, found, word, caption)

@@ -93,6 +93,15 @@ def write_corpus(path: Path, n_docs: int = 4) -> Path:
     return path
 
 
+def write_sense_corpus(path: Path, n: int) -> Path:
+    """A corpus of ``n`` sentences with "bank" (river and money contexts alternating) over three documents."""
+    contexts = ["The boat drifted to the bank of the river near the willows.",
+                "The bank lent the farmer money for the new barn."]
+    docs = [[contexts[i % 2] for i in range(d, n, 3)] for d in range(3)]
+    path.write_text("\n\n".join("\n".join(doc) for doc in docs) + "\n", encoding="utf-8")
+    return path
+
+
 def build_tiny_assets(folder: str | Path) -> Path:
     """Write the tiny models into ``folder`` (skipped when already there) and return the folder."""
     import torch

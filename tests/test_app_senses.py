@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import background
-from tests.app_fixtures import assert_clean, charts, page, texts
+from tests.app_fixtures import assert_clean, charts, page, texts, write_sense_corpus
 
 pytest.importorskip("streamlit.testing.v1")
 pytestmark = pytest.mark.usefixtures("app_env")
@@ -44,15 +44,6 @@ def write_semcor(root: Path) -> Path:
     return root
 
 
-def write_corpus(path: Path, n: int) -> Path:
-    """``n`` sentences with "bank" (river and money contexts alternating) over three documents."""
-    contexts = ["The boat drifted to the bank of the river near the willows.",
-                "The bank lent the farmer money for the new barn."]
-    docs = [[contexts[i % 2] for i in range(d, n, 3)] for d in range(3)]
-    path.write_text("\n\n".join("\n".join(doc) for doc in docs) + "\n", encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def semcor_data(tmp_path, monkeypatch) -> Path:
     root = write_semcor(tmp_path / "data")
@@ -62,7 +53,7 @@ def semcor_data(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def corpus(tmp_path, monkeypatch) -> Path:
-    path = write_corpus(tmp_path / "river-and-money.txt", 24)
+    path = write_sense_corpus(tmp_path / "river-and-money.txt", 24)
     monkeypatch.setenv("CTXMODELS_DATA", str(tmp_path / "no-shared-data"))  # only the operator's corpus
     monkeypatch.setenv("CTXMODELS_APP_CORPORA", str(path))
     return path
@@ -88,7 +79,8 @@ def test_semcor_folds_rare_senses_into_other(semcor_data):
     at = page("word_senses", source="semcor", lemma="bank.n", fold="7", projection="pca", models="bert-eltec")
     assert_clean(at)
     # Both senses have 6 occurrences, fewer than 7: one label is no sense distinction, so clusters colour the points.
-    assert any("no sense labels (or only one)" in i for i in texts(at.info))
+    assert any("no sense labels (or only one)" in m for m in texts(at.markdown))
+    assert all(r.key != "colour" for r in at.radio)  # no choice offered that the page would not honour
     assert all(n.startswith("cluster ") for n in legend(at))
     assert any("1 sense(s)" in c and "fewer than 7" in c for c in texts(at.caption))
 
@@ -137,7 +129,7 @@ def test_without_corpora_the_corpus_source_is_not_offered(tmp_path, monkeypatch)
 
 
 def test_a_large_view_draws_pca_at_once_and_the_projection_when_it_is_ready(tmp_path, monkeypatch):
-    path = write_corpus(tmp_path / "big.txt", 700)
+    path = write_sense_corpus(tmp_path / "big.txt", 700)
     monkeypatch.setenv("CTXMODELS_APP_CORPORA", str(path))
     query = dict(source="corpus", corpus_word="bank", projection="tsne", models="bert-eltec", limit="700")
     at = page("word_senses", **query)

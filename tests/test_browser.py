@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_fixtures import build_tiny_assets
+from tests.app_fixtures import build_tiny_assets, write_sense_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -84,7 +84,9 @@ def start_server(tmp_path_factory, assets: Path | None, **env_extra: str):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
-    yield from start_server(tmp_path_factory, assets, CTXMODELS_ALLOW_UPLOADS="1", CTXMODELS_ALLOW_TRAINING="1")
+    corpus = write_sense_corpus(tmp_path_factory.mktemp("corpus") / "banks.txt", 2000)
+    yield from start_server(tmp_path_factory, assets, CTXMODELS_ALLOW_UPLOADS="1", CTXMODELS_ALLOW_TRAINING="1",
+                            CTXMODELS_APP_CORPORA=str(corpus), CTXMODELS_CACHE=str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +220,32 @@ def test_word_senses_layer_switch_changes_the_plot(server, browser):
     settle(page)
     no_traceback(page)
     screenshot(page, "word_senses-layer1.png")
+    page.close()
+
+
+def test_a_corpus_view_of_2000_points_renders_and_a_click_lists_neighbours(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&limit=2000&projection=pca&models=bert-eltec")
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot")
+    no_traceback(page)
+    assert sum(len(x) for x in plot_data(page, 1)) == 2000
+    assert page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[1]._fullData[0].type") == "scattergl"
+    x, y = page.evaluate("""() => {
+        const gd = document.querySelectorAll('.js-plotly-plot')[1];
+        gd.scrollIntoView();
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, t = gd._fullData[0];
+        const r = gd.getBoundingClientRect();
+        return [r.left + xa._offset + xa.c2p(t.x[0]), r.top + ya._offset + ya.c2p(t.y[0])];
+    }""")
+    page.mouse.move(x, y)
+    time.sleep(0.5)
+    page.mouse.click(x, y)
+    page.locator("strong", has_text="Nearest neighbours").first.wait_for(timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert page.get_by_text("Concordance", exact=True).count() >= 1
+    screenshot(page, "word_senses-corpus-2000.png")
     page.close()
 
 

@@ -88,18 +88,12 @@ with right:
     seed = int(c2.number_input("Seed", **SEED, step=1, key="seed"))
     joint = c3.checkbox("Shared axes", key="joint", help="Fit the context-free and the chosen layer in one projection "
                         "(each layer centred first), so both panels use the same axes and scale.")
-    c4, c5 = st.columns([2, 1])
-    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", horizontal=True,
-                         format_func={"sense": "sense labels", "cluster": "clusters found in the layer"}.get)
-    k_choice = c5.selectbox("Clusters", K_CHOICES, key="k", format_func=lambda k: "k by silhouette" if k == "auto"
-                            else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
     with st.expander("Projection parameters"):
         p1, p2, p3 = st.columns(3)
         neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors")
         min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist")
         perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity")
-to_url("models", "projection", "seed", "neighbors", "min_dist", "perplexity", "joint", "colour", "k")
-k = None if k_choice == "auto" else int(k_choice)
+to_url("models", "projection", "seed", "neighbors", "min_dist", "perplexity", "joint")
 
 # -- the occurrences (found once; every model and measurement below uses them) ---------------------------------
 if spec is None:
@@ -127,11 +121,20 @@ n_occ = len(found.occurrences)
 large = n_occ > LARGE
 labels = [o.label for o in found.occurrences]
 has_senses = len(ws.sense_names(labels)) >= 2
-if colour_by == "sense" and not has_senses:
-    if chosen.spec.kind != "corpus":  # the corpus caption says so already
-        st.info("These occurrences have no sense labels (or only one): the points are coloured by the clusters "
-                "found in each layer instead.")
+
+# How to colour the points: by the sense labels when there are two or more, else by the clusters of each layer.
+c4, c5 = st.columns([2, 1])
+if has_senses:
+    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", horizontal=True,
+                         format_func={"sense": "sense labels", "cluster": "clusters found in each layer"}.get)
+    to_url("colour")
+else:
     colour_by = "cluster"
+    c4.markdown("**Colour by** clusters found in each layer: these occurrences have no sense labels (or only one).")
+k_choice = c5.selectbox("Clusters", K_CHOICES, key="k", format_func=lambda k: "k by silhouette" if k == "auto"
+                        else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
+to_url("k")
+k = None if k_choice == "auto" else int(k_choice)
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
 
@@ -262,12 +265,19 @@ def sync_layers_to_url() -> None:
         st.query_params.pop("layer", None)
 
 
+def emphasised(sentence: str, span: tuple[int, int]) -> str:
+    """The sentence as Markdown with the word in bold (``md`` trims the pieces, so the spaces are put back)."""
+    before, word, after = sentence[:span[0]], sentence[span[0]:span[1]], sentence[span[1]:]
+    return (md(before) + (" " if before[-1:].isspace() else "") + f"**{md(word)}**"
+            + (" " if after[:1].isspace() else "") + md(after))
+
+
 def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[str]) -> None:
     occ = found.occurrences[index]
     where = f" — {md(chosen.documents[index])}" if chosen.documents else ""
     sense = f" · sense: *{md(labels[index])}*" if labels[index] else ""
     st.markdown(f"**Occurrence {index + 1}**{where}{sense}")
-    st.markdown(md(occ.sentence[:occ.char_span[0]]) + "**" + md(occ.word) + "**" + md(occ.sentence[occ.char_span[1]:]))
+    st.markdown(emphasised(occ.sentence, occ.char_span))
     info = chosen.senses.get(labels[index] or "")
     if info is not None and info.gloss:
         st.caption(f"WordNet: {md(info.gloss)}")
