@@ -93,6 +93,35 @@ def write_corpus(path: Path, n_docs: int = 4) -> Path:
     return path
 
 
+RIVER, MONEY = "bank%1:17:01::", "bank%1:14:00::"
+GLOSSES = {RIVER: "sloping land (especially the slope beside a body of water)",
+           MONEY: "a financial institution that accepts deposits and channels the money into lending activities"}
+
+
+def write_semcor(root: Path) -> Path:
+    """A SemCor with 12 tagged "bank"s (6 river, 6 money) in two documents, and the glosses of both senses."""
+    (root / "semcor").mkdir(parents=True)
+    (root / "wordnet").mkdir()
+    sentences, tags = ["sent_uid\ttokens"], ["sent_uid\ttok_idx\tword\tlemma\tpos\tsense_keys\tsynsets"]
+    river = ["We sat on the bank of the river .", "The boat reached the bank at dusk .",
+             "Reeds grew along the bank of the stream .", "The river overflowed its bank in spring .",
+             "Fishermen lined the bank all morning .", "Mud covered the bank after the flood ."]
+    money = ["The bank lent her the money .", "He deposited his wages at the bank .",
+             "The bank raised its interest rates .", "She opened an account at the bank .",
+             "The bank refused the loan .", "Robbers broke into the bank at night ."]
+    for i, (text, key) in enumerate([(t, RIVER) for t in river] + [(t, MONEY) for t in money]):
+        uid = f"brown1/br-{'a' if i % 2 else 'b'}01.s{i}"
+        words = text.split()
+        sentences.append(f"{uid}\t{text}")
+        tags.append(f"{uid}\t{words.index('bank')}\tbank\tbank\tNN\t{key}\t")
+    (root / "semcor" / "sentences.tsv").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (root / "semcor" / "tags.tsv").write_text("\n".join(tags) + "\n", encoding="utf-8")
+    senses = ["sense_key\tsynset\tlemmas\tgloss\texamples"]
+    senses += [f"{k}\teng30-0000000{i}-n\tbank\t{g}\t" for i, (k, g) in enumerate(GLOSSES.items())]
+    (root / "wordnet" / "senses.tsv").write_text("\n".join(senses) + "\n", encoding="utf-8")
+    return root
+
+
 def write_sense_corpus(path: Path, n: int) -> Path:
     """A corpus of ``n`` sentences with "bank" (river and money contexts alternating) over three documents."""
     contexts = ["The boat drifted to the bank of the river near the willows.",

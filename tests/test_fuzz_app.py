@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from app import figures, inputs
 from app.url_state import _LEFT_OUT, _read
 from ctxmodels.analysis import attention as att
-from tests.app_fixtures import build_tiny_assets
+from tests.app_fixtures import build_tiny_assets, write_semcor, write_sense_corpus
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -118,9 +118,16 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "min_dist": (float, 0.0, 0.99, "slider"),
     "perplexity": (float, 2.0, 100.0, "slider"),
     "k": (int, 1, 20, "slider"),
+    "fold": (int, 1, 50, "number_input"),
+    "limit": (int, 100, 5000, "slider"),
+    "sample": (int, 0, 10_000, "number_input"),
 }
 CHOICES = {  # param: (options, widget)
-    "source": (["preset", "own"], "radio"),
+    "source": (["preset", "own", "semcor", "corpus"], "radio"),
+    "lemma": (["bank.n"], "selectbox"),
+    "corpus": (["banks.txt"], "selectbox"),
+    "colour": (["sense", "cluster"], "radio"),
+    "clusters": (["auto"] + [str(k) for k in range(2, 9)], "selectbox"),
     "projection": (["umap", "pca", "tsne"], "selectbox"),
     "preset": (PRESETS, "selectbox"),
     "view": (["head", "mean", "rollout"], "radio"),
@@ -134,14 +141,16 @@ CHOICES = {  # param: (options, widget)
     "image_format": (["png", "svg"], "radio"),
 }
 MANY = {"models": MODELS, "fill_models": ["bert-eltec"]}
-TEXT = {"word": ["bank", "zebra"], "sentences": ["The bank. | a\nThe bank! | b"],
+TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
+        "sentences": ["The bank. | a\nThe bank! | b"],
         "sentence": ["He came from the bank."], "pair": ["She went home."],
         "text": ["The [MASK] was by the river.", "The bank is here."]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": [],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
-                    "min_dist", "perplexity", "joint", "layer"],
+                    "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
+                    "corpus_word", "colour", "clusters"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by"],
     "fill_in": ["text", "fill_models", "k"],
     "elmo_layers": ["probe_model"],
@@ -185,6 +194,9 @@ def app_env(tiny_assets, tmp_path_factory):
     mp.setenv("CTXMODELS_ASSETS", str(tiny_assets))
     mp.setenv("CTXMODELS_APP_RUNS", str(tmp / "runs"))
     mp.setenv("CTXMODELS_CACHE", str(tmp / "cache"))
+    # A tiny SemCor and a small corpus: the sources' code paths, at the cost of a few sentences a case.
+    mp.setenv("CTXMODELS_DATA", str(write_semcor(tmp / "data")))
+    mp.setenv("CTXMODELS_APP_CORPORA", str(write_sense_corpus(tmp / "banks.txt", 60)))
     for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
                 "CTXMODELS_HEAVY_PER_SESSION"):
         mp.delenv(var, raising=False)

@@ -74,7 +74,7 @@ url_state("min_dist", 0.1, kind=float, **MIN_DIST)
 url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
 url_state("colour", "sense", options=["sense", "cluster"])
-url_state("k", "auto", options=K_CHOICES)
+url_state("clusters", "auto", options=K_CHOICES)
 
 # -- inputs -------------------------------------------------------------------------------------------------
 left, right = st.columns([2, 3], gap="large")
@@ -131,9 +131,9 @@ if has_senses:
 else:
     colour_by = "cluster"
     c4.markdown("**Colour by** clusters found in each layer: these occurrences have no sense labels (or only one).")
-k_choice = c5.selectbox("Clusters", K_CHOICES, key="k", format_func=lambda k: "k by silhouette" if k == "auto"
+k_choice = c5.selectbox("Clusters", K_CHOICES, key="clusters", format_func=lambda k: "k by silhouette" if k == "auto"
                         else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
-to_url("k")
+to_url("clusters")
 k = None if k_choice == "auto" else int(k_choice)
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
