@@ -124,3 +124,19 @@ def test_a_large_view_draws_pca_at_once_and_the_projection_when_it_is_ready(tmp_
     assert_clean(at)
     assert not any("running in the background" in i for i in texts(at.info))
     assert any(c.startswith("t-SNE") for c in texts(at.caption)), texts(at.caption)
+
+
+def test_a_fresh_install_without_shared_data_offers_semcor_from_the_shipped_copy(tiny_assets, tmp_path, monkeypatch):
+    """No shared folder: the SemCor source reads the compact copy in assets/semcor (here beside the tiny models)."""
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    for item in tiny_assets.iterdir():
+        (assets / item.name).symlink_to(item)
+    (assets / "semcor").symlink_to(Path(__file__).resolve().parents[1] / "assets" / "semcor")
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    monkeypatch.setenv("CTXMODELS_DATA", str(tmp_path / "no-shared-data"))
+    at = page("word_senses", source="semcor", lemma="bank.n", projection="pca", models="bert-eltec")
+    assert_clean(at)
+    assert "corpus" not in at.radio[0].options  # no novels, no operator corpus, no uploads
+    assert any("sense-tagged occurrences of **bank** (noun) in SemCor" in c for c in texts(at.caption))
+    assert "sloping land (especially the slope beside a body of water)" in legend(at)
