@@ -249,6 +249,26 @@ def test_a_corpus_view_of_2000_points_renders_and_a_click_lists_neighbours(serve
     page.close()
 
 
+def test_word_senses_in_an_uploaded_corpus(server, browser, tmp_path):
+    """Uploads allowed: a file that is not UTF-8 gets a message, a good one is indexed and searched."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&projection=pca&models=bert-eltec")
+    settle(page)
+    page.get_by_role("combobox", name="Corpus").click()
+    page.get_by_role("option", name="my upload").click()
+    settle(page)
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("The bank of the river. Caf\xe9 au lait.\n".encode("latin-1"))
+    page.locator("input[type=file]").set_input_files(str(bad))
+    page.get_by_text("is not UTF-8").first.wait_for(timeout=60_000)
+    no_traceback(page)
+    page.locator("input[type=file]").set_input_files(str(write_sense_corpus(tmp_path / "mine.txt", 50)))
+    page.get_by_text("occurs 50 times in 50 sentences of 3 documents").first.wait_for(timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    page.close()
+
+
 def test_training_on_an_uploaded_file(server, browser, tmp_path):
     """The operator allowed uploads: a file that is not UTF-8 gets a clear message, a good one trains a model
     that then appears among the models."""
