@@ -116,8 +116,9 @@ def snapshot(workdir: Path, source: Path = ROOT) -> Path:
     tree = workdir / "tree"
     if not tree.is_dir():
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        for part in ("app", "ctxmodels", "assets"):
-            shutil.copytree(source / part, tree / part, ignore=ignore)
+        for part in ("app", "ctxmodels", "assets", ".streamlit"):  # .streamlit: the app's own server settings
+            if (source / part).is_dir():
+                shutil.copytree(source / part, tree / part, ignore=ignore)
     return tree
 
 
