@@ -136,18 +136,22 @@ def source_inputs() -> Spec | None:
     """Draw the source's widgets; the spec they describe (None: nothing to look for yet, and the page said why)."""
     presets = preset_words()
     register_state(presets)
-    source = st.radio("Sentences", available(), key="source", horizontal=True, format_func=NAMES.get)
+    source = st.radio("Sentences", available(), key="source",
+                      persist_state="session", horizontal=True, format_func=NAMES.get)
     to_url("source")
     if source == "preset":
-        preset = st.selectbox("Preset word", presets, key="preset")
-        inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect")
+        preset = st.selectbox("Preset word", presets, key="preset", persist_state="session")
+        inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect",
+                              persist_state="session")
         to_url("preset", "inflect")
         return Spec("preset", word=preset or "", inflect=inflect)
     if source == "own":
-        st.text_area("Sentences, one per line; add `| label` to give a sense label", key="sentences", height=160,
+        st.text_area("Sentences, one per line; add `| label` to give a sense label", key="sentences",
+                     persist_state="session", height=160,
                      placeholder="We sat on the bank of the river. | river\nThe bank lent her the money. | money")
-        word = st.text_input("Target word", key="word", placeholder="bank")
-        inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect")
+        word = st.text_input("Target word", key="word", persist_state="session", placeholder="bank")
+        inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect",
+                              persist_state="session")
         to_url("sentences", "word", "inflect")
         return Spec("own", word=word, inflect=inflect, lines=(st.session_state.sentences or "",))
     if source == "semcor":
@@ -159,11 +163,12 @@ def _semcor_inputs() -> Spec | None:
     choices = semcor_choices()
     options = list(choices)
     url_state("lemma", "bank.n" if "bank.n" in choices else (options[0] if options else None), options=options)
-    lemma = st.selectbox("Lemma (type to search)", options, key="lemma",
+    lemma = st.selectbox("Lemma (type to search)", options, key="lemma", persist_state="session",
                          format_func=lambda c: _lemma_name(c, choices),
                          help="Every occurrence of the lemma that SemCor's annotators tagged with a WordNet sense.")
-    fold = st.number_input("Fold senses with fewer occurrences than this into “other”", **FOLD, step=1, key="fold")
-    limit = st.slider("At most this many occurrences", **LIMIT, step=100, key="limit")
+    fold = st.number_input("Fold senses with fewer occurrences than this into “other”", **FOLD, step=1, key="fold",
+                           persist_state="session")
+    limit = st.slider("At most this many occurrences", **LIMIT, step=100, key="limit", persist_state="session")
     to_url("lemma", "fold", "limit")
     if lemma is None:
         st.info("No SemCor lemmas to choose from.")
@@ -176,13 +181,14 @@ def _corpus_inputs() -> Spec | None:
     found = corpora()
     names = list(found) + ([UPLOAD] if settings().allow_uploads else [])
     url_state("corpus", names[0] if names else None, options=[n for n in names if n != UPLOAD])
-    name = st.selectbox("Corpus", names, key="corpus")
-    word = st.text_input("Word", key="corpus_word", placeholder="bank")
-    inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect")
+    name = st.selectbox("Corpus", names, key="corpus", persist_state="session")
+    word = st.text_input("Word", key="corpus_word", persist_state="session", placeholder="bank")
+    inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect",
+                          persist_state="session")
     c1, c2 = st.columns([3, 1])
-    limit = c1.slider("At most this many occurrences", **LIMIT, step=100, key="limit",
+    limit = c1.slider("At most this many occurrences", **LIMIT, step=100, key="limit", persist_state="session",
                       help="Drawn evenly across the corpus's documents, so that one book cannot fill the view.")
-    sample = c2.number_input("Sample", **SAMPLE, step=1, key="sample",
+    sample = c2.number_input("Sample", **SAMPLE, step=1, key="sample", persist_state="session",
                              help="Which sample: the same number draws the same occurrences.")
     to_url("corpus_word", "inflect", "limit", "sample")
     if name != UPLOAD:

@@ -223,6 +223,57 @@ def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page.close()
 
 
+def layer_title(page, index: int = 1) -> str:
+    """The title of the index-th figure (the chosen-layer panel of the first model is 1)."""
+    return page.evaluate(f"() => document.querySelectorAll('.js-plotly-plot')[{index}]._fullLayout.title.text")
+
+
+def slider_value(page) -> str:
+    return page.get_by_role("slider").first.get_attribute("aria-valuetext") or ""
+
+
+def test_word_senses_layer_survives_rows_that_were_not_drawn(server, browser):
+    """The issue's sequence: a layer chosen, every model removed then one added back (the slider is not drawn for a
+    run), own sentences before the word is typed: the slider, the URL and the panel agree all along."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
+    settle(page)
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    slider.press("ArrowLeft")  # layer 2 -> layer 1
+    settle(page)
+    assert "layer 1" in layer_title(page) and "layer 1" in slider_value(page)
+    # Remove the model (no row, no slider), then add it back.
+    page.get_by_role("button", name="Clear all").first.click()
+    settle(page)
+    assert page.get_by_role("slider").count() == 0
+    page.get_by_role("combobox", name="Models").click()
+    page.get_by_role("option", name="bert-eltec").click()
+    page.keyboard.press("Escape")
+    settle(page)
+    assert "layer 1" in slider_value(page), slider_value(page)
+    assert "layer 1" in layer_title(page), layer_title(page)
+    assert "layer=1%3Abert-eltec" in page.url or "layer=1:bert-eltec" in page.url, page.url
+    # Another interaction must not drop the layer.
+    page.get_by_text("Shared axes", exact=True).click()
+    settle(page)
+    assert "layer 1" in slider_value(page) and "layer 1" in layer_title(page)
+    # Own sentences before the target word is typed: the rows are not drawn; then the word.
+    page.get_by_text("my own sentences").click()
+    settle(page)
+    page.get_by_label("Sentences, one per line").fill("We sat on the bank. | river\nThe bank lent money. | money")
+    page.get_by_label("Target word").fill("")
+    page.keyboard.press("Tab")
+    settle(page)
+    page.get_by_label("Target word").fill("bank")
+    page.keyboard.press("Enter")
+    settle(page)
+    assert "layer 1" in slider_value(page), slider_value(page)
+    assert "layer 1" in layer_title(page), layer_title(page)
+    no_traceback(page)
+    page.close()
+
+
 def test_a_corpus_view_of_2000_points_renders_and_a_click_lists_neighbours(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&limit=2000&projection=pca&models=bert-eltec")

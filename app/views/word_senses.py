@@ -81,18 +81,20 @@ left, right = st.columns([2, 3], gap="large")
 with left:
     spec = occurrence_sources.source_inputs()
 with right:
-    chosen_models = st.multiselect("Models", ids, key="models", format_func=label,
+    chosen_models = st.multiselect("Models", ids, key="models", persist_state="session", format_func=label,
                                    help="Each model gets a row of panels; all see the same occurrences.")
     c1, c2, c3 = st.columns(3)
-    method = c1.selectbox("Projection", list(projections.METHODS), key="projection", format_func=METHOD_NAMES.get)
-    seed = int(c2.number_input("Seed", **SEED, step=1, key="seed"))
-    joint = c3.checkbox("Shared axes", key="joint", help="Fit the context-free and the chosen layer in one projection "
+    method = c1.selectbox("Projection", list(projections.METHODS), key="projection",
+                          persist_state="session", format_func=METHOD_NAMES.get)
+    seed = int(c2.number_input("Seed", **SEED, step=1, key="seed", persist_state="session"))
+    joint = c3.checkbox("Shared axes", key="joint",
+                        persist_state="session", help="Fit the context-free and the chosen layer in one projection "
                         "(each layer centred first), so both panels use the same axes and scale.")
     with st.expander("Projection parameters"):
         p1, p2, p3 = st.columns(3)
-        neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors")
-        min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist")
-        perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity")
+        neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors", persist_state="session")
+        min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist", persist_state="session")
+        perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity", persist_state="session")
 to_url("models", "projection", "seed", "neighbors", "min_dist", "perplexity", "joint")
 
 # -- the occurrences (found once; every model and measurement below uses them) ---------------------------------
@@ -125,13 +127,14 @@ has_senses = len(ws.sense_names(labels)) >= 2
 # How to colour the points: by the sense labels when there are two or more, else by the clusters of each layer.
 c4, c5 = st.columns([2, 1])
 if has_senses:
-    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", horizontal=True,
+    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", persist_state="session", horizontal=True,
                          format_func={"sense": "sense labels", "cluster": "clusters found in each layer"}.get)
     to_url("colour")
 else:
     colour_by = "cluster"
     c4.markdown("**Colour by** clusters found in each layer: these occurrences have no sense labels (or only one).")
-k_choice = c5.selectbox("Clusters", K_CHOICES, key="clusters", format_func=lambda k: "k by silhouette" if k == "auto"
+k_choice = c5.selectbox("Clusters", K_CHOICES, key="clusters",
+                        persist_state="session", format_func=lambda k: "k by silhouette" if k == "auto"
                         else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
 to_url("clusters")
 k = None if k_choice == "auto" else int(k_choice)
@@ -308,7 +311,7 @@ def model_row(model_id: str) -> None:
         if key not in st.session_state:  # a session's first run: the link's layer for this model, checked
             st.session_state[key] = url_value(key, model.n_layers - 1, options=options, raw=url_layers.get(name),
                                               param="layer", names=names.get)
-        layer = slider.select_slider("Layer", options=options, key=key,
+        layer = slider.select_slider("Layer", options=options, key=key, persist_state="session",
                                      format_func=lambda o, names=names: md(names[o]))
         keep(key, layer)  # kept across page switches, like the other settings
         if layer == MIX:
@@ -373,8 +376,8 @@ sync_layers_to_url()
 # -- an occurrence's path through the layers -----------------------------------------------------------------
 st.divider()
 deep = [m for m in chosen_models if m in models and models[m].n_layers > 1]
-if deep and st.toggle("Draw one occurrence's path through the layers", key="path"):
-    occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence",
+if deep and st.toggle("Draw one occurrence's path through the layers", key="path", persist_state="session"):
+    occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence", persist_state="session",
                              format_func=lambda i: f"{i + 1}. {found.occurrences[i].sentence[:90]}")
     cols = st.columns(min(len(deep), 3))
     for i, model_id in enumerate(deep):
@@ -436,7 +439,8 @@ def concordance_view() -> None:
     st.caption("Every occurrence in its context (keyword in context), grouped by sense or by the clusters of one "
                "model's layer. Filter the groups, sort by a column, or download the table.")
     c1, c2, c3 = st.columns(3)
-    by = c1.radio("Group by", ["sense", "cluster"] if has_senses else ["cluster"], key="kwic_by", horizontal=True)
+    by = c1.radio("Group by", ["sense", "cluster"] if has_senses else ["cluster"], key="kwic_by",
+                  persist_state="session", horizontal=True)
     groups: list[str | None] = list(labels)
     if by == "cluster":
         model_id = c2.selectbox("Clusters of", list(models), key="kwic_model", format_func=label)
