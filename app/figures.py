@@ -119,6 +119,56 @@ def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str],
     return fig
 
 
+def model_colours(models: Sequence[str]) -> dict[str, str]:
+    """One colour per model, by its place in ``models`` (the page's model list): the same model has the same colour
+    in every figure of the page, whichever of them it appears in."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(dict.fromkeys(models))}
+
+
+def layer_panels(
+    rows: Sequence[dict], panels: Sequence[tuple[str, str, str, dict[str, float] | None]],
+    colours: dict[str, str] | None = None, columns: int = 2,
+) -> go.Figure:
+    """Several per-layer measurements as one figure of small panels (one Plotly figure draws much faster in a
+    browser than several): ``panels`` lists (metric, title, y-axis words, baseline {label: value} or None); a panel
+    whose metric no row has is left out. ``rows`` carry model, layer (index), layer_name and the metrics. A model
+    has one colour and one legend entry for all panels."""
+    from plotly.subplots import make_subplots
+
+    shown = [p for p in panels if any(_finite(r.get(p[0])) for r in rows)]
+    if not shown:
+        raise ValueError("no measurement to draw")
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    colours = colours or model_colours(models)
+    n_rows = -(-len(shown) // columns)
+    fig = make_subplots(rows=n_rows, cols=columns, subplot_titles=[plain(p[1]) for p in shown],
+                        horizontal_spacing=0.09, vertical_spacing=0.16 if n_rows > 1 else 0.1)
+    for k, (metric, _, words, baseline) in enumerate(shown):
+        row, col = k // columns + 1, k % columns + 1
+        for model in models:
+            rs = sorted((r for r in rows if r["model"] == model and _finite(r.get(metric))), key=lambda r: r["layer"])
+            if not rs:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=plain(model),
+                legendgroup=model, showlegend=k == 0, line=dict(color=colours.get(model, "#333")),
+                text=[plain(r.get("layer_name", r["layer"])) for r in rs],
+                hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>",
+            ), row=row, col=col)
+        for label, value in (baseline or {}).items():
+            fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=plain(label), row=row,
+                          col=col)
+        fig.update_yaxes(title_text=plain(words), row=row, col=col)
+        fig.update_xaxes(title_text="layer", dtick=1, row=row, col=col)
+    fig.update_layout(height=280 * n_rows + 40, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=1.02 + 0.04 / n_rows, yanchor="bottom", x=0))
+    return fig
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
 def layer_lines(
     rows: Sequence[dict], metric: str, title: str | None = None, baseline: dict[str, float] | None = None
 ) -> go.Figure:

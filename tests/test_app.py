@@ -92,12 +92,22 @@ def test_word_senses_reads_its_state_from_the_url_and_writes_it_back():
 def test_word_senses_measurement_lines_per_model_with_baseline():
     at = page("word_senses", projection="pca", models=["elmo-eltec", "bert-eltec"])
     assert_clean(at)
-    lines = [spec for spec in charts(at) if spec["layout"].get("xaxis", {}).get("title", {}).get("text") == "layer"]
-    titles = [spec["layout"]["title"]["text"] for spec in lines]
-    assert any("1-NN" in t for t in titles) and any("self-similarity" in t for t in titles)
-    knn = next(spec for spec in lines if "1-NN" in spec["layout"]["title"]["text"])
-    assert {t["name"] for t in knn["data"]} == {"elmo-eltec", "bert-eltec"}
-    assert knn["layout"].get("shapes"), "the majority-sense baseline line is missing"
+    # One figure of small panels (one Plotly figure draws much faster in a browser than five).
+    across = [spec for spec in charts(at) if spec["layout"].get("annotations")
+              and any("1-NN" in a.get("text", "") for a in spec["layout"]["annotations"])]
+    assert len(across) == 1
+    spec = across[0]
+    titles = [a["text"] for a in spec["layout"]["annotations"]]
+    assert any("self-similarity" in t for t in titles)
+    knn = [t for t in spec["data"] if t.get("xaxis", "x") == "x"]  # the first panel: 1-NN accuracy
+    assert {t["name"] for t in knn} == {"elmo-eltec", "bert-eltec"}
+    assert spec["layout"]["yaxis"]["title"]["text"] == "accuracy"  # words, not a column name
+    assert spec["layout"].get("shapes"), "the majority-sense baseline line is missing"
+    # A model has one colour in every panel.
+    colours = {}
+    for t in spec["data"]:
+        colours.setdefault(t["name"], set()).add(t["line"]["color"])
+    assert all(len(c) == 1 for c in colours.values()) and len({c.pop() for c in colours.values()}) == 2
 
 
 def test_word_senses_layer_path_option():

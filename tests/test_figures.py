@@ -77,3 +77,23 @@ def test_figures_show_markup_as_text():
     scatter = figures.sense_scatter(np.zeros((1, 2)), ["<i>s</i>"], ["h"], title="<b>t</b>")
     assert scatter.data[0].name == "&lt;i&gt;s&lt;/i&gt;" and "<b>" not in scatter.layout.title.text
     assert figures.highlight('say "hi" <now>', (0, 3)) == "<b>say</b> \"hi\" &lt;now&gt;"  # quotes stay quotes
+
+
+def test_layer_panels_one_figure_one_colour_and_legend_entry_per_model():
+    rows = [{"model": m, "layer": i, "layer_name": f"layer {i}", "acc": 0.5 + i / 10, "sim": 0.9 - i / 10,
+             "empty": float("nan")} for m in ("elmo", "bert") for i in range(3)]
+    fig = figures.layer_panels(rows, [("acc", "accuracy per layer", "accuracy", {"majority": 0.5}),
+                                      ("empty", "never drawn", "nothing", None),
+                                      ("sim", "self-similarity", "mean cosine", None)])
+    assert [a.text for a in fig.layout.annotations if a.text in ("accuracy per layer", "never drawn",
+                                                                "self-similarity")] == ["accuracy per layer",
+                                                                                         "self-similarity"]
+    assert fig.layout.yaxis.title.text == "accuracy" and fig.layout.yaxis2.title.text == "mean cosine"
+    assert [t.name for t in fig.data if t.showlegend] == ["elmo", "bert"]
+    by_model = {}
+    for t in fig.data:
+        by_model.setdefault(t.name, set()).add(t.line.color)
+    assert all(len(c) == 1 for c in by_model.values()) and by_model["elmo"] != by_model["bert"]
+    assert figures.model_colours(["bert", "elmo"])["bert"] == figures.model_colours(["bert"])["bert"]
+    with pytest.raises(ValueError, match="no measurement"):
+        figures.layer_panels(rows, [("empty", "never drawn", "nothing", None)])

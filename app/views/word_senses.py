@@ -408,23 +408,14 @@ if tables:
     rows = all_rows.rename(columns={"layer": "layer_name", "layer_index": "layer"}).to_dict("records")
     majority = ws.majority_baseline(labels)
     baseline = {"majority sense": majority} if majority is not None else None
-    panels = [("knn1_accuracy", "1-NN sense accuracy (leave one out)", baseline),
-              ("silhouette", "silhouette of the senses (cosine)", None),
-              ("ari", "clusters vs senses (adjusted Rand index)", None),
-              ("self_similarity", "self-similarity (mean cosine between occurrences)", None),
-              ("self_similarity_adjusted", "self-similarity − anisotropy baseline", None)]
-    cols = st.columns(2)
-    i = 0
-    for metric, title, base in panels:
-        if metric not in all_rows.columns:
-            continue
-        metric_rows = [r for r in rows if pd.notna(r.get(metric))]
-        if not metric_rows:
-            continue
-        with cols[i % 2]:
-            plot(figures.layer_lines(metric_rows, metric, title=title, baseline=base),
-                 f"{metric}-{target}", key=f"lines::{metric}", data=all_rows)
-        i += 1
+    panels = [("knn1_accuracy", "1-NN sense accuracy (leave one out)", "accuracy", baseline),
+              ("silhouette", "silhouette of the senses (cosine)", "silhouette", None),
+              ("ari", "clusters vs senses (adjusted Rand index)", "agreement (ARI)", None),
+              ("self_similarity", "self-similarity (mean cosine between occurrences)", "mean cosine", None),
+              ("self_similarity_adjusted", "self-similarity − anisotropy baseline", "mean cosine − baseline", None)]
+    with guard("The measurements' figure"):
+        fig = figures.layer_panels(rows, panels, colours=figures.model_colours([label(m) for m in chosen_models]))
+        plot(fig, f"across-layers-{target}", key="lines::across", data=all_rows)
     if not has_senses:
         st.info("Sense accuracy, silhouette and the agreement of clusters with senses need sense labels (at least "
                 "two senses): use a preset or SemCor, or add `| label` to your sentences.")
