@@ -68,6 +68,7 @@ def sense_scatter(
     title: str = "",
     colours: dict[str, str] | None = None,
     marker_size: int | None = None,
+    stacks: Sequence[Sequence[int]] = (),
 ) -> go.Figure:
     """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
 
@@ -84,6 +85,11 @@ def sense_scatter(
     names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
     text = np.array(hover, dtype=object)
     three_d = coords.shape[1] == 3
+    stacks = [list(st) for st in stacks if len(st) > 1]
+    if stacks and not three_d:  # points with the same vector are drawn exactly on top of each other
+        coords = coords.copy()
+        for st in stacks:
+            coords[st] = np.nanmean(coords[st], axis=0)
     kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
     if marker_size is None:
         marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
@@ -100,12 +106,34 @@ def sense_scatter(
         if three_d:
             trace["z"] = coords[idx, 2]
         traces.append(trace)
+    if stacks and not three_d:
+        traces.append(_stack_trace(coords, stacks, names, kind))
     axis = dict(showticklabels=False, title=None, zeroline=False)
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
     layout = dict(title=dict(text=plain(title)), legend=dict(title=dict(text="sense")),
                   margin=dict(l=10, r=10, t=40, b=10), height=420, clickmode="event+select", xaxis=axis, yaxis=axis)
     return go.Figure(dict(data=traces, layout=layout))
+
+
+def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray, kind: str) -> dict:
+    """A ring with a count over each point that several occurrences share, listing their senses: otherwise the
+    colour drawn last would hide that, say, a static vector is the same for every sense."""
+    xs, ys, sizes, counts, hovers = [], [], [], [], []
+    for st in stacks:
+        senses: dict[str, int] = {}
+        for i in st:
+            senses[names[i]] = senses.get(names[i], 0) + 1
+        listed = "<br>".join(f"{plain(name)}: {n}" for name, n in sorted(senses.items(), key=lambda x: -x[1]))
+        xs.append(coords[st[0], 0])
+        ys.append(coords[st[0], 1])
+        sizes.append(14 + 4 * np.log2(len(st)))
+        counts.append(f"×{len(st)}")
+        hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
+    return dict(type="scatter", name="shared points", mode="markers+text", x=xs, y=ys, text=counts,
+                textposition="top center", hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+                marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)),
+                showlegend=True)
 
 
 def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:

@@ -35,8 +35,11 @@ page_header(
 explain(
     "Take the sentences from a preset, your own, **SemCor** (every sense-tagged occurrence of a word, each sense "
     "named by its WordNet gloss) or a **corpus** (every occurrence of any word; no labels, so colour by clusters). "
-    "For each model, the left panel shows its context-free layer (BERT's input embeddings, ELMo's character "
-    "CNN, or the static vectors) and the right panel the layer you choose, for the same occurrences. With "
+    "For each model, the left panel shows its input layer and the right panel the layer you choose, for the same "
+    "occurrences. The static vectors and ELMo's character CNN are context-free: every occurrence of one form gets "
+    "the same vector, so they share one point (a ring with their count and senses marks it). BERT's input layer "
+    "is not quite context-free: it adds a position (and segment) embedding to the word's, so the same word at "
+    "another position in its sentence lands elsewhere, while its sense plays no part yet. With "
     "*shared axes* both are fitted in one projection, so distances compare across the two panels. Click a point "
     "to read its sentence and its nearest neighbours, measured with the cosine in the model's full space (not in "
     "the picture). *Clusters* are found in each layer without the labels (k-means on the directions, k chosen by "
@@ -268,6 +271,26 @@ def sync_layers_to_url() -> None:
         st.query_params.pop("layer", None)
 
 
+def same_vector(X: np.ndarray) -> list[list[int]]:
+    """Groups of occurrences whose vectors are identical (a static vector, ELMo's character layer for one form):
+    they share one point, which the figure marks with their count and senses."""
+    ok = np.isfinite(X).all(axis=1)
+    if not ok.any():
+        return []
+    idx = np.flatnonzero(ok)
+    _, inverse, counts = np.unique(X[ok].round(6), axis=0, return_inverse=True, return_counts=True)
+    if counts.max() < 2:
+        return []
+    return [idx[inverse.ravel() == g].tolist() for g in np.flatnonzero(counts > 1)]
+
+
+def context_free_note(model) -> str:
+    """What the left panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
+    if model.kind == "bert":
+        return " (input embeddings: word + position + segment)"
+    return " (context-free)"
+
+
 def emphasised(sentence: str, span: tuple[int, int]) -> str:
     """The sentence as Markdown with the word in bold (``md`` trims the pieces, so the spaces are put back)."""
     before, word, after = sentence[:span[0]], sentence[span[0]:span[1]], sentence[span[1]:]
@@ -332,7 +355,7 @@ def model_row(model_id: str) -> None:
     ranges = figures.shared_ranges(result.coords) if result.joint else None
     cols = st.columns(2)
     for col, lay, xy in zip(cols, layers, result.coords):
-        title = f"{name} · {names[lay]}" + (" (context-free)" if lay == static else "")
+        title = f"{name} · {names[lay]}" + (context_free_note(model) if lay == static else "")
         groups, colours, legend = labels, sense_colours, "sense"
         cluster_of: list[str] = [""] * n_occ
         if colour_by == "cluster":
@@ -343,7 +366,8 @@ def model_row(model_id: str) -> None:
                 cluster_of = clusters.cluster_label_names(c)
                 groups, colours, legend = cluster_of, figures.sense_colours(cluster_of), "cluster"
                 title += f" · {c.k} clusters" if k is None else ""
-        fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours)
+        fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours,
+                                    stacks=same_vector(ws.layer_vectors(ov.vectors, lay, mix)))
         fig.update_layout(legend_title_text=legend)
         figures.set_ranges(fig, ranges)
         data = pd.DataFrame({"model": name, "layer": names[lay], "occurrence": range(n_occ),
