@@ -140,3 +140,16 @@ def test_a_fresh_install_without_shared_data_offers_semcor_from_the_shipped_copy
     assert "corpus" not in at.radio[0].options  # no novels, no operator corpus, no uploads
     assert any("sense-tagged occurrences of **bank** (noun) in SemCor" in c for c in texts(at.caption))
     assert "sloping land (especially the slope beside a body of water)" in legend(at)
+
+
+def test_a_static_vector_shared_by_every_occurrence_shows_its_count_and_senses():
+    at = page("word_senses", projection="pca", models="static-eltec", inflect="0")
+    assert_clean(at)
+    fig = charts(at)[0]
+    ring = next(t for t in fig["data"] if t.get("name") == "shared points")
+    n = next(int(c.split()[0]) for c in texts(at.caption) if " occurrences of **bank**" in c)
+    assert ring["text"] == [f"×{n}"]  # one point for every occurrence of "bank"
+    assert "money" in ring["hovertext"][0] and "river" in ring["hovertext"][0]
+    bert = page("word_senses", projection="pca", models="bert-eltec")
+    titles = [c["layout"]["title"]["text"] for c in charts(bert)[:2]]
+    assert "input embeddings: word + position + segment" in titles[0] and "context-free" not in titles[0]
