@@ -48,8 +48,8 @@ def free_port() -> int:
 def start_server(tmp_path_factory, assets: Path | None, **env_extra: str):
     """`streamlit run app/Home.py` on a free port; yields its URL. ``assets=None``: the repository's assets/."""
     port = free_port()
-    env = dict(os.environ, CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")), PYTHONPATH=str(ROOT),
-               **env_extra)
+    env = dict(os.environ, CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")), PYTHONPATH=str(ROOT))
+    env.update(env_extra)
     env.pop("CTXMODELS_ASSETS", None)
     if assets is not None:
         env["CTXMODELS_ASSETS"] = str(assets)
@@ -318,6 +318,28 @@ def test_word_senses_in_an_uploaded_corpus(server, browser, tmp_path):
     settle(page)
     no_traceback(page)
     page.close()
+
+
+def test_two_server_processes_share_one_cache(tmp_path_factory, browser):
+    """Beyond one process's capacity the README has the operator start several servers behind a reverse proxy:
+    they share the assets, the cache (the corpus index, built by both at once here) and the runs folder."""
+    assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
+    corpus = write_sense_corpus(tmp_path_factory.mktemp("corpus") / "banks.txt", 300)
+    shared = dict(CTXMODELS_APP_CORPORA=str(corpus), CTXMODELS_CACHE=str(tmp_path_factory.mktemp("cache")),
+                  CTXMODELS_APP_RUNS=str(tmp_path_factory.mktemp("runs")))
+    servers = [start_server(tmp_path_factory, assets, **shared) for _ in range(2)]
+    urls = [next(s) for s in servers]
+    pages = [browser.new_page(viewport={"width": 1400, "height": 1000}) for _ in urls]
+    for page, url in zip(pages, urls):  # both ask for the index before either has it
+        page.goto(f"{url}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&projection=pca"
+                  "&models=bert-eltec")
+    for page in pages:
+        settle(page)
+        no_traceback(page)
+        page.get_by_text("occurs 300 times in 300 sentences of 3 documents").first.wait_for(timeout=60_000)
+        page.close()
+    for s in servers:
+        next(s, None)  # stops the server
 
 
 def test_training_on_an_uploaded_file(server, browser, tmp_path):
