@@ -161,36 +161,48 @@ def layer_panels(
     browser than several): ``panels`` lists (metric, title, y-axis words, baseline {label: value} or None); a panel
     whose metric no row has is left out. ``rows`` carry model, layer (index), layer_name and the metrics. A model
     has one colour and one legend entry for all panels."""
-    from plotly.subplots import make_subplots
-
     shown = [p for p in panels if any(_finite(r.get(p[0])) for r in rows)]
     if not shown:
         raise ValueError("no measurement to draw")
     models = list(dict.fromkeys(r["model"] for r in rows))
     colours = colours or model_colours(models)
     n_rows = -(-len(shown) // columns)
-    fig = make_subplots(rows=n_rows, cols=columns, subplot_titles=[plain(p[1]) for p in shown],
-                        horizontal_spacing=0.09, vertical_spacing=0.16 if n_rows > 1 else 0.1)
-    for k, (metric, _, words, baseline) in enumerate(shown):
-        row, col = k // columns + 1, k % columns + 1
+    gap_x, gap_y = 0.09, (0.16 if n_rows > 1 else 0.0)
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (n_rows - 1)) / n_rows
+    # Plain dicts and one constructor call: make_subplots and add_trace validate every property one by one, which
+    # took most of a page run's time here.
+    traces, shapes, annotations, layout = [], [], [], {}
+    for k, (metric, title, words, baseline) in enumerate(shown):
+        row, col = k // columns, k % columns
+        n = k + 1
+        xname, yname = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+        x0 = col * (width + gap_x)
+        y1 = 1 - row * (height + gap_y)
+        layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=[x0, x0 + width], anchor=yname, dtick=1,
+                                                     title=dict(text="layer"))
+        layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=[y1 - height, y1], anchor=xname,
+                                                     title=dict(text=plain(words)))
+        annotations.append(dict(text=plain(title), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
+                                xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
         for model in models:
             rs = sorted((r for r in rows if r["model"] == model and _finite(r.get(metric))), key=lambda r: r["layer"])
             if not rs:
                 continue
-            fig.add_trace(go.Scatter(
-                x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=plain(model),
-                legendgroup=model, showlegend=k == 0, line=dict(color=colours.get(model, "#333")),
+            traces.append(dict(
+                type="scatter", x=[r["layer"] for r in rs], y=[float(r[metric]) for r in rs], mode="lines+markers",
+                name=plain(model), legendgroup=model, showlegend=k == 0, xaxis=xname, yaxis=yname,
+                line=dict(color=colours.get(model, "#333")),
                 text=[plain(r.get("layer_name", r["layer"])) for r in rs],
-                hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>",
-            ), row=row, col=col)
+                hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>"))
         for label, value in (baseline or {}).items():
-            fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=plain(label), row=row,
-                          col=col)
-        fig.update_yaxes(title_text=plain(words), row=row, col=col)
-        fig.update_xaxes(title_text="layer", dtick=1, row=row, col=col)
-    fig.update_layout(height=280 * n_rows + 40, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", y=1.02 + 0.04 / n_rows, yanchor="bottom", x=0))
-    return fig
+            shapes.append(dict(type="line", xref=f"{xname} domain", yref=yname, x0=0, x1=1, y0=value, y1=value,
+                               line=dict(dash="dash", color="#888")))
+            annotations.append(dict(text=plain(label), xref=f"{xname} domain", yref=yname, x=1, y=value,
+                                    xanchor="right", yanchor="bottom", showarrow=False))
+    layout.update(height=280 * n_rows + 40, margin=dict(l=10, r=10, t=50, b=10), shapes=shapes,
+                  annotations=annotations, legend=dict(orientation="h", y=1.0 + 0.12 / n_rows, yanchor="bottom", x=0))
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def _finite(x: object) -> bool:

@@ -15,6 +15,7 @@ def plot(fig, name: str, key: str, data=None, selectable: bool = False):
     """Show a Plotly figure with its exports: the modebar camera saves PNG or SVG (the format chosen in the
     sidebar), the buttons below give the figure as HTML and the data behind it as CSV.
 
+    ``data``: a DataFrame, or a function returning one (built only when downloaded).
     Returns the selection event when ``selectable`` (click a point: the page reruns with it)."""
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": image_format(), "filename": _safe_name(name), "scale": 2}}
@@ -34,9 +35,14 @@ def export_buttons(fig, name: str, key: str, data=None) -> None:
                             file_name=f"{_safe_name(name)}.html", mime="text/html", key=f"{key}::html",
                             on_click="ignore", icon=":material/download:", type="tertiary")
     if data is not None:
-        cols[1].download_button("Data (CSV)", data=lambda: data.to_csv(index=False).encode("utf-8"),
+        cols[1].download_button("Data (CSV)", data=lambda: _frame(data).to_csv(index=False).encode("utf-8"),
                                 file_name=f"{_safe_name(name)}.csv", mime="text/csv", key=f"{key}::csv",
                                 on_click="ignore", icon=":material/download:", type="tertiary")
+
+
+def _frame(data):
+    """The figure's data: a DataFrame, or a function that makes one (only when the visitor asks for the CSV)."""
+    return data() if callable(data) else data
 
 
 def _safe_name(name: str) -> str:

@@ -40,7 +40,8 @@ def corpus(tmp_path, monkeypatch) -> Path:
 
 
 def legend(at) -> list[str]:
-    return sorted({t.get("name") for c in charts(at)[:2] for t in c["data"]})
+    """The senses or clusters in the first model's two panels (not the ring marking shared points)."""
+    return sorted({t.get("name") for c in charts(at)[:2] for t in c["data"]} - {"shared points"})
 
 
 def test_semcor_occurrences_are_named_by_their_glosses(semcor_data):
@@ -116,7 +117,7 @@ def test_a_large_view_draws_pca_at_once_and_the_projection_when_it_is_ready(tmp_
     assert_clean(at)
     assert any("running in the background" in i for i in texts(at.info))
     assert any(c.startswith("PCA") for c in texts(at.caption))
-    assert {t["type"] for t in charts(at)[0]["data"]} == {"scattergl"}  # WebGL for many points
+    assert {t["type"] for t in charts(at)[0]["data"] if t.get("name") != "shared points"} == {"scattergl"}  # WebGL
     deadline = time.time() + 300
     while time.time() < deadline and any(not job.done() for job in background.jobs()._jobs.values()):
         time.sleep(0.5)

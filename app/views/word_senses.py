@@ -370,9 +370,11 @@ def model_row(model_id: str) -> None:
                                     stacks=same_vector(ws.layer_vectors(ov.vectors, lay, mix)))
         fig.update_layout(legend_title_text=legend)
         figures.set_ranges(fig, ranges)
-        data = pd.DataFrame({"model": name, "layer": names[lay], "occurrence": range(n_occ),
-                             "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
-                             "sentence": [o.sentence for o in found.occurrences], "x": xy[:, 0], "y": xy[:, 1]})
+        def data(xy=xy, layer_name=names[lay], cluster_of=cluster_of) -> pd.DataFrame:
+            return pd.DataFrame({"model": name, "layer": layer_name, "occurrence": range(n_occ),
+                                 "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
+                                 "sentence": [o.sentence for o in found.occurrences], "x": xy[:, 0], "y": xy[:, 1]})
+
         with col:
             event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
                          selectable=True)
@@ -477,7 +479,7 @@ def concordance_view() -> None:
     table = concordance.concordance(found, labels=groups, extra=extra)
     table = table[[(g or figures.UNLABELLED) in picked for g in groups]]
     st.dataframe(table, hide_index=True, width="stretch", height=360)
-    st.download_button("Concordance (CSV)", data=concordance.csv_bytes(table),
+    st.download_button("Concordance (CSV)", data=lambda: concordance.csv_bytes(table),
                        file_name=f"concordance-{target}.csv", mime="text/csv", on_click="ignore",
                        icon=":material/download:", type="tertiary", key="kwic_csv")
 
