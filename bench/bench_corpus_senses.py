@@ -471,8 +471,7 @@ def browser_part(args, cache: Path | None) -> tuple[list[Action], dict]:
     actions: list[Action] = []
     info: dict = {}
     try:
-        tree = snapshot(workdir)
-        shutil.copytree(ROOT / ".streamlit", tree / ".streamlit")  # as the README's command runs it
+        snapshot(workdir)  # with the repository's .streamlit settings, as the README's command runs it
         server_cache = cache or workdir / "cache"
         server = Server(workdir, None, ROOT, CTXMODELS_DATA=os.environ["CTXMODELS_DATA"],
                         CTXMODELS_CACHE=str(server_cache))

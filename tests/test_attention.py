@@ -14,11 +14,13 @@ from ctxmodels.analysis.attention import (
     attention_maps,
     attention_rollout,
     compute_attention,
+    has_next_sentence_head,
     head_summaries,
     hide_special,
     map_table,
     mean_over_heads,
     merge_word_pieces,
+    next_sentence_probability,
     rank_heads,
 )
 from ctxmodels.bert import BertConfig, BertForPreTraining
@@ -236,6 +238,59 @@ def test_compute_attention_bad_input(tiny_bert):
         compute_attention(model, None, "a text")
     with pytest.raises(ValueError, match="empty text"):
         compute_attention(model, tokenizer, "  ")
+
+
+def direct_is_next(model, tokenizer, a: str, b: str) -> float:
+    """P(IsNext) from a forward pass of the whole model: softmax of its NSP logits, index 0 (IsNext)."""
+    enc = tokenizer.encode(a, pair=b)
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids]))
+    return float(out.seq_relationship_logits.softmax(-1)[0, 0])
+
+
+def test_next_sentence_probability_is_the_nsp_head_of_a_forward_pass(tiny_bert):
+    model, tokenizer = tiny_bert
+    model.train()
+    p = next_sentence_probability(model, tokenizer, "the bank raised its rates", "we sat on the river bank")
+    assert model.training  # restored
+    assert 0.0 <= p <= 1.0
+    assert p == pytest.approx(direct_is_next(model, tokenizer, "the bank raised its rates", "we sat on the river bank"),
+                              abs=1e-6)
+    # The attention of a pair carries the same probability, from its own forward pass; a single text has none.
+    maps = compute_attention(model, tokenizer, "the bank raised its rates", pair="we sat on the river bank")
+    assert maps.next_sentence == pytest.approx(p, abs=1e-6)
+    assert merge_word_pieces(maps).next_sentence == maps.next_sentence  # kept through the views
+    assert compute_attention(model, tokenizer, "the bank raised its rates").next_sentence is None
+
+
+def test_next_sentence_probability_of_random_models_and_a_loaded_one(tmp_path):
+    import ctxmodels
+    from ctxmodels.formats.huggingface import save_pretrained
+
+    texts = ["the bank raised its interest rates", "we sat on the river bank"] * 20
+    tokenizer = WordPieceTokenizer.train(texts, vocab_size=60, min_frequency=1)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+        p = next_sentence_probability(model, tokenizer, "the bank", "the river")
+        assert 0.0 <= p <= 1.0 and math.isfinite(p)
+    save_pretrained(model.eval(), tokenizer, tmp_path / "bert")
+    loaded = ctxmodels.load(str(tmp_path / "bert"))
+    assert has_next_sentence_head(loaded) and has_next_sentence_head(model)
+    assert next_sentence_probability(loaded, None, "the bank", "the river") == pytest.approx(
+        direct_is_next(loaded.model, loaded.tokenizer, "the bank", "the river"), abs=1e-6)
+
+
+def test_next_sentence_probability_without_a_head_or_a_pair(tiny_bert):
+    model, tokenizer = tiny_bert
+    encoder_only = BertForPreTraining(model.config, mlm_head=False, nsp_head=False)
+    assert not has_next_sentence_head(encoder_only)
+    with pytest.raises(ValueError, match="no next-sentence"):
+        next_sentence_probability(encoder_only, tokenizer, "the bank", "a river")
+    assert compute_attention(encoder_only, tokenizer, "the bank", pair="a river").next_sentence is None
+    with pytest.raises(ValueError, match="second sentence"):
+        next_sentence_probability(model, tokenizer, "the bank", "  ")
 
 
 def test_map_table_keeps_every_token_apart():

@@ -274,6 +274,53 @@ def test_word_senses_layer_survives_rows_that_were_not_drawn(server, browser):
     page.close()
 
 
+DETAIL_JS = """() => {
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+        const title = ((gd._fullLayout || {}).title || {}).text || '';
+        const text = title.replace(/<[^>]*>/g, '');  // Streamlit's theme wraps titles in <b>
+        if (gd._fullData && gd._fullData[0].type === 'heatmap' && /^(layer|rollout)/.test(text))
+            return [text, Array.from(gd._fullData[0].z || []).map(row => Array.from(row))];
+    }
+    return [null, null];
+}"""
+
+
+def detail_heatmap(page) -> tuple[str | None, list | None]:
+    """The Attention page's detail heatmap as drawn: its title ("layer 1, head 2") and its weights."""
+    return tuple(page.evaluate(DETAIL_JS))
+
+
+def test_attention_head_change_updates_the_link_and_the_figure(server, browser):
+    """Issue 15: moving the detail's head redraws the heatmap and puts the head in the link; the link, opened in
+    another tab, shows the same head."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/attention?merge=0")
+    settle(page)
+    title, before = detail_heatmap(page)
+    assert title == "layer 1, head 1", title
+    head = page.locator('[data-testid="stSlider"]').filter(has_text="Head").first.get_by_role("slider")
+    head.focus()
+    head.press("ArrowRight")  # head 1 -> head 2
+    deadline = time.time() + 60
+    while time.time() < deadline and detail_heatmap(page)[0] != "layer 1, head 2":
+        time.sleep(0.2)
+    settle(page)
+    title, after = detail_heatmap(page)
+    assert title == "layer 1, head 2", title
+    assert after != before
+    assert "att_head=2" in page.url and "att_layer=1" in page.url, page.url
+    no_traceback(page)
+    other = browser.new_page(viewport={"width": 1400, "height": 1000})
+    other.goto(page.url)
+    settle(other)
+    assert detail_heatmap(other) == (title, after)
+    other_head = other.locator('[data-testid="stSlider"]').filter(has_text="Head").first.get_by_role("slider")
+    assert other_head.get_attribute("aria-valuetext") == "2"
+    no_traceback(other)
+    other.close()
+    page.close()
+
+
 def test_a_corpus_view_of_2000_points_renders_and_a_click_lists_neighbours(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&limit=2000&projection=pca&models=bert-eltec")

@@ -121,6 +121,9 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "fold": (int, 1, 50, "number_input"),
     "limit": (int, 100, 5000, "slider"),
     "sample": (int, 0, 10_000, "number_input"),
+    "att_layer": (int, 1, 2, "slider"),  # the tiny BERTs: 2 layers, 2 heads
+    "att_head": (int, 1, 2, "slider"),
+    "att_threshold": (float, 0.0, 0.5, "slider"),
 }
 CHOICES = {  # param: (options, widget)
     "source": (["preset", "own", "semcor", "corpus"], "radio"),
@@ -138,6 +141,7 @@ CHOICES = {  # param: (options, widget)
     "joint": (BOOL, "checkbox"),
     "merge": (BOOL, "checkbox"),
     "hide": (BOOL, "checkbox"),
+    "rank_ascending": (BOOL, "checkbox"),
     "image_format": (["png", "svg"], "radio"),
 }
 MANY = {"models": MODELS, "fill_models": ["bert-eltec"]}
@@ -151,7 +155,8 @@ PAGE_PARAMS = {
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
                     "corpus_word", "colour", "clusters"],
-    "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by"],
+    "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
+                  "att_head", "att_threshold"],
     "fill_in": ["text", "fill_models", "k"],
     "elmo_layers": ["probe_model"],
     "models": [],

@@ -1,4 +1,10 @@
-"""Attention: every head of a BERT on one sentence (or a pair), as small maps, one map in detail, and rankings."""
+"""Attention: every head of a BERT on one sentence (or a pair), as small maps, one map in detail, and rankings; for a
+pair, the next-sentence head's probability that B follows A.
+
+The detail view (layer, head, line threshold and their figures) and the ranking are fragments: moving one of their
+controls reruns only that part of the page, on the maps the last whole-page run computed. Every control is in the
+URL (``app/url_state.py``), so a copied link shows the same head.
+"""
 
 from __future__ import annotations
 
@@ -29,11 +35,14 @@ explain(
     "*Merge word pieces*: attention to a word is the sum over its pieces, from a word the mean. *Hide [CLS]/[SEP]*: "
     "BERT parks much of its attention on them (a 'no-op', Clark et al. 2019); hiding them renormalises the rest. "
     "*Rollout* (Abnar & Zuidema 2020) multiplies the head-averaged maps through the layers, with the residual "
-    "connection as half an identity, to follow how much each position draws on each input token.",
+    "connection as half an identity, to follow how much each position draws on each input token. *Next sentence*: "
+    "for a pair, BERT's next-sentence head reads the last layer's [CLS] vector through the pooler, "
+    "p = softmax(W tanh(W_p h_[CLS] + b_p) + b), and its first entry is the probability that B follows A.",
     ["attention", "multihead", "rollout"],
 )
 
 ids = require_models(kinds=["bert"], what="attention")
+THRESHOLD = dict(min_value=0.0, max_value=0.5)  # the line view's "hide lines below", for the slider and the link
 url_state("att_model", ids[0], options=ids, names=label)
 url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",
           max_chars=MAX_TEXT_CHARS)
@@ -42,15 +51,18 @@ url_state("merge", True, kind=bool)
 url_state("hide", False, kind=bool)
 url_state("view", "head", options=["head", "mean", "rollout"])
 url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
+url_state("rank_ascending", False, kind=bool)
+url_state("att_threshold", 0.05, kind=float, **THRESHOLD)
 
 c1, c2 = st.columns([1, 3])
-model_id = c1.selectbox("Model", ids, key="att_model", format_func=label)
-sentence = c2.text_input("Sentence A", key="sentence")
-pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair")
+model_id = c1.selectbox("Model", ids, key="att_model", persist_state="session", format_func=label)
+sentence = c2.text_input("Sentence A", key="sentence", persist_state="session")
+pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair",
+                     persist_state="session")
 o1, o2, o3 = st.columns(3)
-merge = o1.checkbox("Merge word pieces into words", key="merge")
-hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide")
-view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True,
+merge = o1.checkbox("Merge word pieces into words", key="merge", persist_state="session")
+hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide", persist_state="session")
+view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True, persist_state="session",
                 format_func={"head": "one head", "mean": "mean over heads", "rollout": "rollout"}.get)
 to_url("att_model", "sentence", "pair", "merge", "hide", "view")
 
@@ -80,16 +92,30 @@ with guard("The sentence"), limits.heavy("Running the model"):
     maps, warned = raw_maps(model_id, text, pair_text)
     show_warnings(warned)
     remember("attention", (model_id, text, pair_text))
+    shown_input = (model_id, text, pair_text)
 if maps is None:  # keep showing what this visitor had until the input is fixed
     previous = last_good("attention")
     if previous is None:
         st.stop()
     with guard("The last sentence"), limits.heavy("Running the model"):
         maps, _ = raw_maps(*previous)
+        shown_input = previous
         st.info(f"Below: the last input that worked, {quoted(previous[1])}"
                 + (f" with {quoted(previous[2])}" if previous[2] else "") + f" on {md(label(previous[0]))}.")
     if maps is None:
         st.stop()
+
+# -- the next-sentence head, for a pair ----------------------------------------------------------------------
+if shown_input[2]:
+    if maps.next_sentence is not None:
+        st.metric("B follows A: the next-sentence head's probability (IsNext)", f"{maps.next_sentence:.1%}",
+                  help="BERT was pre-trained on pairs in which B was the sentence after A half of the time and a "
+                       "random sentence otherwise; its next-sentence (NSP) head reads the [CLS] vector of the last "
+                       "layer (through the pooler) and says how likely B is the real next sentence. "
+                       "A model with random weights gives a meaningless number.")
+    else:
+        st.caption(f"{md(label(shown_input[0]))} has no next-sentence (NSP) head, so it cannot say whether B "
+                   "follows A; its attention over the pair is below.")
 
 with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):
     seg = {0: "A", 1: "B", None: "special"}
@@ -104,6 +130,14 @@ with guard("Attention"):
 if detail is None:
     st.stop()
 
+# The detail's layer and head, from the link on a session's first run (checked against this model's size), kept
+# within the model's size when another model has fewer layers or heads.
+url_state("att_layer", 1, kind=int, min_value=1, max_value=maps.n_layers)
+url_state("att_head", 1, kind=int, min_value=1, max_value=maps.n_heads)
+for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
+    if not 1 <= st.session_state[key] <= top:
+        st.session_state[key] = min(max(st.session_state[key], 1), top)
+
 # -- overview -----------------------------------------------------------------------------------------------
 st.subheader("All layers and heads")
 if base.n_tokens > GRID_TOKENS:
@@ -111,45 +145,62 @@ if base.n_tokens > GRID_TOKENS:
                "below shows them all.")
 plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
 
+
 # -- one map in detail --------------------------------------------------------------------------------------
-st.subheader("In detail")
-d1, d2 = st.columns(2)
-layer = d1.slider("Layer", 1, detail.n_layers, value=detail.n_layers if view == "rollout" else 1, key="att_layer")
-head = 0
-if view == "head":
-    head = d2.slider("Head", 1, detail.n_heads, key="att_head") - 1
-matrix = detail.attentions[layer - 1, head]
-what = {"head": f"layer {layer}, head {head + 1}", "mean": f"layer {layer}, mean over heads",
-        "rollout": f"rollout up to layer {layer}"}[view]
-tokens = detail.tokens
-data = att.map_table(matrix, tokens)
-h1, h2 = st.columns(2)
-with h1:
-    plot(figures.attention_heatmap(matrix, tokens, title=what), f"attention-{what}", key="att::heat", data=data)
-with h2:
-    if len(tokens) <= LINE_TOKENS:
-        threshold = st.slider("Hide lines below", 0.0, 0.5, 0.05, 0.01, key="att_threshold")
-        plot(figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
-                    f"attention-lines-{what}", key="att::lines")
-    else:
-        st.info(f"The line view draws up to {LINE_TOKENS} tokens; this input has {len(tokens)}. Tick *merge word "
-                "pieces* and *hide [CLS]/[SEP]*, or shorten the text.")
-if detail.hidden_share is not None and view != "rollout":
-    share = float(np.mean(detail.hidden_share[layer - 1, head]))
-    st.caption(f"Before hiding, on average {share:.0%} of each row's attention went to [CLS]/[SEP].")
+@st.fragment
+def detail_view(detail: att.AttentionMaps, view: str) -> None:
+    """The chosen layer and head (or the mean, or the rollout) as a heatmap and as lines: a control here reruns
+    only this part of the page."""
+    st.subheader("In detail")
+    d1, d2 = st.columns(2)
+    layer = d1.slider("Layer", 1, detail.n_layers, key="att_layer", persist_state="session")
+    head = 0
+    if view == "head":
+        head = d2.slider("Head", 1, detail.n_heads, key="att_head", persist_state="session") - 1
+    matrix = detail.attentions[layer - 1, head]
+    what = {"head": f"layer {layer}, head {head + 1}", "mean": f"layer {layer}, mean over heads",
+            "rollout": f"rollout up to layer {layer}"}[view]
+    tokens = detail.tokens
+    h1, h2 = st.columns(2)
+    with h1:
+        plot(figures.attention_heatmap(matrix, tokens, title=what), f"attention-{what}", key="att::heat",
+             data=att.map_table(matrix, tokens))
+    with h2:
+        if len(tokens) <= LINE_TOKENS:
+            threshold = st.slider("Hide lines below", **THRESHOLD, step=0.01, key="att_threshold",
+                                  persist_state="session")
+            plot(figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
+                 f"attention-lines-{what}", key="att::lines")
+        else:
+            st.info(f"The line view draws up to {LINE_TOKENS} tokens; this input has {len(tokens)}. Tick *merge "
+                    "word pieces* and *hide [CLS]/[SEP]*, or shorten the text.")
+    if detail.hidden_share is not None and view != "rollout":
+        share = float(np.mean(detail.hidden_share[layer - 1, head]))
+        st.caption(f"Before hiding, on average {share:.0%} of each row's attention went to [CLS]/[SEP].")
+    to_url("att_layer", "att_head", "att_threshold")
+
+
+detail_view(detail, view)
+
 
 # -- heads ranked -------------------------------------------------------------------------------------------
-st.subheader("Heads ranked")
-r1, r2 = st.columns([1, 3])
-by = r1.selectbox("by", list(att.SUMMARY_COLUMNS), key="rank_by",
-                  format_func={"entropy": "entropy (spread)", "to_cls": "attention to [CLS]",
-                               "to_sep": "attention to [SEP]", "to_self": "attention to itself",
-                               "to_prev": "attends to the previous token", "to_next": "attends to the next token"}.get)
-ascending = r1.checkbox("lowest first", key="rank_ascending")
-to_url("rank_by")
-with guard("Ranking"):
-    summary = att.head_summaries(base)
-    ranked = att.rank_heads(summary, by=by, ascending=ascending, top=12)
-    r2.dataframe(ranked.drop(columns=["head_name"]).round(3), hide_index=True, width="stretch")
-    if summary[by].isna().all():
-        r2.caption("Nothing to rank by: the tokens it measures are hidden.")
+@st.fragment
+def ranking(base: att.AttentionMaps) -> None:
+    st.subheader("Heads ranked")
+    r1, r2 = st.columns([1, 3])
+    by = r1.selectbox("by", list(att.SUMMARY_COLUMNS), key="rank_by", persist_state="session",
+                      format_func={"entropy": "entropy (spread)", "to_cls": "attention to [CLS]",
+                                   "to_sep": "attention to [SEP]", "to_self": "attention to itself",
+                                   "to_prev": "attends to the previous token",
+                                   "to_next": "attends to the next token"}.get)
+    ascending = r1.checkbox("lowest first", key="rank_ascending", persist_state="session")
+    to_url("rank_by", "rank_ascending")
+    with guard("Ranking"):
+        summary = att.head_summaries(base)
+        ranked = att.rank_heads(summary, by=by, ascending=ascending, top=12)
+        r2.dataframe(ranked.drop(columns=["head_name"]).round(3), hide_index=True, width="stretch")
+        if summary[by].isna().all():
+            r2.caption("Nothing to rank by: the tokens it measures are hidden.")
+
+
+ranking(base)

@@ -14,6 +14,14 @@ Typical use::
     table = rank_heads(head_summaries(maps), by="to_prev")
     csv = map_table(words.attentions[0, 0], words.tokens)   # one map as a table with unique labels
 
+    pair = compute_attention(model, tokenizer, "The bank was closed.", pair="She went home.")
+    pair.next_sentence                            # P(IsNext) from BERT's next-sentence head, same forward pass
+    next_sentence_probability(model, tokenizer, "The bank was closed.", "She went home.")   # the same, no maps
+
+The next-sentence probability lives here, beside the maps, because it is read off the same forward pass and the
+same encoding of a sentence pair (segments A and B, their token type ids, both [SEP]s) that the attention of a
+pair shows: the Attention page's "pair" box is BERT's next-sentence task.
+
 Memory: the maps of one sequence take ``layers * heads * T * T * 4`` bytes as float32: 17 MB for a 4-layer,
 4-head model at T = 512, 151 MB for BERT-base (12 x 12) at T = 512 (and as much again inside torch during the
 forward pass, which keeps every layer's probabilities), 2 MB for BERT-base at T = 60.
@@ -47,6 +55,8 @@ class AttentionMaps:
     level: "piece" or "word".
     hidden_share: after :func:`hide_special`: ``[layers, heads, T]`` share of each row's attention that went to
         the hidden tokens before renormalising (BERT often puts most of it on [SEP]); None otherwise.
+    next_sentence: for a sentence pair, the probability the model's next-sentence (NSP) head gives that segment B
+        follows segment A ("IsNext"), from the same forward pass; None without a pair or without an NSP head.
     """
 
     attentions: np.ndarray
@@ -57,6 +67,7 @@ class AttentionMaps:
     head_names: list[str] | None = None
     level: str = "piece"
     hidden_share: np.ndarray | None = None
+    next_sentence: float | None = None
 
     def __post_init__(self) -> None:
         A = self.attentions
@@ -314,13 +325,53 @@ def map_table(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to: Sequenc
 def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None = None,
                       max_length: int = 512) -> AttentionMaps:
     """Run the model once on ``text`` (and ``pair``: segment B, with its token type ids and both [SEP]s) and
-    return its attention maps at the word-piece level.
+    return its attention maps at the word-piece level. For a pair, and a model with BERT's next-sentence head,
+    ``next_sentence`` holds that head's probability that B follows A (as :func:`next_sentence_probability`).
 
     model: a :class:`ctxmodels.bert.BertForPreTraining` / ``BertModel``, or a loaded model (``ctxmodels.load``)
     with attention, in which case ``tokenizer`` may be None. Longer texts are truncated to ``max_length`` pieces
     (and to the model's positions) with a warning. The model runs in eval mode without gradients; its training
     flag is restored afterwards.
     """
+    model, enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
+    if out.attentions is None:
+        raise ValueError(f"{type(getattr(model, 'bert', model)).__name__} returned no attention maps")
+    maps = attention_maps(out.attentions, enc)
+    if pair is not None and has_next_sentence_head(model) and out.pooler_output is not None:
+        maps.next_sentence = _is_next(model, out.pooler_output)
+    return maps
+
+
+def has_next_sentence_head(model: Any) -> bool:
+    """Whether ``model`` (a :class:`ctxmodels.bert.BertForPreTraining` or a loaded BERT) has BERT's next-sentence
+    (NSP) head: a model saved as an encoder only (or as ``BertForMaskedLM``) has none."""
+    return bool(getattr(getattr(model, "model", model), "has_nsp_head", False))
+
+
+def next_sentence_probability(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str],
+                              max_length: int = 512) -> float:
+    """The probability BERT's next-sentence (NSP) head gives that ``pair`` (segment B) follows ``text`` (segment A).
+
+    BERT was pre-trained on pairs "[CLS] A [SEP] B [SEP]" where B was the sentence after A half of the time and a
+    random sentence otherwise; the head reads the pooled [CLS] vector and gives two logits, index 0 "IsNext" and
+    index 1 "NotNext" (ctxmodels' training labels, as Hugging Face's). This is the softmax's first entry. model and
+    tokenizer as for :func:`compute_attention` (the same encoding, truncation and eval mode). ValueError for a
+    model without the head, or an empty ``pair``.
+    """
+    if not has_next_sentence_head(model):
+        name = getattr(model, "name", type(model).__name__)
+        raise ValueError(f"{name} has no next-sentence (NSP) head (it was saved without it, e.g. as an encoder "
+                         "only), so it cannot say whether one sentence follows another")
+    if not pair or (isinstance(pair, str) and not pair.strip()):
+        raise ValueError("next_sentence_probability needs a second sentence (segment B)")
+    model, _, out = _forward(model, tokenizer, text, pair, max_length, attentions=False)
+    return _is_next(model, out.pooler_output)
+
+
+def _forward(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None, max_length: int,
+             attentions: bool) -> tuple[Any, Any, Any]:
+    """(the torch model, the encoding, the encoder's output) for one text or pair, in eval mode without gradients.
+    Only the encoder runs (its pooler included): the pre-training heads are applied by the callers that need them."""
     import torch
 
     if not isinstance(model, torch.nn.Module):  # a LoadedModel from ctxmodels.load
@@ -331,7 +382,7 @@ def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: s
         model = model.model
     if tokenizer is None:
         raise ValueError("compute_attention needs the model's tokenizer")
-    encoder = getattr(model, "bert", model)  # skip the pre-training heads: only the encoder's attention is needed
+    encoder = getattr(model, "bert", model)  # skip the pre-training heads: only the encoder's output is needed
     positions = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
     if positions is not None:
         max_length = min(max_length, positions)
@@ -346,12 +397,23 @@ def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: s
     encoder.eval()
     try:
         with torch.no_grad():
-            out = encoder(ids, token_type_ids=types, output_attentions=True)
+            out = encoder(ids, token_type_ids=types, output_attentions=attentions)
     finally:
         encoder.train(was_training)
-    if out.attentions is None:
-        raise ValueError(f"{type(encoder).__name__} returned no attention maps")
-    return attention_maps(out.attentions, enc)
+    return model, enc, out
+
+
+def _is_next(model: Any, pooled: Any) -> float:
+    """P(IsNext) from the NSP head of ``model`` (a BertForPreTraining) on the pooled [CLS] vector [1, H]."""
+    import torch
+
+    with torch.no_grad():
+        logits = model.cls.seq_relationship(pooled)[0].float()
+    p = float(logits.softmax(dim=-1)[0])
+    if not np.isfinite(p):
+        raise ValueError("the model computed NaN or infinite next-sentence scores for this pair: its weights are "
+                         "damaged (ctxmodels.load refuses such a model when it loads)")
+    return p
 
 
 def _stack_layers(attentions: Any) -> np.ndarray:

@@ -1,0 +1,261 @@
+"""The Attention page's layer/head change as a person feels it in a browser (issue 15; run by hand, prints a table,
+no assertions).
+
+    python bench/bench_attention.py                      # shipped bert-eltec and a random 12 x 12 BERT-base
+    python bench/bench_attention.py --changes 5 --model-dir /tmp/bert-base-random   # reuse the built model
+    python bench/bench_attention.py --no-big             # the shipped model only
+
+The app runs as the README's command starts it (``streamlit run app/Home.py``, ``bench_capacity.Server``: a snapshot
+of ``app/``, ``ctxmodels/``, ``assets/`` and ``.streamlit/``), with the shipped models and a random BERT with
+BERT-base's shape (12 layers x 12 heads, hidden 768, built with ``ctxmodels.bert.BertConfig`` and bert-eltec's
+tokenizer, saved as a model folder; the server gets it through ``CTXMODELS_APP_MODELS``). Headless Chromium at
+1440x900 (Debian's /usr/bin/chromium, on the same cores as the server) opens ``/attention`` on two inputs per
+model: a sentence of exactly ``--tokens`` word pieces ([CLS] and [SEP] included; merge and hide off, so the detail
+map is ``--tokens`` square; beyond 60 positions the line view gives way to a note) and the page's default sentence
+(word level, about 15 positions: heatmap and line view both drawn). On each, ``--changes`` head changes and as
+many layer changes: ArrowRight / ArrowLeft on the focused slider, alternately. Each is timed from the key press
+until the detail heatmap shows the new layer/head (its title, read from the drawn Plotly figure), no spinner,
+skeleton or stale element is left, and the script run it started has finished (read from the page's websocket,
+which also tells a fragment run from a whole-page run and counts the bytes received). Before each change the
+server is left to become idle, and after it the page to stay the same for a second (runs that end then are
+reported as "more runs").
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_corpus_senses import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Action,
+    Browser,
+    server_idle,
+)
+
+STATE_JS = """() => {
+    const q = (s) => Array.from(document.querySelectorAll(s));
+    const busy = q('[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-stale="true"]').length;
+    const plots = q('.js-plotly-plot');
+    // The detail heatmap: its title names the layer ("layer 2, head 1"; the overview grid has no title).
+    let title = null, fingerprint = null;
+    for (const gd of plots) {
+        if (!gd._fullData || !gd._fullData.length || gd._fullData[0].type !== 'heatmap') continue;
+        const t = ((gd._fullLayout.title || {}).text || '').replace(/<[^>]*>/g, '');  // Streamlit's theme adds <b>
+        if (!/^(layer|rollout)/.test(t)) continue;
+        const z = gd._fullData[0].z || [];
+        let s = 0;
+        for (let i = 0; i < z.length; i += 7) {
+            const row = z[i] || [];
+            for (let j = 0; j < row.length; j += 5) s += +row[j] || 0;
+        }
+        title = t;
+        fingerprint = t + '#' + s.toFixed(6);
+        break;
+    }
+    const text = (s) => q(s).map(e => e.textContent || '');
+    return {
+        busy: busy, plots: plots.length, title: title, fingerprint: fingerprint, occurrence: '', methods: [],
+        progress: text('[data-testid="stProgress"]').join(' | '),
+        alerts: text('[data-testid="stAlert"]').join(' | '),
+        exceptions: text('[data-testid="stException"]').map(t => t.slice(0, 300)),
+        url: location.href,
+    };
+}"""
+
+
+@dataclass
+class Change(Action):
+    cpu: float = 0.0  # the server's CPU-seconds per change, from the key press until the page is idle
+
+
+class Page(Browser):
+    """The Attention page in one browser context (``Browser`` of bench_corpus_senses with this page's state)."""
+
+    def state(self, plot: int = 0) -> dict:
+        return self.page.evaluate(STATE_JS)
+
+    def slider(self, name: str):
+        block = self.page.locator('[data-testid="stSlider"]').filter(has_text=name)
+        block.first.wait_for(timeout=30_000)
+        return block.first.get_by_role("slider")
+
+
+def build_big_model(folder: Path, layers: int, heads: int, hidden: int) -> Path:
+    """A random BERT of the given shape with bert-eltec's tokenizer, saved as a model folder (kept if there)."""
+    if (folder / "config.json").is_file():
+        return folder
+    import torch
+
+    import ctxmodels
+    from ctxmodels.bert import BertConfig, BertForPreTraining
+    from ctxmodels.formats.huggingface import save_pretrained
+
+    tok = ctxmodels.load(str(ROOT / "assets" / "bert-eltec")).tokenizer
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                     num_attention_heads=heads, intermediate_size=4 * hidden)
+    save_pretrained(BertForPreTraining(cfg).eval(), tok, folder,
+                    card=f"# random BERT {layers} x {heads}, hidden {hidden}\n\nRandom weights, for the bench.")
+    return folder
+
+
+def sentence_of(pieces: int) -> str:
+    """A text that bert-eltec's tokenizer encodes to exactly ``pieces`` word pieces, [CLS] and [SEP] included."""
+    import ctxmodels
+
+    tok = ctxmodels.load(str(ROOT / "assets" / "bert-eltec")).tokenizer
+    words = ("the bank raised its interest rates so she moved her savings elsewhere and walked along the river "
+             "where the boat lay on the bank in the evening light while children played near the water").split()
+    out: list[str] = []
+    i = 0
+    while len(tok.encode(" ".join(out)).ids) < pieces:
+        out.append(words[i % len(words)])
+        if len(tok.encode(" ".join(out)).ids) > pieces:
+            out.pop()
+            out.append("a")  # one piece
+        i += 1
+    assert len(tok.encode(" ".join(out)).ids) == pieces
+    return " ".join(out)
+
+
+def seconds(times: list[float]) -> str:
+    return " ".join(f"{t:.3f}" for t in times)
+
+
+def changes(b: Page, server, what: str, n: int, action: Change) -> None:
+    """``n`` changes of the ``what`` slider ("Layer" or "Head"), each until the heatmap's title shows the new
+    value and the page is idle."""
+    for i in range(n):
+        server_idle(server)
+        slider = b.slider(what)
+        before = b.state()
+        bytes0 = b.wire.bytes
+        slider.focus()
+        cpu0 = server.cpu()
+        t0 = time.perf_counter()
+        slider.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+
+        def done(s, before=before):
+            return s["fingerprint"] not in (None, before["fingerprint"]) and s["title"] != before["title"]
+
+        seconds, s = b.wait(t0, done, timeout=120)
+        full, frag = b.wire.counts(t0, time.perf_counter())
+        action.times.append(seconds)
+        action.full += full
+        action.fragments += frag
+        action.mbytes += (b.wire.bytes - bytes0) / 2**20
+        action.cpu += server.cpu() - cpu0
+        after = b.settle(quiet=1.0)
+        if after:
+            action.notes.append(f"change {i + 1}: {after} more run(s) after the page looked idle")
+        param = {"Layer": "att_layer", "Head": "att_head"}[what]
+        if param + "=" not in b.state()["url"] and i == 0:
+            action.notes.append(f"{param} not in the URL")
+    action.mbytes /= max(n, 1)
+    action.cpu /= max(n, 1)
+
+
+def open_page(b: Page, url: str) -> float:
+    b.new()
+    t0 = time.perf_counter()
+    b.page.goto(url, wait_until="commit")
+    seconds, _ = b.wait(t0, lambda s: s["fingerprint"] is not None, every=0.1, timeout=300)
+    b.settle(quiet=1.0)
+    return seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--changes", type=int, default=10, help="changes of each slider per input (median)")
+    ap.add_argument("--tokens", type=int, default=64, help="word pieces of the long input")
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--hidden", type=int, default=768)
+    ap.add_argument("--model-dir", type=Path, default=None,
+                    help="where the random BERT is written (reused when there); default: a temporary folder")
+    ap.add_argument("--no-big", action="store_true", help="the shipped model only")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="the checkout whose app/, ctxmodels/ and assets/ the server runs (default: this one), e.g. a "
+                         "git worktree of an earlier commit for a before/after comparison")
+    args = ap.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    from bench.bench_capacity import Server
+
+    print("uptime at the start:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    print(f"app from {args.tree}")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-attention-"))
+    models = ["bert-eltec"]
+    extra = {}
+    if not args.no_big:
+        big = build_big_model(args.model_dir or workdir / f"bert-random-{args.layers}x{args.heads}", args.layers,
+                              args.heads, args.hidden)
+        models.append(str(big))
+        extra["CTXMODELS_APP_MODELS"] = str(big)
+    long_text = sentence_of(args.tokens)
+    inputs = [(f"{args.tokens} pieces", {"sentence": long_text, "merge": "0", "hide": "0"}),
+              ("default sentence, words", {})]
+    actions: list[Change] = []
+    server = Server(workdir, None, args.tree, **extra)
+    try:
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            b = Page(chromium, server)
+            try:
+                for model in models:
+                    name = Path(model).name
+                    for what_input, query in inputs:
+                        url = f"{server.url}/attention?" + urllib.parse.urlencode({"att_model": model, **query})
+                        server_idle(server)
+                        first = open_page(b, url)
+                        print(f"  {name}, {what_input}: page open after {first:.2f} s", flush=True)
+                        for what in ("Head", "Layer"):
+                            a = Change(f"{name} · {what_input} · {what.lower()} change", 0)
+                            try:
+                                changes(b, server, what, args.changes, a)
+                            except Exception as e:  # noqa: BLE001 - a failed target is a finding: report it
+                                a.notes.append(f"FAILED: {type(e).__name__}: {str(e)[:200]}")
+                            actions.append(a)
+                            print(f"    {a.what}: {a.median:.3f} s median of {len(a.times)} [{seconds(a.times)}]; "
+                                  f"runs: {a.full} whole page, {a.fragments} fragment; {a.mbytes:.3f} MB/change; "
+                                  f"server {a.cpu:.3f} CPU-s/change"
+                                  + (f"; {'; '.join(a.notes)}" if a.notes else ""), flush=True)
+            finally:
+                if b.context is not None:
+                    b.context.close()
+                chromium.close()
+        rss, peak = server.mem()
+    finally:
+        server.stop()
+        log = (workdir / f"server-{server.port}.log").read_text(errors="replace")
+        shutil.rmtree(workdir, ignore_errors=True)  # the random BERT too, unless --model-dir put it elsewhere
+    print(f"\nThe Attention page in headless Chromium (1440x900): from the key press until the changed heatmap is "
+          f"drawn and the page is idle; {args.changes} changes each\n")
+    print(f"| {'model · input · action':<58} | median s | {'runs s':<60} | whole-page runs | fragment runs | "
+          "MB received / change | server CPU-s / change | notes |")
+    print(f"|{'-' * 60}|----------|{'-' * 62}|---|---|---|---|---|")
+    for a in actions:
+        print(f"| {a.what:<58} | {a.median:>8.3f} | {seconds(a.times):<60} | {a.full} | {a.fragments} | "
+              f"{a.mbytes:.3f} | {a.cpu:.3f} | {'; '.join(a.notes)} |")
+    print(f"\nserver RSS at the end {rss:.0f} MB (peak {peak:.0f} MB)")
+    problems = [line for line in log.splitlines() if "Traceback" in line or "Error" in line]
+    if problems:
+        print("server log (tail):\n" + log[-3000:])
+    print("uptime at the end:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
+if __name__ == "__main__":
+    main()

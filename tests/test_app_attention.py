@@ -1,0 +1,162 @@
+"""The Attention page through AppTest (issue 15): the detail's layer, head and line threshold in the link, checked
+like every URL parameter; controls that keep their value while they are not drawn; BERT's next-sentence
+probability for a pair. Tiny random-weight models (tests/app_fixtures.py)."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+
+import ctxmodels
+from app import figures, inputs
+from ctxmodels.analysis import attention as att
+from tests.app_fixtures import assert_clean, charts, page, texts
+
+pytest.importorskip("streamlit.testing.v1")
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+DEFAULT = "The bank raised its interest rates, so she moved her savings elsewhere."
+
+
+def array(value) -> np.ndarray:
+    """A figure's array as the browser gets it: a list, or Plotly's typed array ({dtype, bdata, shape})."""
+    if isinstance(value, dict) and "bdata" in value:
+        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return a.reshape([int(s) for s in str(shape).split(",")]) if shape else a
+    return np.asarray(value, dtype=float)
+
+
+def detail_charts(at) -> tuple[dict, dict | None]:
+    """The detail heatmap and the line view (None when not drawn): the figures whose title names the layer."""
+    found = [c for c in charts(at) if str(c["layout"].get("title", {}).get("text", "")).startswith(
+        ("layer", "rollout"))]
+    return found[0], (found[1] if len(found) > 1 else None)
+
+
+def title(chart: dict) -> str:
+    return chart["layout"]["title"]["text"]
+
+
+def slider(at, key: str):
+    return next((s for s in at.slider if s.key == key), None)
+
+
+def param(at, name: str) -> str:
+    """The link's value of ``name`` after a run (AppTest gives one value as a string, repeated ones as a list)."""
+    value = at.query_params[name]
+    return value[-1] if isinstance(value, list) else value
+
+
+def warned(at, param: str) -> bool:
+    return any(f"**{inputs.md(param)}**" in w for w in texts(at.warning))
+
+
+def line_segments(chart: dict) -> int:
+    """Segments drawn in the line view (each is x = 0, 1, gap)."""
+    return sum(len(array(t["x"])) // 3 for t in chart["data"] if t.get("mode") == "lines")
+
+
+def test_layer_head_and_threshold_from_the_link_reproduce_the_detail_view(tiny_assets):
+    # A visitor moves the detail's controls; the URL follows.
+    at = page("attention", merge="0")
+    assert_clean(at)
+    assert title(detail_charts(at)[0]) == "layer 1, head 1"
+    at.slider(key="att_layer").set_value(2).run()
+    at.slider(key="att_head").set_value(2).run()
+    at.slider(key="att_threshold").set_value(0.2).run()
+    assert_clean(at)
+    heat, lines = detail_charts(at)
+    assert title(heat) == "layer 2, head 2"
+    assert param(at, "att_layer") == "2" and param(at, "att_head") == "2" and param(at, "att_threshold") == "0.2"
+
+    # Their link, opened in a new session, shows the same head with the same lines, and nothing is warned about.
+    link = {k: param(at, k) for k in at.query_params}
+    again = page("attention", **link)
+    assert_clean(again)
+    assert not again.warning, texts(again.warning)
+    heat2, lines2 = detail_charts(again)
+    assert title(heat2) == "layer 2, head 2"
+    assert np.array_equal(array(heat2["data"][0]["z"]), array(heat["data"][0]["z"]))
+    assert lines2 == lines
+    assert slider(again, "att_layer").value == 2 and slider(again, "att_head").value == 2
+    assert slider(again, "att_threshold").value == pytest.approx(0.2)
+
+    # And it is the model's layer 2, head 2, with the lines at or above 0.2.
+    maps = att.compute_attention(ctxmodels.load(str(tiny_assets / "bert-eltec")), None, DEFAULT)
+    assert np.allclose(array(heat2["data"][0]["z"]), maps.attentions[1, 1], atol=1e-6)
+    expected = figures.attention_lines(maps.attentions[1, 1], maps.tokens, threshold=0.2)
+    assert line_segments(lines2) == int((maps.attentions[1, 1] >= 0.2).sum())
+    assert line_segments(lines2) == sum(len(t.x) // 3 for t in expected.data if t.mode == "lines")
+
+
+def test_the_mean_and_the_rollout_read_the_layer_from_the_link():
+    at = page("attention", view="mean", att_layer="2")
+    assert_clean(at)
+    assert title(detail_charts(at)[0]) == "layer 2, mean over heads"
+    assert slider(at, "att_head") is None  # one head is not drawn for the mean
+    at = page("attention", view="rollout", att_layer="2")
+    assert title(detail_charts(at)[0]) == "rollout up to layer 2"
+
+
+@pytest.mark.parametrize("query, param, layer, head, threshold", [
+    ({"att_layer": "9"}, "att_layer", 2, 1, 0.05),  # above the model's 2 layers: the nearest, 2
+    ({"att_layer": "0"}, "att_layer", 1, 1, 0.05),
+    ({"att_layer": "1.5"}, "att_layer", 1, 1, 0.05),  # not a whole number: the default
+    ({"att_head": "three"}, "att_head", 1, 1, 0.05),
+    ({"att_head": "-4"}, "att_head", 1, 1, 0.05),
+    ({"att_head": "nan"}, "att_head", 1, 1, 0.05),
+    ({"att_threshold": "0.9"}, "att_threshold", 1, 1, 0.5),
+    ({"att_threshold": "inf"}, "att_threshold", 1, 1, 0.05),
+    ({"att_threshold": "-1"}, "att_threshold", 1, 1, 0.0),
+])
+def test_bad_detail_values_in_the_link_are_warned_about(query, param, layer, head, threshold):
+    at = page("attention", **query)
+    assert not at.exception, texts(at.exception)
+    assert warned(at, param), texts(at.warning)
+    assert slider(at, "att_layer").value == layer
+    assert slider(at, "att_head").value == head
+    assert slider(at, "att_threshold").value == pytest.approx(threshold)
+    assert title(detail_charts(at)[0]) == f"layer {layer}, head {head}"
+
+
+def test_controls_keep_their_value_while_they_are_not_drawn():
+    at = page("attention", att_head="2", att_threshold="0.3")
+    # The mean has no head slider; back to one head, the head is still 2.
+    at.radio(key="view").set_value("mean").run()
+    assert slider(at, "att_head") is None
+    at.radio(key="view").set_value("head").run()
+    assert slider(at, "att_head").value == 2
+    assert title(detail_charts(at)[0]) == "layer 1, head 2"
+    # A long input has no line view (and no threshold); a short one again has it at 0.3.
+    at.text_input(key="sentence").set_value(" ".join(["bank", "river"] * 40)).run()
+    assert slider(at, "att_threshold") is None and detail_charts(at)[1] is None
+    assert param(at, "att_threshold") == "0.3"
+    at.text_input(key="sentence").set_value(DEFAULT).run()
+    assert slider(at, "att_threshold").value == pytest.approx(0.3)
+    assert_clean(at)
+
+
+def test_the_next_sentence_probability_is_shown_for_a_pair(tiny_assets):
+    at = page("attention", sentence="The bank was closed.", pair="She went home.")
+    assert_clean(at)
+    assert len(at.metric) == 1 and "IsNext" in at.metric[0].label
+    shown = float(at.metric[0].value.rstrip("%")) / 100
+    model = ctxmodels.load(str(tiny_assets / "bert-eltec"))
+    p = att.next_sentence_probability(model, None, "The bank was closed.", "She went home.")
+    assert 0.0 <= p <= 1.0
+    assert shown == pytest.approx(p, abs=0.0005)
+
+
+def test_no_next_sentence_probability_without_a_pair_or_a_head():
+    at = page("attention", sentence="The bank was closed.")
+    assert_clean(at)
+    assert not at.metric
+    at = page("attention", att_model="bert-no-mlm", sentence="The bank was closed.", pair="She went home.")
+    assert_clean(at)
+    assert not at.metric
+    assert any("no next-sentence (NSP) head" in c for c in texts(at.caption)), texts(at.caption)
+    assert detail_charts(at)[0]  # its attention over the pair is still shown
