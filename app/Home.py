@@ -17,8 +17,15 @@ if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app
 
 import streamlit as st  # noqa: E402
 
-from app.presentation import PRESENTATION_CSS, presenting, start_presenting  # noqa: E402
-from app.url_state import to_url, url_state  # noqa: E402
+from app.presentation import (  # noqa: E402
+    APP_CSS,
+    PRESENTATION_CSS,
+    leave_button,
+    present_to_url,
+    presenting,
+    start_presenting,
+)
+from app.url_state import url_state  # noqa: E402
 from app.warm_up import umap_warm_up  # noqa: E402
 
 present = presenting()
@@ -26,8 +33,13 @@ st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wi
                    initial_sidebar_state="collapsed" if present else "auto")
 umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
 
+# The default page is served at the root ("/"): Streamlit gives it the url_path "" whatever it is told, so
+# "/overview" found no page. A hidden second entry for the same file answers there. (Streamlit tells pages apart
+# by the url_path they were given, so the default's must differ: "home", never shown.)
+OVERVIEW = dict(title="Overview", icon=":material/home:")
 PAGES = [
-    st.Page("views/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("views/overview.py", **OVERVIEW, url_path="home", default=True),
+    st.Page("views/overview.py", **OVERVIEW, url_path="overview", visibility="hidden"),
     st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
     st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
     st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
@@ -36,8 +48,9 @@ PAGES = [
 ]
 page = st.navigation(PAGES, position="top" if present else "sidebar")
 
+st.markdown(APP_CSS + (PRESENTATION_CSS if present else ""), unsafe_allow_html=True)
 if present:
-    st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+    leave_button()
 else:
     with st.sidebar:
         st.toggle("Presentation mode", value=False, key="present_toggle", on_change=start_presenting,
@@ -46,11 +59,5 @@ else:
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True,
                  help="The camera icon above each figure downloads it in this format.")
 
-to_url("present")
+present_to_url()
 page.run()
-
-if present and st.button("Leave presentation mode", type="tertiary"):
-    st.session_state["present"] = False
-    st.session_state["present_toggle"] = False
-    to_url("present")
-    st.rerun()

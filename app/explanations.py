@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import streamlit as st
+
+from app.presentation import is_presenting
+
+_REST = "_intro_rest"  # session state: the intro's sentences left out in presentation mode, for explain()
+# the end of a sentence: . ! or ? before a space and a capital letter or markup (bold, code, a link)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*_`(\[])")
 
 FORMULAS = {
     "mlm": r"\mathcal{L}_{\text{MLM}} = -\sum_{i \in M} \log p_\theta\big(x_i \mid x_{\setminus M}\big), \qquad "
@@ -23,15 +30,30 @@ FORMULAS = {
 }
 
 
+def first_sentence(text: str) -> tuple[str, str]:
+    """``text`` split after its first sentence: (first, rest); rest is "" for a single sentence."""
+    parts = _SENTENCE_END.split(text.strip(), maxsplit=1)
+    return parts[0], parts[1] if len(parts) > 1 else ""
+
+
 def page_header(title: str, intro: str) -> None:
+    """The page's title and introduction; in presentation mode only the intro's first sentence (the rest goes
+    into the "What am I looking at?" box, :func:`explain`), so the first screen keeps room for the figure."""
     st.title(title)
+    rest = ""
+    if is_presenting():
+        intro, rest = first_sentence(intro)
+    st.session_state[_REST] = rest
     st.markdown(intro)
 
 
 def explain(text: str, formulas: Sequence[str] = ()) -> None:
     """The page's "what am I looking at": a few sentences and the formulas it illustrates (keys of ``FORMULAS``
-    or LaTeX)."""
+    or LaTeX). Formulas wider than the page scroll sideways (``app/presentation.py``)."""
+    rest = st.session_state.pop(_REST, "")
     with st.expander("What am I looking at?", expanded=False):
+        if rest:
+            st.markdown(rest)
         st.markdown(text)
         for f in formulas:
             st.latex(FORMULAS.get(f, f))

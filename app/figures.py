@@ -340,14 +340,19 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
 
 
 def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None) -> go.Figure:
-    """Top-k predictions of one mask as horizontal bars, best on top; the true word (if any) highlighted."""
+    """Top-k predictions of one mask as horizontal bars, best on top; the true word (if any) highlighted.
+
+    Every guess keeps its label (one tick per bar, the left margin grows to the longest word) and its probability
+    is written beside its bar at the figure's font size, never shrunk into a thin bar: both stay readable when
+    presentation mode enlarges the fonts (app/plots.py). Rows are tall enough for that font."""
     toks = [p["token"] for p in predictions][::-1]
     probs = [p["prob"] for p in predictions][::-1]
     colours = [PALETTE[1] if truth is not None and t == truth else PALETTE[0] for t in toks]
     fig = go.Figure(go.Bar(x=probs, y=_plain_all(toks), orientation="h", marker_color=colours,
-                           text=[f"{p:.1%}" for p in probs], textposition="auto"))
-    fig.update_layout(title=plain(title), xaxis=dict(title="probability", range=[0, 1]), height=60 + 28 * len(toks),
-                      margin=dict(l=10, r=10, t=40, b=10))
+                           text=[f"{p:.1%}" for p in probs], textposition="outside", cliponaxis=False))
+    fig.update_layout(title=plain(title), xaxis=dict(title="probability", range=[0, 1]),
+                      yaxis=dict(type="category", dtick=1, automargin=True),
+                      height=80 + 34 * len(toks), margin=dict(l=10, r=64, t=40, b=10))
     return fig
 
 

@@ -1,4 +1,18 @@
-"""Presentation mode (``?present=1``): larger text and no sidebar, for a projector."""
+"""Presentation mode (``?present=1``): larger text, no sidebar and a denser page, for a projector.
+
+At 1280×720 the first screen of a page must show its main figure, so in presentation mode
+
+- the text grows (everything Streamlit sizes in rem) while the page's chrome shrinks: less padding above the title,
+  a smaller title, tighter gaps between elements (:data:`PRESENTATION_CSS`);
+- a page's inputs fold into a collapsed "Controls" expander (:func:`controls`; a plain container otherwise);
+- the introduction under the title is cut to its first sentence (``app/explanations.py``); the rest moves into
+  the "What am I looking at?" box;
+- a "Leave presentation mode" button sits in the top bar of every page (:func:`leave_button`), next to the
+  navigation, and takes ``present`` off the URL.
+
+Some styles hold in both modes (:data:`APP_CSS`): formulas scroll sideways rather than being cut off, wide tables
+in a model card scroll, long code lines wrap.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +20,54 @@ import streamlit as st
 
 from app.url_state import url_state
 
+LEAVE_KEY = "leave_present"
+
+# Both modes: nothing runs off the edge of the page.
+APP_CSS = """
+<style>
+/* formulas: a wide one scrolls sideways instead of being cut off */
+.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.1em 0; }
+/* a model card: wide tables scroll inside the card, code wraps */
+[class*="st-key-model_card"] table { display: block; overflow-x: auto; max-width: 100%; }
+[class*="st-key-model_card"] pre, [class*="st-key-model_card"] pre code {
+  white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; }
+[class*="st-key-model_card"] code { overflow-wrap: anywhere; }
+/* a page link's label wraps instead of ending in an ellipsis */
+[data-testid="stPageLink-NavLink"] span:not([data-testid="stIconMaterial"]),
+[data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
+[data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+/* so does a checkbox's label in a narrow column */
+[data-testid="stCheckbox"] .stMarkdownEllipsis {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+</style>
+"""
+
+# Presentation mode only. Streamlit sizes its text in rem, so one font size on <html> grows everything together;
+# Plotly sizes its text in px and grows in app/plots.py. A component that draws in its own shadow root in px (the
+# sentence box of Fill in the blank, st_keyup) cannot be reached by these styles: it grows by zoom.
 PRESENTATION_CSS = """
 <style>
-html { font-size: 125%; }  /* Streamlit sizes its text in rem: everything grows together */
+html { font-size: 125%; }
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
+/* the page starts right under the top bar, and the title is a heading, not a banner */
+[data-testid="stMainBlockContainer"] { padding-top: 3.4rem !important; padding-bottom: 2rem !important;
+  padding-left: 2rem !important; padding-right: 2rem !important; max-width: 100% !important; }
+h1 { font-size: 1.9rem !important; padding-top: 0.2rem !important; padding-bottom: 0.35rem !important; }
+h2 { font-size: 1.4rem !important; }
+h3 { font-size: 1.2rem !important; }
+[data-testid="stVerticalBlock"] { gap: 0.55rem; }
+[data-testid="stMarkdownContainer"] p { margin-bottom: 0.3rem; }
+[data-testid="stExpander"] summary { padding-top: 0.35rem; padding-bottom: 0.35rem; }
+hr { margin-top: 0.4rem !important; margin-bottom: 0.4rem !important; }
+/* a text box grows with the rest; a component drawing in px grows by zoom */
+.stTextInput input, .stTextArea textarea { font-size: 1rem; }
+[data-testid="stBidiComponentIsolated"] { zoom: 1.25; }
+/* "Leave presentation mode": in the top bar, on every page, whatever the scroll */
+.st-key-leave_present { position: fixed; top: 0.7rem; right: 3.2rem; z-index: 999991; width: auto !important; }
+.st-key-leave_present button { font-size: 0.8rem; min-height: 2rem; padding: 0.15rem 0.7rem; }
+/* a narrower window: the top bar needs its width for the pages, so the button opens the page instead */
+@media (max-width: 1180px) { .st-key-leave_present { position: static; } }
 </style>
 """
 
@@ -20,5 +78,42 @@ def presenting() -> bool:
     return bool(st.session_state["present"])
 
 
+def is_presenting() -> bool:
+    """Whether this session is in presentation mode (for code that runs after Home.py has read the URL)."""
+    return bool(st.session_state.get("present"))
+
+
 def start_presenting() -> None:
     st.session_state["present"] = bool(st.session_state.get("present_toggle"))
+
+
+def stop_presenting() -> None:
+    """Leave presentation mode: the session's state, the sidebar toggle and the URL."""
+    st.session_state["present"] = False
+    st.session_state["present_toggle"] = False
+    st.query_params.pop("present", None)
+
+
+def present_to_url() -> None:
+    """``present=1`` in the URL while presenting (a copied link opens in the same mode); no parameter otherwise."""
+    if is_presenting():
+        st.query_params["present"] = "1"
+    else:
+        st.query_params.pop("present", None)
+
+
+def leave_button() -> None:
+    """The way out, on every page in presentation mode: a button pinned to the top bar (CSS above)."""
+    with st.container(key=LEAVE_KEY):
+        st.button("Leave presentation mode", key="leave_present_button", on_click=stop_presenting,
+                  icon=":material/fullscreen_exit:", help="Back to the normal page, with the sidebar.")
+
+
+def controls(label: str = "Controls", summary: str = ""):
+    """Where a page puts its inputs: a plain container normally, a collapsed expander in presentation mode, so the
+    first screen of a projector shows the figure. Use as ``with controls(): ...`` or ``box = controls()``;
+    the widgets inside keep their keys, values and URL parameters in both modes. ``summary``: the current
+    settings in a few words, shown on the folded expander."""
+    if is_presenting():
+        return st.expander(f"{label}: {summary}" if summary else label, expanded=False, icon=":material/tune:")
+    return st.container()

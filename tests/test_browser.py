@@ -444,3 +444,56 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     no_traceback(page)
     screenshot(page, "shipped-elmo_layers.png")
     page.close()
+
+
+PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "word_senses": "Word senses",
+         "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models"}
+
+
+def test_every_page_path_opens_its_page(server, browser):
+    """Each page's own path, the Overview's included (the default page is served at "/" as well)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    for path, title in PATHS.items():
+        page.goto(f"{server}/{path}")
+        settle(page)
+        no_traceback(page)
+        assert page.get_by_text("Page not found").count() == 0, path
+        assert page.locator("h1").first.inner_text().strip() == title, path
+        assert page.url.split("?")[0].rstrip("/") == f"{server}/{path}".rstrip("/"), page.url
+    page.close()
+
+
+def test_presentation_mode_fits_a_projector_and_is_easy_to_leave(shipped_server, browser):
+    server = shipped_server  # the shipped models: their probe results are cached, so ELMo layers draws them
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    for name in ("elmo_layers", "fill_in"):  # the main figure starts on the first screen
+        page.goto(f"{server}/{name}?present=1")
+        settle(page)
+        no_traceback(page)
+        page.wait_for_selector(".js-plotly-plot")
+        top = page.evaluate("() => document.querySelector('.js-plotly-plot').getBoundingClientRect().top")
+        assert top < 720 - 150, (name, top)
+        screenshot(page, f"present-{name}-1280.png")
+    # the formulas scroll sideways rather than being cut off, even in a narrow window
+    page.set_viewport_size({"width": 700, "height": 720})
+    page.goto(f"{server}/overview?present=1")
+    settle(page)
+    page.get_by_text("What am I looking at?").first.click()
+    page.wait_for_selector(".katex-display")
+    wide = page.evaluate("() => Array.from(document.querySelectorAll('.katex-display')).map(e => "
+                         "[e.scrollWidth > e.clientWidth, getComputedStyle(e).overflowX])")
+    assert any(w for w, _ in wide) and all(o == "auto" for _, o in wide), wide
+    # the way out: a visible button at the top of the page, which takes present off the URL
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{server}/attention?present=1")
+    settle(page)
+    leave = page.get_by_role("button", name="Leave presentation mode")
+    box = leave.bounding_box()
+    assert leave.is_visible() and box["y"] < 80, box
+    leave.click()
+    settle(page)
+    no_traceback(page)
+    assert "present" not in page.url and page.locator("h1").first.inner_text().strip() == "Attention", page.url
+    assert page.get_by_role("button", name="Leave presentation mode").count() == 0
+    assert page.locator('[data-testid="stSidebar"]').is_visible()
+    page.close()

@@ -173,3 +173,21 @@ def test_read_cloze_rejects_a_line_without_mask(tmp_path):
     with pytest.raises(ValueError, match="cloze.tsv:1"):
         quality.read_cloze(bad)
     assert all("[MASK]" in s and answers for s, answers in quality.read_cloze())
+
+
+def test_bert_section_explains_the_training_runs_own_top1():
+    """The training card's top-1 is the run's last evaluation; the measured section says how it relates to its own."""
+    held = {"mlm_accuracy": 0.369, "mlm_top5_accuracy": 0.579, "mlm_perplexity": 39.2, "nsp_accuracy": 0.94}
+    report = {"models": {"b": {"kind": "bert", "weights_sha256": "0" * 64, "weights_dtype": "fp32",
+                               "heldout": held, "heldout_sequences": 2048}},
+              "corpus": {"file": "c.txt", "sha256": "0" * 64, "documents": 9, "heldout": [{"index": 3}, {"index": 7}]}}
+    settings = {"seed": 0, "max_seq_len": 128, "max_predictions": 20, "whole_word_masking": False,
+                "heldout_docs": 2, "eval_sequences": 256}
+    training = {"step": 500, "metrics": {"mlm_accuracy": 0.3738}, "settings": settings}
+    text = measured_section("b", report, "q", training)
+    note = text[text.index("**Two top-1 figures.**"):].split("\n")[0]
+    assert "37.4%" in note and "36.9%" in note and "(step 500)" in note
+    assert "whose first 256 are those same sequences" in note and "8 times the sample" in note
+    other = measured_section("b", report, "q", {**training, "settings": {**settings, "seed": 3}})
+    assert "drawn with that run's own settings" in other and "first 256" not in other
+    assert "Two top-1" not in measured_section("b", report, "q")  # no training run known: nothing to reconcile

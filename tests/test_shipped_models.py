@@ -18,7 +18,7 @@ import pytest
 import ctxmodels
 from ctxmodels.checkpoint import file_sha256, read_json
 from ctxmodels.release import quality
-from ctxmodels.release.shipping import BEGIN, END, measured_section
+from ctxmodels.release.shipping import BEGIN, END, measured_section, training_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets"
@@ -122,8 +122,53 @@ def test_card_figures_are_the_measured_ones(name, report):
     card = (ASSETS / name / "README.md").read_text(encoding="utf-8")
     section = card[card.index(BEGIN): card.index(END) + len(END)] + "\n"
     command = re.search(r"\n    (ctxmodels quality .*)\n", section).group(1)
-    assert section == measured_section(name, report, command)
+    assert section == measured_section(name, report, command, training_evaluation(ASSETS / name))
     assert "ELTeC" in card and "held-out" in card.lower()
+
+
+def test_bert_card_explains_its_two_top1_figures(report):
+    """The training card's top-1 (the run's last evaluation) and the measured one differ; the card says why."""
+    card = (ASSETS / "bert-eltec" / "README.md").read_text(encoding="utf-8")
+    trained = training_evaluation(ASSETS / "bert-eltec")["metrics"]["mlm_accuracy"]
+    measured = report["models"]["bert-eltec"]["heldout"]["mlm_accuracy"]
+    assert f"| mlm_accuracy | {trained:.4g} |" in card and f"| masked-token top-1 | {100 * measured:.1f}% |" in card
+    note = card[card.index("**Two top-1 figures.**"):].split("\n")[0]
+    assert f"{100 * trained:.1f}%" in note and f"{100 * measured:.1f}%" in note
+    assert "first 256 are those same sequences" in note and "2,048" in note
+
+
+def test_the_training_evaluation_is_the_start_of_the_measured_sequences(shared_data):
+    """What the card's note claims: the run's 256 evaluation sequences (bert_task.build_task's eval data) are the
+    first 256 of the 2,048 that ``ctxmodels quality`` measures (bert_task.heldout_metrics), masks included."""
+    import math
+    import warnings
+
+    import torch
+
+    from ctxmodels.tokenization import WordPieceTokenizer
+    from ctxmodels.training.bert_data import PretrainingData, VocabInfo, batch_encoder, tokenize_documents
+    from ctxmodels.training.corpus import heldout_documents
+
+    s = read_json(ASSETS / "bert-eltec" / "train_args.json")["settings"]
+    tok = WordPieceTokenizer.load(ASSETS / "bert-eltec")
+    docs, held = heldout_documents(shared_data / "corpus" / "eltec-eng.txt", s["heldout_docs"], s["seed"])
+    tokenized = tokenize_documents([docs[i] for i in held], batch_encoder(tok))
+    vocab = VocabInfo.from_tokenizer(tok)
+    with warnings.catch_warnings():  # "n sentence(s) longer than 125 tokens will be truncated": as in both runs
+        warnings.simplefilter("ignore", UserWarning)
+        run = PretrainingData(tokenized, vocab, max_seq_len=s["max_seq_len"], max_predictions=s["max_predictions"],
+                              batch_size=s["batch_size"], whole_word_masking=s["whole_word_masking"], seed=s["seed"])
+        measured = PretrainingData(tokenized, vocab, max_seq_len=128, max_predictions=math.ceil(0.15 * 128), seed=0)
+
+    def rows(batches):
+        return [(ids[mask.bool()], labels) for b in batches
+                for ids, mask, labels in zip(b["input_ids"], b["attention_mask"], b["mlm_labels"])]
+
+    first = rows(run.fixed_batches(s["eval_sequences"], s["batch_size"]))
+    every = rows(measured.fixed_batches(quality.BERT_SEQUENCES, 32))
+    assert len(first) == s["eval_sequences"] == 256 and len(every) == 2048
+    for (ids_a, lab_a), (ids_b, lab_b) in zip(first, every):
+        assert torch.equal(ids_a, ids_b) and torch.equal(lab_a[lab_a != -100], lab_b[lab_b != -100])
 
 
 def test_cloze_share_measured_again(models, report):

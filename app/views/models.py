@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app import figures, limits, training
+from app.cards import card_markdown
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import md
@@ -58,13 +59,14 @@ for mid in ids:
                      "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    for mid in ids:
+    for i, mid in enumerate(ids):
         try:
             m = get_model(mid)
         except Exception:  # noqa: BLE001 - already reported above
             continue
         with st.expander(f"{md(label(mid))}: card and configuration"):
-            st.markdown(m.card or "*This model has no card (README.md).*")
+            with st.container(key=f"model_card_{i}"):  # the CSS that keeps a card inside the page (app/presentation.py)
+                st.markdown(card_markdown(m.card) if m.card else "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 SENSE_LEMMAS = ("bank", "run", "light", "play", "bear", "match", "line", "point", "interest", "plant", "field",
                 "paper", "fire", "face", "serve", "table")
 MFS = "most frequent sense"
+BERT_SEQUENCES = 2048  # held-out BERT sequences measured by default (``ctxmodels quality --bert-sequences``)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -169,7 +170,7 @@ def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_
 
 
 def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus: str | Path | None = None,
-            bert_sequences: int = 2048, elmo_tokens: int = 100_000, lemmas: Sequence[str] = SENSE_LEMMAS,
+            bert_sequences: int = BERT_SEQUENCES, elmo_tokens: int = 100_000, lemmas: Sequence[str] = SENSE_LEMMAS,
             probes: bool = True, log=print) -> dict[str, Any]:
     """Everything above for ``models``; parts whose data is not given (SemCor, corpus) are left out."""
     report: dict[str, Any] = {"models": {}}
@@ -185,6 +186,7 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
 
             log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
             entry["heldout"] = bert_task.heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
+            entry["heldout_sequences"] = bert_sequences
         if corpus is not None and m.kind == "elmo" and m.has_lm:
             from ..training import elmo_task
 
