@@ -17,6 +17,7 @@ from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
 from app.plots import plot
+from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
@@ -54,12 +55,13 @@ url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
 url_state("rank_ascending", False, kind=bool)
 url_state("att_threshold", 0.05, kind=float, **THRESHOLD)
 
-c1, c2 = st.columns([1, 3])
+box = controls()  # a collapsed expander in presentation mode: the first screen shows the maps
+c1, c2 = box.columns([1, 3])
 model_id = c1.selectbox("Model", ids, key="att_model", persist_state="session", format_func=label)
 sentence = c2.text_input("Sentence A", key="sentence", persist_state="session")
 pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task reads it)", key="pair",
                      persist_state="session")
-o1, o2, o3 = st.columns(3)
+o1, o2, o3 = box.columns(3)
 merge = o1.checkbox("Merge word pieces into words", key="merge", persist_state="session")
 hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide", persist_state="session")
 view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True, persist_state="session",

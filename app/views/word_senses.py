@@ -20,6 +20,7 @@ from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
 from app.inputs import last_good, listing, md, quoted, remember
 from app.plots import plot
+from app.presentation import controls, is_presenting
 from app.registry import get_model, label, require_models
 from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
@@ -80,7 +81,8 @@ url_state("colour", "sense", options=["sense", "cluster"])
 url_state("clusters", "auto", options=K_CHOICES)
 
 # -- inputs -------------------------------------------------------------------------------------------------
-left, right = st.columns([2, 3], gap="large")
+box = controls()  # a collapsed expander in presentation mode: the first screen shows the figures
+left, right = box.columns([2, 3], gap="large")
 with left:
     spec = occurrence_sources.source_inputs()
 with right:
@@ -128,7 +130,7 @@ labels = [o.label for o in found.occurrences]
 has_senses = len(ws.sense_names(labels)) >= 2
 
 # How to colour the points: by the sense labels when there are two or more, else by the clusters of each layer.
-c4, c5 = st.columns([2, 1])
+c4, c5 = box.columns([2, 1])
 if has_senses:
     colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", persist_state="session", horizontal=True,
                          format_func={"sense": "sense labels", "cluster": "clusters found in each layer"}.get)
@@ -391,7 +393,16 @@ def model_row(model_id: str) -> None:
 
 
 models: dict[str, object] = {}
-for model_id in chosen_models:
+# On a projector the first screen should show a contextual layer: the static model's single point goes last.
+def is_static(model_id: str) -> bool:
+    try:
+        return get_model(model_id).kind == "static"
+    except Exception:  # noqa: BLE001 - its row says what went wrong
+        return False
+
+
+ordered = sorted(chosen_models, key=is_static) if is_presenting() else chosen_models
+for model_id in ordered:
     model_row(model_id)
     try:
         models[model_id] = get_model(model_id)
