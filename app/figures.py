@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#7f7f7f"]
@@ -339,21 +340,48 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
     return go.Figure(dict(data=traces, layout=layout))
 
 
+def percent(p: float) -> str:
+    """A probability as a readable percentage: one decimal from 1%, two significant digits below, ``<0.001%``."""
+    if p >= 0.01:
+        return f"{p:.1%}"
+    if p >= 1e-5:
+        return f"{p * 100:.2g}%"
+    return "<0.001%" if p > 0 else "0%"
+
+
 def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None) -> go.Figure:
     """Top-k predictions of one mask as horizontal bars, best on top; the true word (if any) highlighted.
 
-    Every guess keeps its label (one tick per bar, the left margin grows to the longest word) and its probability
-    is written beside its bar at the figure's font size, never shrunk into a thin bar: both stay readable when
-    presentation mode enlarges the fonts (app/plots.py). Rows are tall enough for that font."""
+    The x axis runs from 0 to a little above the largest probability shown (not a fixed 0-1, where a 3% guess
+    would be a sliver). Every guess keeps its label (one tick per bar, the left margin grows to the longest word)
+    and its probability is written at its bar's end at the figure's font size, never shrunk or clipped: the right
+    margin leaves room for it and rows are tall enough, also when presentation mode enlarges the fonts
+    (app/plots.py). Of the plotting template only its colour cycle travels with the figure (Streamlit styles the
+    chart in the browser; the rest is colour scales and per-trace defaults for other kinds of chart): a seventh of
+    the bytes for every keystroke."""
     toks = [p["token"] for p in predictions][::-1]
-    probs = [p["prob"] for p in predictions][::-1]
+    probs = [float(p["prob"]) for p in predictions][::-1]
     colours = [PALETTE[1] if truth is not None and t == truth else PALETTE[0] for t in toks]
-    fig = go.Figure(go.Bar(x=probs, y=_plain_all(toks), orientation="h", marker_color=colours,
-                           text=[f"{p:.1%}" for p in probs], textposition="outside", cliponaxis=False))
-    fig.update_layout(title=plain(title), xaxis=dict(title="probability", range=[0, 1]),
-                      yaxis=dict(type="category", dtick=1, automargin=True),
-                      height=80 + 34 * len(toks), margin=dict(l=10, r=64, t=40, b=10))
-    return fig
+    top = max(probs, default=0.0)
+    top = top if top > 0 else 1.0
+    # ticks with as many decimals as the scale needs: 0-40% by 10%, 0-0.2% by 0.05%
+    decimals = max(0, 1 - int(np.floor(np.log10(top * 100))))
+    default = pio.templates[pio.templates.default] if pio.templates.default else None
+    colorway = list(default.layout.colorway or []) if default is not None else []
+    # One constructor with plain dicts: Plotly validates the figure once (a quarter of the time of building it
+    # with update_layout; this runs on every keystroke).
+    return go.Figure(
+        data=[dict(type="bar", x=probs, y=_plain_all(toks), orientation="h", marker=dict(color=colours),
+                   text=[percent(p) for p in probs], textposition="outside", cliponaxis=False, constraintext="none",
+                   hovertemplate="%{y}: %{text}<extra></extra>")],
+        layout=dict(
+            template=dict(layout=dict(colorway=colorway)) if colorway else {},
+            title=dict(text=plain(title)), height=80 + 34 * len(toks), margin=dict(l=10, r=70, t=40, b=10),
+            xaxis=dict(title=dict(text="probability"), range=[0, top * 1.12], tickformat=f".{decimals}~%",
+                       fixedrange=True, rangemode="tozero"),
+            yaxis=dict(type="category", dtick=1, automargin=True, fixedrange=True),
+        ),
+    )
 
 
 def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:

@@ -191,14 +191,17 @@ def test_fill_in_one_chart_per_mask_and_top_k():
 
 def test_fill_in_without_mask_offers_to_hide_a_word_and_scores_it():
     at = page("fill_in", text="The boat drifted towards the bank of the river.")
-    assert not at.exception
-    assert any("no `[MASK]`" in w for w in texts(at.warning))
+    assert_clean(at)
+    assert not at.warning, "a sentence without [MASK] is not a warning"
+    assert any("no `[MASK]`" in i for i in texts(at.info))
     assert not bars(at)
-    box = at.selectbox(key="mask_word")
-    box.set_value(box.options.index("bank  (word 6)") - 1 if False else 5).run()
+    at.radio(key="fill_mode").set_value("word").run()
+    assert not bars(at) and any("Pick a word" in i for i in texts(at.info))
+    at.selectbox(key="blank").set_value("bank").run()
     assert_clean(at)
     assert [m.label for m in at.metric][:2] == ["P(bank)", "rank"]
     assert bars(at)
+    assert at.query_params["blank"] == "bank" and at.query_params["fill_mode"] == "word"
 
 
 @pytest.mark.parametrize("text, phrase", [("", "empty"), ("word " * 2000 + "[MASK]", "2,001 words")])

@@ -188,6 +188,59 @@ def test_fill_in_prediction_appears_as_you_type(server, browser):
     page.close()
 
 
+def script_runs(page) -> list[int]:
+    """The ends of the page's script runs, as its websocket reports them (0: the whole page, 2: stopped early for a
+    newer run, 3: a fragment)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    ends: list[int] = []
+
+    def frame(payload) -> None:
+        if isinstance(payload, str):
+            return
+        msg = ForwardMsg()
+        msg.ParseFromString(payload)
+        if msg.WhichOneof("type") == "script_finished":
+            ends.append(int(msg.script_finished))
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame) if ws.url.endswith("/_stcore/stream") else None)
+    return ends
+
+
+def test_fill_in_keystrokes_rerun_only_the_fragment_and_a_link_hides_a_word(server, browser):
+    """Typing reruns the sentence box, its controls and the charts (a fragment), never the whole page, and keeps
+    every letter typed; a link with the word to hide shows that word scored, with no warning."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    ends = script_runs(page)
+    page.goto(f"{server}/fill_in?text=The+boat+reached+the+far+%5Bmask%5D+of+the")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    before = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].data[0].x")
+    box = page.locator("input.stkeyup__input")
+    box.click()
+    page.keyboard.press("End")
+    n = len(ends)
+    box.press_sequentially(" river", delay=30)
+    deadline = time.time() + 60
+    while time.time() < deadline and page.evaluate(
+            "() => document.querySelectorAll('.js-plotly-plot')[0].data[0].x") == before:
+        time.sleep(0.2)
+    settle(page)
+    assert box.input_value() == "The boat reached the far [mask] of the river", page.url
+    assert ends[n:] and 0 not in ends[n:] and 3 in ends[n:], ends[n:]  # fragment runs only
+    assert "river" in page.url
+    no_traceback(page)
+    page.goto(f"{server}/fill_in?text=The+boat+drifted+towards+the+bank+of+the+river.&blank=bank")
+    page.get_by_text("P(bank)").first.wait_for(timeout=60_000)
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() >= 1
+    assert page.locator('[data-testid="stAlertContentWarning"]').count() == 0
+    assert "fill_mode=word" in page.url and "blank=bank" in page.url, page.url
+    no_traceback(page)
+    screenshot(page, "fill_in-hidden-word.png")
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")

@@ -9,7 +9,7 @@ import pytest
 import torch
 import transformers
 
-from ctxmodels.analysis.fill_in import fill_mask, mask_word
+from ctxmodels.analysis.fill_in import fill_mask, is_whole_word, mask_word, normalize_masks
 from ctxmodels.bert import BertConfig, BertForPreTraining
 from ctxmodels.cli import main as cli_main
 from ctxmodels.formats.huggingface import save_pretrained
@@ -91,6 +91,52 @@ def test_mask_word_masks_every_piece_of_a_split_word(saved):
     assert mask_word(model, tok, text.split(), 1).pieces == score.pieces  # pre-split words, by index
 
 
+# -- blanks as written, whole words (issue 15) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written", ["[mask]", "[Mask]", "[MASK]", "<mask>", "<MASK>"])
+def test_mask_spellings_are_read_as_mask(saved, written):
+    model, tok, _ = saved
+    assert normalize_masks(f"the {written} of the river") == "the [MASK] of the river"
+    assert fill_mask(model, tok, f"the {written} of the {written}", top_k=3) == fill_mask(
+        model, tok, "the [MASK] of the [MASK]", top_k=3)
+    assert mask_word(model, tok, f"the {written} of the river", "river").to_dict() == mask_word(
+        model, tok, "the [MASK] of the river", "river").to_dict()
+    assert normalize_masks("[ mask ] <masked> [masks] mask") == "[ mask ] <masked> [masks] mask"  # only blanks
+
+
+def test_is_whole_word():
+    assert all(is_whole_word(t) for t in ["bank", "a", "42", "über", "don't"])
+    assert not any(is_whole_word(t) for t in ["##s", "##ing", ".", ",", "'", "--", "[MASK]", "[CLS]", "[SEP]",
+                                              "[PAD]", "[UNK]", "[unused3]", ""])
+
+
+def test_whole_words_are_the_best_words_with_their_own_probabilities(saved):
+    model, tok, _ = saved
+    text = "the [MASK] of the [MASK] ."
+    every = fill_mask(model, tok, text, top_k=tok.vocab_size)
+    assert any(not is_whole_word(g["token"]) for g in every[0][:10]), "the small vocabulary should offer pieces"
+    for k in (1, 5, 12):
+        words = fill_mask(model, tok, text, top_k=k, whole_words=True)
+        for mine, full in zip(words, every):
+            assert len(mine) == k  # more candidates than k are looked at, so k remain
+            assert mine == [g for g in full if is_whole_word(g["token"])][:k]  # the model's own probabilities
+            assert all(tok.token_to_id(g["token"]) not in (tok.mask_id, tok.unk_id) for g in mine)
+
+
+def test_whole_words_for_a_hidden_word_split_into_pieces(saved):
+    model, tok, _ = saved
+    text = "the bankers lend money"
+    plain_score = mask_word(model, tok, text, "bankers", top_k=6)
+    score = mask_word(model, tok, text, "bankers", top_k=6, whole_words=True)
+    assert len(score.pieces) >= 2 and score.pieces[1].startswith("##")
+    # the word's own probability and rank do not depend on what is shown
+    assert (score.prob, score.rank, score.piece_ranks) == (plain_score.prob, plain_score.rank, plain_score.piece_ranks)
+    assert all(is_whole_word(g["token"]) for g in score.top[0])  # the first slot takes a word
+    for later in score.top[1:]:  # a continuation slot takes a piece: the pieces with a letter, no punctuation
+        assert later and all(g["token"].startswith("##") and g["token"][2:].isalnum() for g in later)
+
+
 def test_clear_errors(saved):
     model, tok, _ = saved
     with pytest.raises(ValueError, match=r"no \[MASK\]"):
@@ -123,6 +169,10 @@ def test_cli_json_and_text_output(saved, capsys):
     assert text.startswith("[MASK]:") and len(text.strip().splitlines()) == 6
     assert cli_main(["fill-mask", "--model", str(directory), "--word", "bank", "the bank of the river"]) == 0
     assert "rank" in capsys.readouterr().out
+    assert cli_main(["fill-mask", "--model", str(directory), "--top-k", "4", "--whole-words", "--json",
+                     "the <mask> of the river"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == json.loads(json.dumps(fill_mask(model, tok, "the [MASK] of the river", top_k=4, whole_words=True)))
 
 
 def test_cli_reports_problems_without_a_traceback(saved, capsys, tmp_path):

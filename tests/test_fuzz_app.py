@@ -142,13 +142,16 @@ CHOICES = {  # param: (options, widget)
     "merge": (BOOL, "checkbox"),
     "hide": (BOOL, "checkbox"),
     "rank_ascending": (BOOL, "checkbox"),
+    "whole_words": (BOOL, "checkbox"),
+    "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
 }
 MANY = {"models": MODELS, "fill_models": ["bert-eltec"]}
 TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "sentences": ["The bank. | a\nThe bank! | b"],
         "sentence": ["He came from the bank."], "pair": ["She went home."],
-        "text": ["The [MASK] was by the river.", "The bank is here."]}
+        "text": ["The [MASK] was by the river.", "The bank is here.", "The <mask> and the [mask]."],
+        "blank": ["bank", "the (2)", "The", "river"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": [],
@@ -157,7 +160,7 @@ PAGE_PARAMS = {
                     "corpus_word", "colour", "clusters"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold"],
-    "fill_in": ["text", "fill_models", "k"],
+    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank"],
     "elmo_layers": ["probe_model"],
     "models": [],
 }
@@ -499,12 +502,18 @@ def test_fill_in_text_box(fill_in_app, text):
     case = f"fill_in text={text[:80]!r}"
     check_page(at, case)
     kept_what_it_had(at, case)
-    box = widget(at, "selectbox", "mask_word")
-    if box is not None:  # no [MASK]: hide a word or two in turn
-        for option in box.options[1:3]:
-            box.set_value(box.options.index(option) - 1).run()
-            CASES["text:fill_in"] += 1
-            check_page(at, case + f" hiding {option[:40]!r}")
+    if not any("no `[MASK]`" in i for i in texts(at.info)):
+        return
+    at.radio(key="fill_mode").set_value("word").run()  # no [MASK]: hide a word or two in turn
+    CASES["text:fill_in"] += 1
+    check_page(at, case + " hiding a word")
+    box = widget(at, "selectbox", "blank")
+    for i in range(min(2, len(box.options)) if box is not None else 0):
+        option = box.options[i].rsplit("  · word ", 1)[0]  # shown with its position: "bank  · word 6"
+        widget(at, "selectbox", "blank").set_value(option).run()
+        CASES["text:fill_in"] += 1
+        check_page(at, case + f" hiding {option[:40]!r}")
+    at.radio(key="fill_mode").set_value("masks").run()
 
 
 @settings(max_examples=n(15), deadline=None, database=None, suppress_health_check=list(HealthCheck))

@@ -1,6 +1,13 @@
-"""Fill in the blank: what each masked language model guesses for every [MASK], side by side."""
+"""Fill in the blank: what each masked language model guesses for every [MASK], side by side, as you type; or how
+likely it finds a word of the sentence that you hide.
+
+The sentence box, the controls and the charts are one fragment: a keystroke (or any control) reruns only them,
+not the page around them, and the box reports a keystroke after a short pause (``DEBOUNCE_MS``).
+"""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pandas as pd
 import streamlit as st
@@ -17,35 +24,25 @@ from ctxmodels.analysis import fill_in
 
 page_header(
     "Fill in the blank",
-    "Write `[MASK]` where a word is missing; every loaded BERT with its masked-LM head guesses the word. "
-    "Or write a whole sentence and pick a word to hide: you then see how likely the model finds the real word.",
+    "Write `[MASK]` (or `[mask]`, `<mask>`) where a word is missing: every BERT with its masked-LM head guesses it "
+    "as you type. Or hide a word of your sentence and see how likely the model finds it.",
 )
 explain(
     "BERT was trained to restore hidden words: 15% of the pieces of each training text were replaced (mostly by "
     "`[MASK]`) and the model learned to predict the originals from both sides of the context. The bars are the "
-    "model's softmax probabilities over its vocabulary at the masked position. A word the tokenizer splits into "
-    "pieces is hidden whole; its probability is the product of its pieces' (each predicted independently) and "
-    "its rank the worst of its pieces' ranks.",
+    "model's softmax probabilities over its vocabulary at the masked position; the axis runs to a little above the "
+    "largest one shown. A blank may be written `[MASK]`, `[mask]` or RoBERTa's `<mask>`: all are read as BERT's "
+    "`[MASK]`. *A word I hide* replaces a word you pick by `[MASK]` instead. *Only whole words* leaves out the guesses that are not words: word pieces (`##s`), special tokens "
+    "(`[UNK]`, `[SEP]`, …) and punctuation; each guess keeps the model's own probability, so the bars then add up "
+    "to less than the whole. With *a word I hide*, a word the tokenizer splits into pieces is hidden whole; its "
+    "probability is the product of its pieces' (each predicted independently) and its rank the worst of its "
+    "pieces' ranks (among all the vocabulary's pieces).",
     ["mlm"],
 )
 
 ids = require_models(kinds=["bert"], what="filling in blanks")
 mlm_ids = [m for m in ids if get_model(m).can_fill_mask]
 no_head = [m for m in ids if m not in mlm_ids]
-
-url_state("text", "The boat drifted slowly towards the far [MASK] of the river.", max_chars=MAX_TEXT_CHARS)
-TOP_K = dict(min_value=1, max_value=20)
-
-# st_keyup reports every keystroke (after a short pause), so the guesses follow the typing; st.text_input would
-# wait for Enter. Its own state lives under another key; "text" mirrors it for the URL.
-text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"], key="text_live", debounce=150)
-st.session_state["text"] = text
-c1, c2 = st.columns([3, 1])
-# Widgets below a keystroke box start from their own value/default, not from session state (see url_value).
-chosen = c1.multiselect("Models", mlm_ids, key="fill_models", format_func=label,
-                        default=url_value("fill_models", mlm_ids, options=mlm_ids, many=True, names=label))
-top_k = c2.slider("Guesses per mask", **TOP_K, value=url_value("k", 5, kind=int, **TOP_K), key="k")
-to_url("text", "k", "fill_models")
 if no_head:
     st.caption("No masked-LM head (cannot fill in; attention and vectors still work): "
                + ", ".join(md(label(m)) for m in no_head))
@@ -54,70 +51,146 @@ if not mlm_ids:
                "checkpoint saved with its MLM head (ours always are) on the **Models** page.")
     st.stop()
 
+DEBOUNCE_MS = 40  # the keystroke box waits this long after a key before it reports (a burst of keys: one run)
+TOP_K = dict(min_value=1, max_value=20)
+MODES = {"masks": "the blanks I write", "word": "a word I hide"}
+
+url_state("text", "The boat drifted slowly towards the far [MASK] of the river.", max_chars=MAX_TEXT_CHARS)
+url_state("fill_models", mlm_ids, options=mlm_ids, many=True, names=label)
+url_state("k", 5, kind=int, **TOP_K)
+url_state("whole_words", True, kind=bool)
+# A link that names a word to hide opens in that mode even without fill_mode.
+url_state("fill_mode", "word" if "blank" in st.query_params else "masks", options=list(MODES))
+
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def guesses(model_id: str, text: str, k: int) -> list:
+def guesses(model_id: str, text: str, k: int, whole_words: bool) -> list:
     m = get_model(model_id)
-    return fill_in.fill_mask(m.model, m.tokenizer, text, top_k=k)
+    return fill_in.fill_mask(m.model, m.tokenizer, text, top_k=k, whole_words=whole_words)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def score(model_id: str, text: str, word: str, occurrence: int, k: int) -> dict:
+def score(model_id: str, text: str, word: str, occurrence: int, k: int, whole_words: bool) -> dict:
     m = get_model(model_id)
-    return fill_in.mask_word(m.model, m.tokenizer, text, word, occurrence=occurrence, top_k=k).to_dict()
+    return fill_in.mask_word(m.model, m.tokenizer, text, word, occurrence=occurrence, top_k=k,
+                             whole_words=whole_words).to_dict()
 
 
-checked = None
-with guard("The sentence"):
-    checked = check_masks(check_text(text, "sentence"))
-    remember("fill_in", checked)
-if checked is None and last_good("fill_in") is not None:  # keep showing the last sentence until this one is fixed
-    checked = last_good("fill_in")
-    st.info(f"Below: the last sentence that worked, {quoted(checked)}.")
-if checked is None or not chosen:
-    if checked is not None:
-        st.info("Choose at least one model.")
-    st.stop()
+def hideable(text: str, model_id: str) -> dict[str, tuple[str, int, int]]:
+    """The words of ``text`` one can hide (with a letter or digit; not a blank already there), by their name in the
+    list and the link: the word as written, then " (2)", " (3)" for its later occurrences. Values: (word, its
+    occurrence as the model finds it, its position in the sentence)."""
+    tokenizer = get_model(model_id).tokenizer
+    norm = str.lower if tokenizer.lowercase else str
+    seen: Counter[str] = Counter()
+    out = {}
+    for i, word in enumerate(tokenizer.encode(text).words):
+        n = seen[norm(word)]
+        seen[norm(word)] += 1
+        if word == fill_in.MASK or not any(c.isalnum() for c in word):
+            continue
+        out[word if n == 0 else f"{word} ({n + 1})"] = (word, n, i)
+    return out
 
-has_mask = fill_in.MASK in checked
-to_mask = None
-if not has_mask:
-    st.warning("The sentence has no `[MASK]`. Write `[MASK]` where the model should guess a word, or pick a word "
-               "of the sentence to hide:")
-    words = []
+
+def checked_sentence(text: str) -> str | None:
+    """The sentence, blanks normalised and checked; the last sentence that worked while this one is not fixed."""
+    checked = None
     with guard("The sentence"):
-        words = get_model(chosen[0]).tokenizer.encode(checked).words
-    options = [None] + list(range(len(words)))
-    pick = st.selectbox("Word to hide", options, key="mask_word",
-                        format_func=lambda i: "(none)" if i is None else f"{words[i]}  (word {i + 1})")
-    if pick is not None:
-        to_mask = (words[pick], sum(1 for w in words[:pick] if w.lower() == words[pick].lower()))
+        checked = check_masks(check_text(fill_in.normalize_masks(text), "sentence"))
+        remember("fill_in", checked)
+    if checked is None and last_good("fill_in") is not None:  # keep the last sentence on screen until it is fixed
+        checked = last_good("fill_in")
+        st.info(f"Below: the last sentence that worked, {quoted(checked)}.")
+    return checked
 
-if not has_mask and to_mask is None:
-    st.stop()
 
-cols = st.columns(len(chosen))
-for col, model_id in zip(cols, chosen):
+def word_to_hide(checked: str, model_id: str) -> tuple[str, int] | None:
+    """The "Word to hide" list (this sentence's words), in the link as ``blank``; None until one is picked."""
+    words = {}
+    with guard("The sentence"):
+        words = hideable(checked, model_id)
+    if "blank" not in st.session_state:  # first time drawn: the link's word, checked against this sentence
+        st.session_state["blank"] = url_value("blank", None, options=list(words))
+    position = {name: i for name, (_, _, i) in words.items()}
+    pick = st.selectbox("Word to hide", list(words), index=None, key="blank", persist_state="session",
+                        placeholder="Pick a word of the sentence",
+                        format_func=lambda name: f"{name}  · word {position.get(name, 0) + 1}",
+                        help="The model sees the sentence with this word replaced by [MASK] (all its pieces, if "
+                             "the tokenizer splits it) and gives the probability and rank of the word that was there.")
+    to_url("blank")
+    if not words:
+        st.info("The sentence has no word to hide (only blanks or punctuation).")
+    elif pick is None:
+        st.info("Pick a word of the sentence to hide.")
+    return None if pick is None or pick not in words else words[pick][:2]
+
+
+def guess_charts(model_id: str, checked: str, k: int, whole_words: bool) -> None:
     name = label(model_id)
-    with col:
-        st.subheader(md(name))
-        with guard(name), limits.heavy(f"{name}'s guesses"):
-            if has_mask:
-                results = guesses(model_id, checked, int(top_k))
-                for i, preds in enumerate(results, 1):
-                    title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
-                    data = pd.DataFrame(preds).assign(mask=i, model=name)
-                    plot(figures.fill_bars(preds, title=title), f"fill-{name}-{i}", key=f"fill::{model_id}::{i}",
-                                data=data)
-            else:
-                word, occurrence = to_mask
-                s = score(model_id, checked, word, occurrence, int(top_k))
-                st.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
-                st.metric("rank", f"{s['rank']:,}", help="1 = the model's first guess (the worst piece's rank)")
-                if len(s["pieces"]) > 1:
-                    st.caption("pieces: " + ", ".join(f"{md(p)} ({q:.1%}, rank {r})" for p, q, r in
-                                                      zip(s["pieces"], s["piece_probs"], s["piece_ranks"])))
-                for j, (piece, preds) in enumerate(zip(s["pieces"], s["top"])):
-                    data = pd.DataFrame(preds).assign(piece=piece, model=name)
-                    plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece),
-                                f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
+    results = guesses(model_id, checked, k, whole_words)
+    for i, preds in enumerate(results, 1):
+        title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
+        data = pd.DataFrame(preds).assign(mask=i, model=name)
+        plot(figures.fill_bars(preds, title=title), f"fill-{name}-{i}", key=f"fill::{model_id}::{i}", data=data)
+
+
+def score_charts(model_id: str, checked: str, hidden: tuple[str, int], k: int, whole_words: bool) -> None:
+    name = label(model_id)
+    word, occurrence = hidden
+    s = score(model_id, checked, word, occurrence, k, whole_words)
+    m1, m2 = st.columns(2)
+    m1.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
+    m2.metric("rank", f"{s['rank']:,}", help="1 = the model's first guess (the worst piece's rank)")
+    if len(s["pieces"]) > 1:
+        st.caption("pieces: " + ", ".join(f"{md(p)} ({q:.1%}, rank {r})" for p, q, r in
+                                          zip(s["pieces"], s["piece_probs"], s["piece_ranks"])))
+    for j, (piece, preds) in enumerate(zip(s["pieces"], s["top"])):
+        data = pd.DataFrame(preds).assign(piece=piece, model=name)
+        plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece),
+             f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
+
+
+@st.fragment
+def fill_in_view() -> None:
+    # st_keyup reports every keystroke (after DEBOUNCE_MS), so the guesses follow the typing; st.text_input would
+    # wait for Enter. Its own state lives under another key; "text" mirrors it for the URL.
+    text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"], key="text_live",
+                    debounce=DEBOUNCE_MS, placeholder="The boat drifted towards the far [MASK] of the river.")
+    st.session_state["text"] = text
+    c1, c2, c3, c4 = st.columns([2, 3, 2, 2], vertical_alignment="bottom")
+    mode = c1.radio("Guess", list(MODES), key="fill_mode", persist_state="session", format_func=MODES.get,
+                    help="Fill in the blanks you write ([MASK]), or hide one word of the sentence and see how the "
+                         "model rates it.")
+    chosen = c2.multiselect("Models", mlm_ids, key="fill_models", persist_state="session", format_func=label)
+    top_k = c3.slider("Guesses per blank", **TOP_K, key="k", persist_state="session")
+    whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
+                              help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
+    to_url("text", "k", "fill_models", "whole_words", "fill_mode")
+    checked = checked_sentence(text)
+    if checked is None:
+        return
+    if not chosen:
+        st.info("Choose at least one model.")
+        return
+    hidden = None
+    if mode == "word":
+        hidden = word_to_hide(checked, chosen[0])
+        if hidden is None:
+            return
+    elif fill_in.MASK not in checked:
+        st.info("The sentence has no `[MASK]` yet: write `[MASK]` where the model should guess a word, or choose "
+                f"*{MODES['word']}* above to hide a word of the sentence.")
+        return
+    for col, model_id in zip(st.columns(len(chosen)), chosen):
+        name = label(model_id)
+        with col:
+            st.subheader(md(name))
+            with guard(name), limits.heavy(f"{name}'s guesses"):
+                if hidden is None:
+                    guess_charts(model_id, checked, int(top_k), whole_words)
+                else:
+                    score_charts(model_id, checked, hidden, int(top_k), whole_words)
+
+
+fill_in_view()

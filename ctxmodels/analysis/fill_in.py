@@ -9,18 +9,66 @@ independently; the word's probability is the product of its pieces' probabilitie
 independence assumption across masked positions), and its rank is the worst of its pieces' ranks: rank 1
 means the word is the model's top guess at every piece. Per-piece figures are reported too.
 
-Command line: ``ctxmodels fill-mask --model PATH [--top-k K] [--json] "text with [MASK] ..."``.
+Blanks as written: ``[mask]`` in any case and RoBERTa's ``<mask>`` are read as BERT's ``[MASK]``
+(:func:`normalize_masks`), before the tokenizer sees the text.
+
+Whole words (``whole_words=True``): the guesses leave out what a reader cannot take for a word: word pieces
+(``##s``), special tokens (``[MASK]``, ``[CLS]``, ``[SEP]``, ``[PAD]``, ``[UNK]``, ``[unused7]``) and tokens without
+a letter or digit (punctuation). The filter is applied before the top k are taken, so k guesses remain whenever the
+vocabulary has k such tokens; each keeps the model's own probability (they are not renormalised, so they add up
+to less than the whole). For the continuation pieces of a hidden word (``##er``, ``##s``), whose slot only a
+piece can fill, the guesses are the ``##`` pieces with a letter or digit.
+
+Command line: ``ctxmodels fill-mask --model PATH [--top-k K] [--whole-words] [--json] "text with [MASK] ..."``.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import weakref
 from dataclasses import asdict, dataclass, field
 
 import torch
 
 from ..bert import BertForPreTraining
 from ..tokenization import MASK, Encoded, WordPieceTokenizer
+
+MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+
+
+def normalize_masks(text: str) -> str:
+    """``text`` with every blank written as ``[mask]`` (any case) or ``<mask>`` (RoBERTa's) turned into ``[MASK]``."""
+    return MASK_SPELLINGS.sub(MASK, text)
+
+
+def is_whole_word(token: str) -> bool:
+    """A token a reader takes for a word: not a ``##`` piece, not a special token, with a letter or digit."""
+    if token.startswith("##") or (token.startswith("[") and token.endswith("]") and len(token) > 2):
+        return False
+    return any(c.isalnum() for c in token)
+
+
+def _is_continuation(token: str) -> bool:
+    return token.startswith("##") and any(c.isalnum() for c in token[2:])
+
+
+_ALLOWED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {(size, kind): bool tensor}
+
+
+def _allowed_ids(tokenizer: WordPieceTokenizer, size: int, kind: str) -> torch.Tensor:
+    """Bool [size]: the ids that have a token and, for ``kind`` "word", are whole words (:func:`is_whole_word`);
+    for "piece", continuation pieces with a letter or digit; for "any", every known id. Kept per tokenizer."""
+    per_tokenizer = _ALLOWED.setdefault(tokenizer, {})
+    if (size, kind) not in per_tokenizer:
+        allowed = tokenizer.known_ids(size)
+        if kind != "any":
+            test = is_whole_word if kind == "word" else _is_continuation
+            for i in allowed.nonzero().flatten().tolist():
+                if tokenizer.is_special(i) or not test(tokenizer.id_to_token(i)):
+                    allowed[i] = False
+        per_tokenizer[(size, kind)] = allowed
+    return per_tokenizer[(size, kind)]
 
 
 def _require_mlm_head(model: BertForPreTraining) -> None:
@@ -53,12 +101,14 @@ def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int])
 
 
 def fill_mask(
-    model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str, top_k: int = 5
+    model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str, top_k: int = 5, whole_words: bool = False
 ) -> list[list[dict[str, float | str]]]:
-    """The ``top_k`` pieces for every [MASK] in ``text``, best first: one list per mask of {"token", "prob"}."""
+    """The ``top_k`` pieces for every [MASK] in ``text`` (also written ``[mask]`` or ``<mask>``), best first: one
+    list per mask of {"token", "prob"}. ``whole_words``: only guesses that are words (see the module docstring)."""
     _require_mlm_head(model)
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
+    text = normalize_masks(text)
     enc = tokenizer.encode(text)
     positions = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
     if not positions:
@@ -66,18 +116,24 @@ def fill_mask(
             raise ValueError(f"every {MASK} in the text was cut off by truncation; shorten the text")
         raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
     probs = _masked_probs(model, enc, positions)
-    return _top(probs, tokenizer, top_k)
+    return _top(probs, tokenizer, top_k, ["word" if whole_words else "any"] * len(positions))
 
 
-def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int) -> list[list[dict[str, float | str]]]:
+def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int,
+         kinds: list[str]) -> list[list[dict[str, float | str]]]:
     """The ``top_k`` tokens of each row of ``probs`` [n, V], best first, among the ids the tokenizer has a token
-    for (a model may have rows no token maps to)."""
-    known = tokenizer.known_ids(probs.shape[-1]).to(probs.device)
-    top = probs.masked_fill(~known, -1.0).topk(min(top_k, int(known.sum())), dim=-1)
-    return [
-        [{"token": tokenizer.id_to_token(i), "prob": p} for p, i in zip(vals.tolist(), idx.tolist())]
-        for vals, idx in zip(top.values, top.indices)
-    ]
+    for (a model may have rows no token maps to) and that row's ``kinds`` allows (see :func:`_allowed_ids`)."""
+    out = []
+    for row, kind in zip(probs, kinds):
+        allowed = _allowed_ids(tokenizer, probs.shape[-1], kind).to(probs.device)
+        n = min(top_k, int(allowed.sum()))
+        if n == 0:  # a vocabulary without a single such token: show what there is
+            allowed = _allowed_ids(tokenizer, probs.shape[-1], "any").to(probs.device)
+            n = min(top_k, int(allowed.sum()))
+        top = row.masked_fill(~allowed, -1.0).topk(n)
+        out.append([{"token": tokenizer.id_to_token(i), "prob": p}
+                    for p, i in zip(top.values.tolist(), top.indices.tolist())])
+    return out
 
 
 @dataclass
@@ -119,13 +175,15 @@ def mask_word(
     word: str | int,
     occurrence: int = 0,
     top_k: int = 5,
+    whole_words: bool = False,
 ) -> WordScore:
     """Mask ``word`` (a word of ``text``, or its index in ``Encoded.words``) and score the original.
 
     All the word's pieces are masked together; see the module docstring for how a split word is scored.
+    ``whole_words`` filters the model's guesses shown per piece (``top``), not the word's probability or rank.
     """
     _require_mlm_head(model)
-    enc = tokenizer.encode(text)
+    enc = tokenizer.encode(normalize_masks(text) if isinstance(text, str) else [normalize_masks(t) for t in text])
     index = _find_word(enc, word, occurrence, tokenizer.lowercase)
     positions = enc.word_pieces(index)
     if not positions:
@@ -150,5 +208,6 @@ def mask_word(
         rank=max(piece_ranks),
         piece_probs=piece_probs,
         piece_ranks=piece_ranks,
-        top=_top(probs, tokenizer, top_k),
+        top=_top(probs, tokenizer, top_k,
+                 [("word" if j == 0 else "piece") if whole_words else "any" for j in range(len(positions))]),
     )

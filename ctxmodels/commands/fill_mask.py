@@ -14,6 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a BERT checkpoint directory (ours or Hugging Face's) or a short name (bert-eltec)")
     p.add_argument("--top-k", type=bounded_int(1, 1000), default=5,
                    help="how many guesses per mask (default 5)")
+    p.add_argument("--whole-words", action="store_true",
+                   help="leave word pieces (##s), special tokens and punctuation out of the guesses")
     p.add_argument("--json", action="store_true", help="print one JSON list: per mask, [{token, prob}, ...]")
     p.add_argument("--word", default=None,
                    help="instead of [MASK]s: mask this word of the text and report the probability and rank "
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     bert = load_model(args.model, "bert", "fill-mask")
     model, tokenizer = bert.model, bert.tokenizer
     if args.word is not None:
-        score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k)
+        score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
         if args.json:
             print(json.dumps(score.to_dict(), ensure_ascii=False))
         else:
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
                 shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
                 print(f"  {piece}: model's guesses {shown}")
         return 0
-    results = fill_mask(model, tokenizer, text, top_k=args.top_k)
+    results = fill_mask(model, tokenizer, text, top_k=args.top_k, whole_words=args.whole_words)
     if args.json:
         print(json.dumps(results, ensure_ascii=False))
         return 0

@@ -1,0 +1,179 @@
+"""The Fill in the blank page through AppTest (issue 15): an axis that fits the probabilities, only whole words as
+guesses (default on), blanks written ``[mask]`` or ``<mask>``, hiding a word as a plain choice that a link
+reproduces, and every URL parameter checked.
+
+The pages run on tiny random-weight models (tests/app_fixtures.py); their vocabulary has ``##`` pieces and
+punctuation, and their guesses include them when the filter is off.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.inputs import md
+from ctxmodels.analysis.fill_in import is_whole_word, mask_word
+from tests.app_fixtures import assert_clean, charts, page, texts
+
+pytest.importorskip("streamlit.testing.v1")
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+RIVER = "The boat drifted towards the bank of the river."
+
+
+def bar_traces(at) -> list[dict]:
+    return [t for spec in charts(at) for t in spec["data"] if t.get("type") == "bar"]
+
+
+def guesses(at) -> list[str]:
+    return [tok for t in bar_traces(at) for tok in t["y"]]
+
+
+def type_sentence(at, text: str) -> None:
+    """What the browser's keystroke box (st_keyup) reports to the server as a person types."""
+    at.session_state["_st_keyup_text_live"] = {"value": text}
+    at.run()
+
+
+def warned(at, param: str) -> bool:
+    return any(f"**{md(param)}**" in w for w in texts(at.warning))
+
+
+# -- the axis ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_the_axis_fits_the_probabilities_with_values_at_the_bar_ends(present):
+    at = page("fill_in", text="The [MASK] was by the [MASK].", k="7", present=present)
+    assert_clean(at)
+    specs = charts(at)
+    assert len(specs) == 2
+    for spec in specs:
+        bars, layout = spec["data"][0], spec["layout"]
+        top = max(bars["x"])
+        lo, hi = layout["xaxis"]["range"]
+        assert lo == 0 and top < hi <= top * 1.25, (top, hi)  # a little above the largest, not a fixed 0-1
+        assert hi < 1  # random weights: every guess is far from certain, so 0-1 would draw slivers
+        assert bars["textposition"] == "outside" and bars["cliponaxis"] is False
+        assert len(bars["text"]) == 7 and all(t.endswith("%") for t in bars["text"])
+        assert layout["yaxis"]["automargin"] is True and layout["margin"]["r"] >= 60  # room for the values
+        if present == "1":
+            assert layout["font"]["size"] == 17
+        # only the template's colour cycle travels (a light message for every keystroke)
+        assert set(layout["template"]) <= {"layout"} and set(layout["template"].get("layout", {})) <= {"colorway"}
+
+
+# -- whole words -------------------------------------------------------------------------------------------------
+
+
+def test_only_whole_words_by_default_and_in_the_link():
+    at = page("fill_in", text="The [MASK] was by the [MASK].", k="20")
+    assert_clean(at)
+    assert at.checkbox(key="whole_words").value is True
+    shown = guesses(at)
+    assert len(shown) == 40 and all(is_whole_word(t) for t in shown), shown
+    at.checkbox(key="whole_words").uncheck().run()
+    assert_clean(at)
+    shown = guesses(at)
+    assert len(shown) == 40 and any(not is_whole_word(t) for t in shown), "the tiny model guesses ## pieces too"
+    assert at.query_params["whole_words"] == "0"
+    at = page("fill_in", text="The [MASK] was by the [MASK].", k="20", whole_words="0")
+    assert at.checkbox(key="whole_words").value is False and any(not is_whole_word(t) for t in guesses(at))
+
+
+# -- blanks as written ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["The [mask] was by the <mask>.", "The [Mask] was by the <MASK>.",
+                                  "The [MASK] was by the [mask]."])
+def test_mask_and_roberta_mask_are_read_as_blanks(text):
+    at = page("fill_in", text=text)
+    assert_clean(at)
+    assert len(bar_traces(at)) == 2
+    assert not any("no `[MASK]`" in i for i in texts(at.info))
+    assert at.query_params["text"] == text  # the link keeps the sentence as written
+
+
+def test_typed_lowercase_mask_is_filled_in():
+    at = page("fill_in", text="The boat drifted.")
+    assert not bar_traces(at)
+    type_sentence(at, "The boat drifted towards the <mask>.")
+    assert_clean(at)
+    assert len(bar_traces(at)) == 1
+
+
+# -- hide a word ------------------------------------------------------------------------------------------------------
+
+
+def test_a_sentence_without_blank_is_an_explained_choice_not_a_warning():
+    at = page("fill_in", text=RIVER)
+    assert_clean(at)
+    assert not at.warning
+    assert any("no `[MASK]`" in i for i in texts(at.info))
+    assert at.radio(key="fill_mode").value == "masks"
+    assert "a word I hide" in at.radio(key="fill_mode").options
+
+
+def test_the_word_to_hide_from_a_link_is_hidden_and_scored(tiny_assets):
+    at = page("fill_in", text=RIVER, blank="the (2)")  # a link that names a word opens in that mode
+    assert_clean(at)
+    assert at.radio(key="fill_mode").value == "word"
+    assert at.selectbox(key="blank").value == "the (2)"
+    assert [m.label for m in at.metric][:2] == ["P(the)", "rank"]
+    import ctxmodels
+
+    bert = ctxmodels.load(str(tiny_assets / "bert-eltec"))
+    second = mask_word(bert.model, bert.tokenizer, RIVER, "the", occurrence=1)
+    assert at.metric[0].value == f"{second.prob:.2%}" and at.metric[1].value == f"{second.rank:,}"
+    assert at.query_params["blank"] == "the (2)" and at.query_params["fill_mode"] == "word"
+    # the word's guesses: whole words, the hidden word highlighted if among them
+    assert bar_traces(at) and all(is_whole_word(t) for t in guesses(at))
+
+
+def test_the_word_to_hide_keeps_its_value_when_not_drawn():
+    at = page("fill_in", text=RIVER, fill_mode="word", blank="bank")
+    assert at.selectbox(key="blank").value == "bank"
+    at.radio(key="fill_mode").set_value("masks").run()
+    assert not at.get("selectbox")  # not drawn in this mode
+    at.radio(key="fill_mode").set_value("word").run()
+    assert_clean(at)
+    assert at.selectbox(key="blank").value == "bank" and at.metric[0].label == "P(bank)"
+    at.switch_page("views/models.py").run()
+    at.switch_page("views/fill_in.py").run()
+    assert at.radio(key="fill_mode").value == "word" and at.selectbox(key="blank").value == "bank"
+
+
+def test_an_edit_that_removes_the_hidden_word_asks_for_another():
+    at = page("fill_in", text=RIVER, fill_mode="word", blank="bank")
+    type_sentence(at, "The boat drifted towards the shore of the river.")
+    assert_clean(at)
+    assert at.selectbox(key="blank").value is None
+    assert any("Pick a word" in i for i in texts(at.info)) and not at.metric
+
+
+# -- the link is checked ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("param, value", [("blank", "zebra"), ("blank", "<b>x</b>"), ("fill_mode", "bogus"),
+                                          ("whole_words", "maybe"), ("k", "99"), ("fill_models", "nope")])
+def test_bad_values_in_the_link_are_warned_about(param, value):
+    query = {"text": RIVER, param: value}
+    if param == "blank":
+        query["fill_mode"] = "word"
+    at = page("fill_in", **query)
+    assert not at.exception
+    assert warned(at, param), texts(at.warning)
+    if param == "blank":
+        assert at.selectbox(key="blank").value is None
+    if param == "fill_mode":
+        assert at.radio(key="fill_mode").value == "masks"
+    if param == "whole_words":
+        assert at.checkbox(key="whole_words").value is True
+    if param == "k":
+        assert at.slider(key="k").value == 20
+
+
+def test_a_blank_in_the_link_is_checked_against_the_sentence():
+    at = page("fill_in", text=RIVER, fill_mode="word", blank="BANK")  # a word of the sentence, in any case
+    assert_clean(at)
+    assert not at.warning and at.selectbox(key="blank").value == "bank"
