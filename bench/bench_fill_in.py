@@ -1,8 +1,10 @@
 """Fill in the blank as a person feels it (issue 15): a keystroke to the updated chart, in headless Chromium, with
 the shipped models (run by hand; prints a table, no assertions).
 
-    python bench/bench_fill_in.py                 # 15 keystrokes, the median and its parts
+    python bench/bench_fill_in.py                 # 15 keystrokes, the median and its parts; 5 words typed
     python bench/bench_fill_in.py --keys 25 --label "after"
+    python bench/bench_fill_in.py --tree /tmp/old-checkout --label before    # another version, to compare
+    python bench/bench_fill_in.py --server-env OMP_NUM_THREADS=1             # the server's environment
 
 ``streamlit run app/Home.py`` from a snapshot of the tree (``bench_capacity.Server``: app/, ctxmodels/, the shipped
 models in assets/ and the repository's .streamlit settings) and headless Chromium at 1440x900 (Debian's

@@ -177,3 +177,18 @@ def test_a_blank_in_the_link_is_checked_against_the_sentence():
     at = page("fill_in", text=RIVER, fill_mode="word", blank="BANK")  # a word of the sentence, in any case
     assert_clean(at)
     assert not at.warning and at.selectbox(key="blank").value == "bank"
+
+
+# -- presentation mode -------------------------------------------------------------------------------------------
+
+
+def test_presentation_mode_folds_the_controls_but_not_the_sentence_or_the_word():
+    at = page("fill_in", present="1", text=RIVER, blank="bank")
+    assert_clean(at)
+    box = [e for e in at.expander if e.label.startswith("Controls")]
+    assert len(box) == 1 and not box[0].proto.expanded
+    assert box[0].label == "Controls: a word I hide, 5 guesses, whole words"  # readable while folded
+    assert [r.key for r in box[0].radio] == ["fill_mode"] and not box[0].selectbox  # the word to hide stays out
+    assert at.selectbox(key="blank").value == "bank" and at.metric[0].label == "P(bank)"
+    at = page("fill_in", text=RIVER)
+    assert not [e for e in at.expander if e.label.startswith("Controls")]

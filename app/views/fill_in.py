@@ -18,6 +18,7 @@ from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_masks, check_text, last_good, md, quoted, remember
 from app.plots import plot
+from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state, url_value
 from ctxmodels.analysis import fill_in
@@ -32,9 +33,10 @@ explain(
     "`[MASK]`) and the model learned to predict the originals from both sides of the context. The bars are the "
     "model's softmax probabilities over its vocabulary at the masked position; the axis runs to a little above the "
     "largest one shown. A blank may be written `[MASK]`, `[mask]` or RoBERTa's `<mask>`: all are read as BERT's "
-    "`[MASK]`. *A word I hide* replaces a word you pick by `[MASK]` instead. *Only whole words* leaves out the guesses that are not words: word pieces (`##s`), special tokens "
+    "`[MASK]`. *Only whole words* leaves out the guesses that are not words: word pieces (`##s`), special tokens "
     "(`[UNK]`, `[SEP]`, …) and punctuation; each guess keeps the model's own probability, so the bars then add up "
-    "to less than the whole. With *a word I hide*, a word the tokenizer splits into pieces is hidden whole; its "
+    "to less than the whole. *A word I hide* puts `[MASK]` in place of a word you pick and shows how likely the "
+    "model finds the word that was there. A word the tokenizer splits into pieces is hidden whole; its "
     "probability is the product of its pieces' (each predicted independently) and its rank the worst of its "
     "pieces' ranks (among all the vocabulary's pieces).",
     ["mlm"],
@@ -158,7 +160,10 @@ def fill_in_view() -> None:
     text = st_keyup("Sentence (updates as you type)", value=st.session_state["text"], key="text_live",
                     debounce=DEBOUNCE_MS, placeholder="The boat drifted towards the far [MASK] of the river.")
     st.session_state["text"] = text
-    c1, c2, c3, c4 = st.columns([2, 3, 2, 2], vertical_alignment="bottom")
+    # A collapsed expander in presentation mode (the sentence box stays open): the first screen shows the bars.
+    box = controls(summary=f"{MODES[st.session_state['fill_mode']]}, {st.session_state['k']} guesses"
+                           + (", whole words" if st.session_state["whole_words"] else ""))
+    c1, c2, c3, c4 = box.columns([2, 3, 2, 2], vertical_alignment="bottom")
     mode = c1.radio("Guess", list(MODES), key="fill_mode", persist_state="session", format_func=MODES.get,
                     help="Fill in the blanks you write ([MASK]), or hide one word of the sentence and see how the "
                          "model rates it.")
