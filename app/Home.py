@@ -26,11 +26,12 @@ from app.presentation import (  # noqa: E402
     start_presenting,
 )
 from app.url_state import url_state  # noqa: E402
-from app.warm_up import umap_warm_up  # noqa: E402
+from app.warm_up import serving_threads, umap_warm_up  # noqa: E402
 
 present = presenting()
 st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
+serving_threads()  # once per server: one torch thread per model call (app/warm_up.py says why)
 umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
 
 # The default page is served at the root ("/"): Streamlit gives it the url_path "" whatever it is told, so

@@ -12,7 +12,8 @@ not reach the teacher's disk).
 * ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
   run at once (``app/limits.py``);
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
-* ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up.
+* ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;
+* ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/warm_up.py``).
 """
 
 from __future__ import annotations

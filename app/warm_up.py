@@ -21,6 +21,25 @@ def umap_warm_up() -> threading.Thread | None:
     return thread
 
 
+@st.cache_resource
+def serving_threads() -> int:
+    """Torch threads per operation while serving (``CTXMODELS_TORCH_THREADS``, default 1), set once per server.
+
+    Visitors' requests are many small model calls, several at once: with two threads per call on a busy 2-core
+    machine the OpenMP threads spin waiting for a core (a fill-in keystroke measured 180-250 ms with two threads,
+    130 ms with one), while the large jobs barely lose (1,000 sentences: BERT 0.33 -> 0.36 s, ELMo about the same)."""
+    import os
+
+    import torch
+
+    try:
+        n = max(1, int(os.environ.get("CTXMODELS_TORCH_THREADS", "1")))
+    except ValueError:
+        n = 1
+    torch.set_num_threads(n)
+    return n
+
+
 def umap_ready() -> bool:
     thread = umap_warm_up()
     return thread is None or not thread.is_alive()

@@ -212,8 +212,10 @@ def main() -> None:
         if args.students:
             server_idle(server)
             rss0, _ = server.mem()
+            cpu0, t0 = server.cpu(), time.perf_counter()
             results, errors = asyncio.run(a_class(server.url + PAGE, args.students, args.within, plots, args.seed))
             rss1, peak = server.mem()
+            busy = (server.cpu() - cpu0) / (time.perf_counter() - t0)
             print(f"\n{args.students} students open {PAGE} within {args.within:.0f} s (results cached on the server)\n")
             print("| students | complete | errors | p50 s | p95 s | max s | p95 / one visitor | server RSS before -> "
                   "after (peak) |")
@@ -224,6 +226,8 @@ def main() -> None:
                   f"{rss0 / 1024:.2f} -> {rss1 / 1024:.2f} GB ({peak / 1024:.2f}) |")
             for e in errors[:10]:
                 print(f"  error: {e}")
+            print(f"\nthe server used {busy:.2f} cores on average meanwhile; the rest of the machine's 2 went to the "
+                  f"{args.students} browsers rendering the page (in a class they run on the students' own machines)")
     finally:
         server.stop()
     with open("/proc/loadavg") as f:
