@@ -131,7 +131,9 @@ def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray,
         sizes.append(14 + 4 * np.log2(len(st)))
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
+    # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
     return dict(type="scatter", name="shared points", mode="markers+text", x=xs, y=ys, text=counts,
+                customdata=[st[0] for st in stacks],
                 textposition="top center", hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)),
                 showlegend=True)
