@@ -212,31 +212,6 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and bool(np.isfinite(x))
 
 
-def layer_lines(
-    rows: Sequence[dict], metric: str, title: str | None = None, baseline: dict[str, float] | None = None
-) -> go.Figure:
-    """One line per model of ``metric`` across its layers. ``rows`` carry model, layer (index), layer_name, metric.
-
-    ``baseline`` maps a label (e.g. "most frequent sense") to a constant drawn as a dashed line.
-    """
-    fig = go.Figure()
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    for i, model in enumerate(models):
-        rs = sorted((r for r in rows if r["model"] == model), key=lambda r: r["layer"])
-        fig.add_trace(go.Scatter(
-            x=[r["layer"] for r in rs], y=[r[metric] for r in rs], mode="lines+markers", name=plain(model),
-            text=[plain(r.get("layer_name", r["layer"])) for r in rs],
-            hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>",
-            line=dict(color=PALETTE[i % len(PALETTE)]),
-        ))
-    for label, value in (baseline or {}).items():
-        fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=plain(label))
-    fig.update_layout(title=plain(title or metric.replace("_", " ")), xaxis_title="layer", yaxis_title=metric,
-                      margin=dict(l=10, r=10, t=40, b=10), height=300)
-    fig.update_xaxes(dtick=1)
-    return fig
-
-
 def mix_weights_bars(
     layer_names: Sequence[str], weights: Sequence[float], gamma: float, layer_accuracy: Sequence[float] | None = None,
     title: str = "",

@@ -106,7 +106,7 @@ def semcor_choices() -> dict[str, sources.SemcorLemma]:
         return {f"{x.lemma}.{x.pos}": x for x in sources.semcor_lemmas(min_occurrences=10, min_senses=2)}
 
 
-POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
+POS_NAMES = sources.POS_NAMES
 
 
 def _lemma_name(choice: str, choices: dict[str, sources.SemcorLemma]) -> str:

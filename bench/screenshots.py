@@ -25,7 +25,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,21 +39,11 @@ PAGES = {"overview": "", "word_senses": "projection=pca", "elmo_layers": "", "at
 MODES = {"normal": "", "present": "present=1"}
 
 
-def settle(page, timeout: float = 240.0, quiet: float = 2.0) -> None:
-    """Until the app has rendered and stopped changing (as tests/test_browser.py waits)."""
-    page.wait_for_selector("h1", timeout=timeout * 1000)
-    busy = '[data-testid="stSkeleton"], [data-testid="stSpinner"], [data-stale="true"]'
-    snapshot = "() => document.querySelectorAll('[data-testid]').length + ':' + document.body.innerText.length"
-    deadline = time.time() + timeout
-    last, since = None, time.time()
-    while time.time() < deadline:
-        state = None if page.locator(busy).count() else page.evaluate(snapshot)
-        if state is None or state != last:
-            last, since = state, time.time()
-        elif time.time() - since > quiet:
-            return
-        time.sleep(0.25)
-    raise RuntimeError("the page kept changing")
+def settle(page, timeout: float = 240.0) -> None:
+    """Until the app has rendered and stopped changing, as the browser tests wait (a slower machine: more time)."""
+    from tests.test_browser import settle as settled
+
+    settled(page, timeout)
 
 
 FIRST_SCREEN = """(height) => {

@@ -29,10 +29,10 @@ def test_highlight_bolds_the_span_and_escapes_html():
     assert figures.highlight(s, (4, 10)) == "The <b>&lt;bank&gt;</b> of the river"
 
 
-def test_layer_lines_one_trace_per_model_sorted_by_layer():
+def test_layer_panels_one_trace_per_model_sorted_by_layer():
     rows = [{"model": "bert", "layer": 1, "acc": 0.9}, {"model": "bert", "layer": 0, "acc": 0.5},
             {"model": "elmo", "layer": 0, "acc": 0.4}]
-    fig = figures.layer_lines(rows, "acc", baseline={"most frequent sense": 0.5})
+    fig = figures.layer_panels(rows, [("acc", "accuracy", "accuracy", {"most frequent sense": 0.5})])
     assert [t.name for t in fig.data] == ["bert", "elmo"]
     assert list(fig.data[0].y) == [0.5, 0.9]
 

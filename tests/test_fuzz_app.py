@@ -722,8 +722,8 @@ def test_figures_show_text_as_typed(toks, title):
         figures.attention_lines(m, toks, title=title),
         figures.fill_bars([{"token": t, "prob": 0.1} for t in dict.fromkeys(toks)], title=title, truth=toks[0]),
         figures.sense_scatter(np.zeros((k, 2)), toks, [figures.highlight(t, (0, len(t))) for t in toks], title=title),
-        figures.layer_lines([{"model": t, "layer": i, "layer_name": t, "x": 0.5} for i, t in enumerate(toks)], "x",
-                            title=title, baseline={title: 0.5}),
+        figures.layer_panels([{"model": t, "layer": i, "layer_name": t, "x": 0.5} for i, t in enumerate(toks)],
+                             [("x", title, title, {title: 0.5})]),
         figures.mix_weights_bars(toks, [1.0 / k] * k, 1.0, title=title),
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
     ]
