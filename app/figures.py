@@ -194,7 +194,7 @@ def layer_panels(
                 continue
             traces.append(dict(
                 type="scatter", x=[r["layer"] for r in rs], y=[float(r[metric]) for r in rs], mode="lines+markers",
-                name=plain(model), legendgroup=model, showlegend=k == 0, xaxis=xname, yaxis=yname,
+                name=plain(model), legendgroup=plain(model), showlegend=k == 0, xaxis=xname, yaxis=yname,
                 line=dict(color=colours.get(model, "#333")),
                 text=[plain(r.get("layer_name", r["layer"])) for r in rs],
                 hovertemplate="%{text}: %{y:.3f}<extra>" + plain(model) + "</extra>"))
