@@ -439,11 +439,12 @@ class FinetuneTask(TrainTask):
                f"({self.cut_words} words not trained or scored)." if self.cut_words else
                f"No example was longer than {self.max_length} {'word pieces' if self.tokenizer else 'words'}.")
         cfg = info.get("train_config", {})
-        return f"""# {self.backbone.kind.upper()} fine-tuned on {d.name} ({s.mode})
+        title = {"bert": "BERT", "elmo": "ELMo"}[self.backbone.kind]
+        return f"""# {title} fine-tuned on {d.name} ({s.mode})
 
 Fine-tuned with ctxmodels from `{s.model}` (`{s.model_path}`): {what[(self.backbone.kind, s.mode)]}.
 Task head: {head[self.kind]}. `ctxmodels.load(this folder)` gives the backbone (with `finetune_info`);
-`ctxmodels.formats.finetuned.load_task_model(this folder).predict(words)` labels text.
+`ctxmodels.load(this folder).task_model().predict(words)` labels text.
 
 ## Task
 
