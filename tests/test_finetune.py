@@ -244,3 +244,29 @@ def test_cli_errors_are_one_clear_line(tiny_bert, tmp_path, capsys):
         assert code == 2, (args, err)
         assert err.startswith("ctxmodels: error:") and words in err and "Traceback" not in err, err
         assert len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_fine_tunes_a_tsv_task_and_resumes_to_more_steps(tiny_bert, tmp_path, capsys):
+    data = sentence_task(120)
+    tsv = tmp_path / "animals.tsv"
+    tsv.write_text("".join(f"{' '.join(e.words)}\t{e.label}\n" for e in data.train + data.dev + data.test))
+    out = tmp_path / "run"
+    common = ["--lr", "2e-3", "--batch-size", "8", "--threads", "1", "--no-progress"]
+    code = main(["finetune", "--model", str(tiny_bert), "--task", str(tsv), "--out", str(out), "--steps", "10",
+                 *common])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "done: 10 steps" in captured.out and "test accuracy" in captured.out
+    info = json.loads((out / "finetune.json").read_text())
+    assert info["task"] == str(tsv) and info["task_kind"] == "sentence" and info["steps"] == 10
+    assert sorted(info["labels"]) == ["animal", "none"] and info["mode"] == "finetune"
+    assert "command" in (out / "README.md").read_text() and "finetune" in (out / "README.md").read_text()
+    # --resume needs no options but may move the end; a differing setting is refused
+    code, err = _run(capsys, "--out", str(out), "--resume", "--lr", "1e-3")
+    assert code == 2 and "--lr" in err
+    assert main(["finetune", "--out", str(out), "--resume", "--steps", "16", "--no-progress"]) == 0
+    info = json.loads((out / "finetune.json").read_text())
+    assert info["steps"] == 16 and max(_losses(out)) == 16
+    loaded = ctxmodels.load(out, reload=True)
+    assert loaded.kind == "bert" and loaded.finetune_info["steps"] == 16
+    assert loaded.task_model().predict(["the", "dog", "and", "a", "table"])[0][0] in ("animal", "none")
