@@ -270,3 +270,13 @@ def test_cli_fine_tunes_a_tsv_task_and_resumes_to_more_steps(tiny_bert, tmp_path
     loaded = ctxmodels.load(out, reload=True)
     assert loaded.kind == "bert" and loaded.finetune_info["steps"] == 16
     assert loaded.task_model().predict(["the", "dog", "and", "a", "table"])[0][0] in ("animal", "none")
+
+
+def test_bert_feature_mode_trains_only_the_head(tiny_bert, tmp_path):
+    base = {k: v.clone() for k, v in ctxmodels.load(tiny_bert).model.bert.state_dict().items()}
+    task, trainer = _finetune(tiny_bert, token_task(), tmp_path, steps=10, mode="feature", lr=1e-2, batch_size=16)
+    head = task.model.classifier.weight.detach().clone()
+    trainer.train()
+    after = task.model.bert.state_dict()
+    assert all(torch.equal(after[k], base[k]) for k in after)
+    assert not torch.equal(head, task.model.classifier.weight.detach())

@@ -254,8 +254,10 @@ class FinetuneTask(TrainTask):
 
     def _bert_model(self, backbone: LoadedModel) -> nn.Module:
         base = backbone.model
+        from ..bert import BertConfig
+
         encoder = getattr(base, "bert", None)
-        if encoder is None or not hasattr(base, "config"):
+        if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
             raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
                              "(its own or a Hugging Face BERT checkpoint)")
         cls = BertForSequenceClassification if self.kind == "sentence" else BertForTokenClassification
