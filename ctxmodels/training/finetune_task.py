@@ -77,6 +77,8 @@ class FinetuneSettings:
     model: str = ""  # as the user gave it
     model_path: str = ""  # what it resolved to
     task: str = ""
+    semcor_dir: str | None = None  # where pos/ner/wsd read SemCor (None: the default copy)
+    corpus: str | None = None  # the novels of the period task (None: the shared corpus)
     mode: str = "finetune"
     epochs: int = 3
     steps: int | None = None  # None: epochs x batches per epoch
