@@ -403,6 +403,9 @@ class FinetuneTask(TrainTask):
             "task": s.task, "task_name": self.data.name, "task_kind": self.kind, "labels": self.labels,
             "mode": s.mode, "steps": steps, "metrics": metrics or {},
         }
+        if isinstance(self.model, ElmoForTask):  # what the task made of ELMo's layers (eq. 1: s_j and gamma)
+            mix = self.model.scalar_mix
+            d["scalar_mix"] = {"weights": [round(w, 4) for w in mix.weights()], "gamma": round(mix.gamma, 4)}
         if train_seconds is not None and steps is not None:
             d["train_seconds"] = round(train_seconds, 2)
             d["examples_per_second"] = round(self.examples_seen(steps) / max(train_seconds, 1e-9), 2)
@@ -443,6 +446,11 @@ class FinetuneTask(TrainTask):
                f"({self.cut_words} words not trained or scored)." if self.cut_words else
                f"No example was longer than {self.max_length} {'word pieces' if self.tokenizer else 'words'}.")
         cfg = info.get("train_config", {})
+        mix = ""
+        if isinstance(self.model, ElmoForTask):
+            m = self.model.scalar_mix
+            mix = ("\nLearned layer weights s_j (layer 0 = character CNN, then the LSTM layers): "
+                   + ", ".join(f"{w:.3f}" for w in m.weights()) + f"; gamma {m.gamma:.3f}.\n")
         title = {"bert": "BERT", "elmo": "ELMo"}[self.backbone.kind]
         return f"""# {title} fine-tuned on {d.name} ({s.mode})
 
@@ -464,7 +472,7 @@ Data: {d.source}
 | split | accuracy | macro-F1 | scored |
 |---|---|---|---|
 {chr(10).join(rows) or '| (not evaluated yet) | | | |'}
-{per_class}
+{per_class}{mix}
 ## Settings
 
 | | |
