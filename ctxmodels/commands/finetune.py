@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optimizer steps (default: --epochs passes over the training examples)")
     p.add_argument("--epochs", type=bounded(int_range(1, 1000)), default=None, help="passes (default 3)")
     p.add_argument("--lr", type=bounded(float_range(0, 1, lo_open=True)), default=None,
-                   help="peak learning rate (default: BERT 1e-4 below hidden size 768, else 3e-5; ELMo fine-tuned "
-                        "5e-4; anything in feature mode 1e-3)")
+                   help="peak learning rate (default: BERT 3e-5 from hidden size 768, 1e-4 for 384-512, 3e-4 up "
+                        "to 256; ELMo fine-tuned 5e-4; anything in feature mode 1e-3)")
     p.add_argument("--batch-size", type=bounded(BATCH_SIZE), default=None, help="examples per step (default 32)")
     p.add_argument("--max-length", type=bounded(int_range(8, 4096)), default=None,
                    help="longest input: BERT word pieces with [CLS]/[SEP], ELMo words; longer ones are cut at a "
