@@ -723,6 +723,8 @@ def _user_task(path: Path, kind: str, examples: list[Example], groups: list[str]
     counts: Counter = Counter()
     for ex in examples:
         counts.update([ex.label] if kind == "sentence" else [x for x in ex.label if x])
+    if not counts:
+        raise TaskError(f"{path}: no word has a label (every label is {NO_LABEL}); label the words to learn")
     _check_labels(path, counts, len(examples), "example" if kind == "sentence" else "labelled word")
     labels = sorted(counts, key=lambda x: (-counts[x], x))
     if by_document and len(set(groups)) < 3:

@@ -369,6 +369,7 @@ def test_conll_without_documents_splits_by_sentence(tmp_path: Path):
     ("w\tO\n" * 1001, r"line 1: a sentence of 1,001 words"),
     ("John\t\n", r"line 1: empty label"),
     ("New York\tB-LOC\n", "holds a space"),
+    ("a\t_\n\n" * 12, "no word has a label"),
 ])
 def test_conll_errors_name_file_and_line(tmp_path: Path, content, message):
     path = write(tmp_path / "bad.conll", content)
