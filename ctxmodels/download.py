@@ -459,9 +459,12 @@ def get_hub(name: str, revision: str | None = None, *, tqdm_class: Any = None) -
                             "pip install huggingface_hub") from None
     cache = hf_cache_dirs()[0]  # where hf_cached() looks first, whatever huggingface_hub read at import time
 
+    # HF_ENDPOINT read now, not when huggingface_hub was imported: a mirror set later (or by a test) counts too
+    endpoint = os.environ.get("HF_ENDPOINT") or None
+
     def fetch(weights: list[str]) -> Path:
         return Path(snapshot_download(name, revision=revision, cache_dir=cache, allow_patterns=HUB_FILES + weights,
-                                      tqdm_class=tqdm_class))
+                                      tqdm_class=tqdm_class, endpoint=endpoint))
 
     try:
         snapshot = fetch(HUB_SAFETENSORS)
@@ -483,6 +486,9 @@ def get_hub(name: str, revision: str | None = None, *, tqdm_class: Any = None) -
         raise DownloadError(f"{name}: the hub answered {' '.join(str(e).split())[:200]}") from None
     except OSError as e:
         raise DownloadError(f"cannot download {name}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - an endpoint answering nonsense; the user gets one line, not a traceback
+        raise DownloadError(f"cannot download {name}: the hub's answer could not be used ({type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:200]})") from None
     if not _has_weights(snapshot):
         raise DownloadError(f"{name}: the repository has no model.safetensors or pytorch_model.bin; it is not a "
                             "model ctxmodels can load")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -418,3 +419,84 @@ def test_hub_errors_become_one_message(clean, monkeypatch):
         get_hub("someorg/y")
     with pytest.raises(DownloadError, match="not a Hugging Face model id"):
         get_hub("../../etc")
+
+    def nonsense(*args, **kwargs):  # what huggingface_hub raised for a mirror whose file tree was not a list
+        raise TypeError("string indices must be integers, not 'str'")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", nonsense)
+    with pytest.raises(DownloadError, match="the hub's answer could not be used \\(TypeError"):
+        get_hub("someorg/y")
+
+
+class LoopbackHub:
+    """Just enough of the Hugging Face hub's HTTP API on 127.0.0.1 for snapshot_download: the revision, the file
+    tree, and each file under /ORG/NAME/resolve/COMMIT/FILE (HEAD and GET)."""
+
+    def __init__(self, repo_id: str, files: dict[str, bytes]):
+        import json
+
+        commit = "c" * 40
+        self.log: list[tuple[str, str]] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def answer(self, head: bool):
+                hub.log.append((self.command, self.path))
+                path = self.path.split("?")[0]
+                headers, body, code = {}, b"", 404
+                if path.startswith(f"/api/models/{repo_id}/tree/"):
+                    body, code = json.dumps([{"type": "file", "path": n, "size": len(b),
+                                              "oid": hashlib.sha1(b).hexdigest()} for n, b in files.items()]), 200
+                elif path.startswith(f"/api/models/{repo_id}/revision/"):
+                    body, code = json.dumps({"id": repo_id, "sha": commit,
+                                             "siblings": [{"rfilename": n} for n in files]}), 200
+                elif path.startswith(f"/{repo_id}/resolve/") and path.rsplit("/", 1)[1] in files:
+                    body, code = files[path.rsplit("/", 1)[1]], 200
+                    headers = {"X-Repo-Commit": commit, "ETag": f'"{hashlib.sha256(body).hexdigest()}"'}
+                body = body.encode() if isinstance(body, str) else body
+                self.send_response(code)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
+            def do_GET(self):  # noqa: N802
+                self.answer(False)
+
+            def do_HEAD(self):  # noqa: N802
+                self.answer(True)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_get_hub_from_a_loopback_hub_endpoint(clean, tiny_bert, monkeypatch, capsys):
+    """The real huggingface_hub against HF_ENDPOINT on 127.0.0.1: only the encoder's files come (the repository's
+    old pytorch_model.bin and a flax file stay on the server), and the name then loads with the hub offline."""
+    files = {p.name: p.read_bytes() for p in tiny_bert.iterdir()}
+    files.update({"pytorch_model.bin": b"old weights", "flax_model.msgpack": b"flax", "tf_model.h5": b"tf"})
+    hub = LoopbackHub("someorg/tiny", files)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    try:
+        assert main(["get", "someorg/tiny", "--no-progress"]) == 0
+    finally:
+        hub.close()
+    snap = Path(capsys.readouterr().out.strip())
+    assert snap.parent.parent.name == "models--someorg--tiny" and snap.is_relative_to(Path(os.environ["HF_HUB_CACHE"]))
+    assert sorted(p.name for p in snap.iterdir()) == sorted(n for n in files if n not in (
+        "pytorch_model.bin", "flax_model.msgpack", "tf_model.h5"))
+    fetched = {path.rsplit("/", 1)[1] for cmd, path in hub.log if cmd == "GET" and "/resolve/" in path}
+    assert "pytorch_model.bin" not in fetched and "model.safetensors" in fetched
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    m = ctxmodels.load("someorg/tiny")
+    np.testing.assert_array_equal(m.embed([SENTENCE])[0], load(tiny_bert).embed([SENTENCE])[0])
