@@ -30,7 +30,8 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -383,6 +384,38 @@ def get_elmo(name: str, *, weights_sha256: str | None = None, progress: Callable
         raise DownloadError(f"{name} is not downloaded and downloads are off ({reason}); where there is a network, "
                             f"run `ctxmodels get {name}` and copy the folder {folder} to the same place here")
     base = f"{elmo_endpoint()}/{release.folder}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with _only_writer(folder, name):
+        results = _get_elmo_files(release, folder, base, weights_sha256, progress, attempts, timeout)
+    for r in results:
+        note = {"recorded": "matches the recorded SHA-256", "given": "matches the --sha256 given",
+                "kept": "was already here"}.get(r.checked, "no SHA-256 is recorded for this file: pin this one "
+                                                           "with --sha256 after checking it")
+        say(f"{r.path.name}: {r.size:,} bytes, sha256 {r.sha256} ({note})")
+    return folder
+
+
+@contextmanager
+def _only_writer(folder: Path, name: str) -> Iterator[None]:
+    """Hold the folder for one download at a time (two processes appending to one .part would garble it)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as before
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise DownloadError(f"another download of {name} into {folder} is running; wait for it to end") from None
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _get_elmo_files(release: ElmoRelease, folder: Path, base: str, weights_sha256: str | None,
+                    progress: Callable[[str], Progress] | None, attempts: int, timeout: float) -> list[FileResult]:
     results = []
     for file, recorded, check in (
             (release.options_file, release.options_sha256, lambda p: check_options(p, release)),
@@ -404,12 +437,7 @@ def get_elmo(name: str, *, weights_sha256: str | None = None, progress: Callable
         results.append(download_file(f"{base}/{file}", dest, sha256=recorded, given=given, check=check,
                                      progress=callback, attempts=attempts, timeout=timeout))
     _write_manifest(folder, release, base, results)
-    for r in results:
-        note = {"recorded": "matches the recorded SHA-256", "given": "matches the --sha256 given",
-                "kept": "was already here"}.get(r.checked, "no SHA-256 is recorded for this file: pin this one "
-                                                           "with --sha256 after checking it")
-        say(f"{r.path.name}: {r.size:,} bytes, sha256 {r.sha256} ({note})")
-    return folder
+    return results
 
 
 def _write_manifest(folder: Path, release: ElmoRelease, base: str, results: list[FileResult]) -> None:

@@ -218,6 +218,22 @@ def test_a_complete_part_is_finished_without_fetching_again(elmo_server, elmo_re
     assert (elmo_server.weights_path, "bytes=450896-") in elmo_server.log  # answered 416: nothing more to send
 
 
+def test_one_download_of_a_release_at_a_time(elmo_server):
+    import fcntl
+
+    folder = elmo_folder("elmo-small")
+    folder.mkdir(parents=True)
+    fd = os.open(folder, os.O_RDONLY)  # as another process's download holds it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DownloadError, match="another download of elmo-small"):
+            get_elmo("elmo-small")
+    finally:
+        os.close(fd)
+    assert elmo_server.log == [] and final_and_parts(folder) == ([], [])
+    assert get_elmo("elmo-small") == folder  # free again
+
+
 def test_a_404_writes_nothing(elmo_server):
     del elmo_server.files[elmo_server.weights_path]
     with pytest.raises(DownloadError, match="404.*not \\(or no longer\\) published there"):
