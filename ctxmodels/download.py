@@ -246,6 +246,8 @@ def tqdm_progress(desc: str) -> tuple[Progress, Callable[[], None]]:
             bar.total = total
             bar.refresh()
         bar.update(done - bar.n)
+        if total is not None and done >= total:
+            bar.close()  # this file is whole: its line stays, the next file's bar goes below it
 
     return update, lambda: bars and bars[0].close()
 
@@ -361,7 +363,7 @@ def check_weights_hdf5(path: Path, release: ElmoRelease) -> int:
     if release.parameters_millions is not None:
         # The published figure is rounded to 0.1 M; 2 % also covers how one counts the character table.
         if abs(n / 1e6 - release.parameters_millions) > 0.02 * release.parameters_millions:
-            raise CheckpointError(f"{n / 1e6:.1f} M weights, but {release.name} has "
+            raise CheckpointError(f"{n:,} weights ({n / 1e6:.3g} M), but {release.name} has "
                                   f"{release.parameters_millions:g} M")
     return n
 

@@ -251,7 +251,7 @@ def test_a_file_of_another_model_is_refused(elmo_server, monkeypatch):
     assert final_and_parts(elmo_folder("elmo-small")) == ([], [])
     big = dataclasses.replace(elmo_server.release, parameters_millions=13.6)
     monkeypatch.setitem(download.ELMO_RELEASES, "elmo-small", big)
-    with pytest.raises(DownloadError, match="M weights, but elmo-small has 13.6 M"):
+    with pytest.raises(DownloadError, match="weights \\(0.105 M\\), but elmo-small has 13.6 M"):
         get_elmo("elmo-small")
     assert elmo_cached("elmo-small") is None and final_and_parts(elmo_folder("elmo-small"))[1] == []
 
