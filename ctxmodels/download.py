@@ -471,10 +471,6 @@ def get_hub(name: str, revision: str | None = None, *, tqdm_class: Any = None) -
                             "bert-base-uncased's google-bert/bert-base-uncased")
     name = name.strip()
     reason = offline_reason(hub=True)
-    if reason:
-        raise DownloadError(f"cannot download {name}: downloads are off ({reason}); where there is a network, run "
-                            f"`ctxmodels get {name}` and copy its folder models--{name.replace('/', '--')} into "
-                            f"the Hugging Face cache here ({hf_cache_dirs()[0]})")
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import (
@@ -492,10 +488,20 @@ def get_hub(name: str, revision: str | None = None, *, tqdm_class: Any = None) -
     # HF_ENDPOINT read now, not when huggingface_hub was imported: a mirror set later (or by a test) counts too
     endpoint = os.environ.get("HF_ENDPOINT") or None
 
-    def fetch(weights: list[str]) -> Path:
+    def fetch(weights: list[str], local: bool = False) -> Path:
         return Path(snapshot_download(name, revision=revision, cache_dir=cache, allow_patterns=HUB_FILES + weights,
-                                      tqdm_class=tqdm_class, endpoint=endpoint))
+                                      tqdm_class=tqdm_class, endpoint=endpoint, local_files_only=local))
 
+    if reason:  # nothing leaves this machine; a model already in the cache is still "got"
+        try:
+            snapshot = fetch(HUB_SAFETENSORS, local=True)
+            if _has_weights(snapshot):
+                return snapshot
+        except Exception:  # noqa: BLE001, S110 - not cached (or half): the message below says what to do
+            pass
+        raise DownloadError(f"cannot download {name}: downloads are off ({reason}); where there is a network, run "
+                            f"`ctxmodels get {name}` and copy its folder models--{name.replace('/', '--')} into "
+                            f"the Hugging Face cache here ({cache})")
     try:
         snapshot = fetch(HUB_SAFETENSORS)
         if not _has_weights(snapshot):  # an older repository: PyTorch weights only

@@ -396,11 +396,16 @@ def test_a_hub_repository_without_weights_is_refused(clean, monkeypatch):
 @pytest.mark.parametrize("switch", ["HF_HUB_OFFLINE", "CTXMODELS_OFFLINE"])
 def test_a_hub_id_not_cached_offline(clean, switch, monkeypatch, capsys):
     import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("snapshot_download must not be called offline")
+    online: list[dict] = []
 
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", refuse)
+    def cache_only(*args, **kwargs):  # the cache may be asked; the network never
+        if not kwargs.get("local_files_only"):
+            online.append(kwargs)
+        raise LocalEntryNotFoundError("not in the cache")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", cache_only)
     monkeypatch.setenv(switch, "1")
     with pytest.raises(ModelNotFoundError) as e:
         load("someorg/not-here", download=True)
@@ -413,6 +418,7 @@ def test_a_hub_id_not_cached_offline(clean, switch, monkeypatch, capsys):
     assert main(["fill-mask", "--model", "someorg/not-here", "the [MASK]"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 2 and switch in err
+    assert online == []
 
 
 def test_a_hub_id_not_cached_without_permission(clean, monkeypatch):
@@ -516,3 +522,6 @@ def test_get_hub_from_a_loopback_hub_endpoint(clean, tiny_bert, monkeypatch, cap
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     m = ctxmodels.load("someorg/tiny")
     np.testing.assert_array_equal(m.embed([SENTENCE])[0], load(tiny_bert).embed([SENTENCE])[0])
+    # Offline, `get` of a model already in the cache answers from the cache (the server is gone).
+    n = len(hub.log)
+    assert get_hub("someorg/tiny") == snap and len(hub.log) == n
