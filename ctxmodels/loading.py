@@ -539,7 +539,7 @@ def resolve(path_or_name: str | Path, download: bool = False) -> tuple[Path, str
                 "CTXMODELS_ASSETS to the folder that holds it")
         looked.append(f"no shipped model {candidate} (short names: {', '.join(SHORT_NAMES)})")
         if raw in ELMO_RELEASES:
-            return _published_elmo(raw, looked, download), raw
+            return _published_elmo(raw, download), raw
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", raw):
         snapshot = hf_cached(raw)
@@ -556,7 +556,7 @@ def resolve(path_or_name: str | Path, download: bool = False) -> tuple[Path, str
 # saying what to run where there is a network, or which folder to copy
 
 
-def _published_elmo(name: str, looked: list[str], download: bool) -> Path:
+def _published_elmo(name: str, download: bool) -> Path:
     folder = elmo_cached(name)
     if folder is not None:
         return folder
