@@ -206,7 +206,7 @@ def app_env(tiny_assets, tmp_path_factory):
     mp.setenv("CTXMODELS_DATA", str(write_semcor(tmp / "data")))
     mp.setenv("CTXMODELS_APP_CORPORA", str(write_sense_corpus(tmp / "banks.txt", 60)))
     for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
-                "CTXMODELS_HEAVY_PER_SESSION"):
+                "CTXMODELS_HEAVY_PER_SESSION", "CTXMODELS_ALLOW_DOWNLOADS"):
         mp.delenv(var, raising=False)
     yield
     mp.undo()

@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import figures, limits, training
 from app.cards import card_markdown
+from app.downloads import download_panel
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import md
@@ -102,6 +103,9 @@ else:
             registry().add(str(path))
             st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable on "
                        "every page.")
+
+# -- download (only with --allow-downloads): app/downloads.py ----------------------------------------------------
+download_panel()
 
 # -- train --------------------------------------------------------------------------------------------------
 st.subheader("Train a small model")
