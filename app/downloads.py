@@ -133,7 +133,7 @@ def _download(name: str, progress: Progress, models: Registry) -> None:
         else:
             get_hub(name, tqdm_class=progress.tqdm_class())
         progress.status, progress.detail = "loading", "loading the model once to check it"
-        ctxmodels.load(name)
+        ctxmodels.load(name, download=False)
         models.add(name)
         progress.status = "done"
     except CheckpointError as e:

@@ -82,10 +82,14 @@ def offline_reason(hub: bool = False) -> str | None:
     return None
 
 
-def downloads_allowed(download: bool = False) -> bool:
-    """Whether :func:`ctxmodels.load` may download a missing model: asked for (``download=True`` or
-    ``CTXMODELS_ALLOW_DOWNLOADS=1``); the offline switches are checked by the caller, per source."""
-    return bool(download) or _on(ALLOW_ENV)
+def downloads_allowed(download: bool | None = None) -> bool:
+    """Whether :func:`ctxmodels.load` may download a missing model: ``download=True``, or ``None`` (the default)
+    with ``CTXMODELS_ALLOW_DOWNLOADS=1``. ``False`` never downloads, whatever the environment: the app passes it,
+    because its downloads run in the background and never inside a page run. The offline switches are checked by
+    the caller, per source."""
+    if download is not None:
+        return download
+    return _on(ALLOW_ENV)
 
 
 # ----------------------------------------------------------------------------------------------------------

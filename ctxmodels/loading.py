@@ -494,7 +494,7 @@ def hf_cache_models() -> list[dict[str, str]]:
     return found
 
 
-def resolve(path_or_name: str | Path, download: bool = False) -> tuple[Path, str]:
+def resolve(path_or_name: str | Path, download: bool | None = None) -> tuple[Path, str]:
     """(path to load, display name) for anything :func:`load` accepts; ModelNotFoundError listing the places
     looked at otherwise. A published model not on this machine is downloaded only when ``download`` (or
     ``CTXMODELS_ALLOW_DOWNLOADS=1``) allows it and no offline switch is set (:mod:`ctxmodels.download`)."""
@@ -556,7 +556,7 @@ def resolve(path_or_name: str | Path, download: bool = False) -> tuple[Path, str
 # saying what to run where there is a network, or which folder to copy
 
 
-def _published_elmo(name: str, download: bool) -> Path:
+def _published_elmo(name: str, download: bool | None) -> Path:
     folder = elmo_cached(name)
     if folder is not None:
         return folder
@@ -571,7 +571,7 @@ def _published_elmo(name: str, download: bool) -> Path:
         "has it (CTXMODELS_CACHE sets where the cache is)")
 
 
-def _hub_download(name: str, looked: list[str], download: bool) -> Path:
+def _hub_download(name: str, looked: list[str], download: bool | None) -> Path:
     reason = offline_reason(hub=True)
     if downloads_allowed(download) and reason is None:
         return get_hub(name)
@@ -709,13 +709,14 @@ def _one_line_error(e: CheckpointError) -> CheckpointError:
 
 
 def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: bool = False,
-         download: bool = False) -> LoadedModel:
+         download: bool | None = None) -> LoadedModel:
     """Load a model by path or name (see the module docstring); the same object is returned on later calls.
 
     Whatever is wrong with the files (missing, damaged, hostile, not matching each other, too large for this
     machine, a pipe or a device), the error is a :class:`~ctxmodels.checkpoint.CheckpointError` (a
     :class:`ModelNotFoundError` when nothing is there) with a one-line message naming the file. ``download=True``
-    lets a published model that is not here yet be downloaded (:mod:`ctxmodels.download`)."""
+    lets a published model that is not here yet be downloaded (:mod:`ctxmodels.download`), ``None`` lets
+    ``CTXMODELS_ALLOW_DOWNLOADS=1`` decide and ``False`` never downloads."""
     where: Any = path_or_name
     try:
         path, name = resolve(path_or_name, download)

@@ -271,6 +271,10 @@ def test_load_downloads_only_when_allowed(elmo_server, monkeypatch):
 
 def test_downloads_on_first_use_with_the_environment_switch(elmo_server, monkeypatch):
     monkeypatch.setenv("CTXMODELS_ALLOW_DOWNLOADS", "1")
+    # download=False wins over the switch: the app loads that way, so a page run never starts a download
+    with pytest.raises(ModelNotFoundError, match="not on this machine"):
+        load("elmo-small", download=False)
+    assert elmo_server.log == []
     assert load("elmo-small").kind == "elmo"
 
 

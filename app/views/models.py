@@ -99,7 +99,7 @@ else:
             from ctxmodels.loading import resolve
 
             path, _ = resolve(source)
-            model = ctxmodels.load(str(path))
+            model = ctxmodels.load(str(path), download=False)
             registry().add(str(path))
             st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable on "
                        "every page.")
@@ -177,7 +177,7 @@ def preview(out: str, stamp: float, word: str) -> dict:
     """PCA of the top layer of the model in training, for one preset word (recomputed when the files change)."""
     import ctxmodels
 
-    model = ctxmodels.load(out)
+    model = ctxmodels.load(out, download=False)
     ov = vectors.word_vectors(model, preset_sentences(word), word, inflections=True)
     proj = projections.project(ov.layer(-1), method="pca", seed=0)
     return {"coords": proj.coords, "labels": ov.labels,
