@@ -169,6 +169,43 @@ def build_tiny_assets(folder: str | Path) -> Path:
     return folder
 
 
+def perturb_top_layer(model, scale: float = 0.5, head: int | None = None, seed: int = 0):
+    """``model`` (a BertForPreTraining) with its top layer changed in place: every weight of the layer with noise
+    of ``scale`` times its own spread, or, with ``head``, only that attention head's query weights (the other
+    heads then attend exactly as before)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    top = model.bert.encoder.layer[-1]
+    with torch.no_grad():
+        if head is None:
+            for p in top.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * scale * (p.std() if p.numel() > 1 else 1.0))
+        else:
+            size = model.config.hidden_size // model.config.num_attention_heads
+            rows = slice(head * size, (head + 1) * size)
+            q = top.attention.self.query.weight
+            q[rows] += torch.randn(q[rows].shape, generator=g) * scale * 10 * q.std()
+    return model
+
+
+def write_finetuned(base: Path, out: Path, task: str = "pos", kind: str = "token", labels=("NOUN", "VERB"),
+                    scale: float = 0.5, head: int | None = None, base_model: str | None = None) -> Path:
+    """A stand-in for a folder ``ctxmodels finetune`` writes: the BERT at ``base`` with its top layer perturbed
+    (:func:`perturb_top_layer`), saved as a BERT folder, plus a ``finetune.json`` naming its base and task. The
+    metrics in it are placeholders (the page shows them, they measure nothing)."""
+    from ctxmodels.formats.huggingface import load_bert, save_pretrained
+
+    model, tok = load_bert(base)
+    perturb_top_layer(model, scale=scale, head=head)
+    save_pretrained(model.eval(), tok, out, card="# stand-in fine-tuned BERT\n\nA perturbed top layer, for tests.")
+    info = {"base_model": base_model or str(base), "base_path": str(base), "task": task, "task_kind": kind,
+            "labels": list(labels), "mode": "finetune", "steps": 0,
+            "metrics": {"dev": {"accuracy": 0.5, "macro_f1": 0.4}, "test": {"accuracy": 0.45, "macro_f1": 0.35}}}
+    (out / "finetune.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return out
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/ctxmodels-tiny-assets")
     print(build_tiny_assets(target))
