@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 TASK_KINDS = ("sentence", "token", "word")
 MAX_SENTENCES = 200  # sentences a comparison runs on by default (the page's cap)
 MAX_CKA_WORDS = 5000  # words whose vectors CKA and the cosine use at most (a seeded sample beyond that)
-MAX_POINTS = 1500  # labelled points for the class separation and the projections (1-NN is n x n)
+MAX_POINTS = 1000  # labelled points for the class separation and the projections (1-NN is n x n)
 MAX_ATTENTION_SENTENCES = 64  # sentences the head comparison runs on (one forward pass each, per model)
 ATTENTION_WORDS = 64  # words of a sentence the head comparison reads at most
 SPLITS = ("dev", "test", "train")
@@ -217,6 +217,12 @@ class FinetuneComparison:
     n_sentences: int
     n_words: int
     notes: list[str] = field(default_factory=list)
+    sentences: list[list[str]] = field(default_factory=list)  # the words of the sentences compared
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (for a cache's budget)."""
+        return self.points_before.nbytes + self.points_after.nbytes + (0 if self.heads is None else self.heads.nbytes)
 
     def ranked_heads(self, top: int | None = None) -> pd.DataFrame | None:
         return None if self.heads is None else rank_head_changes(self.heads, top)
@@ -330,7 +336,7 @@ def _compare(before, after, sentences, labels, kind, targets, attention, seed, p
         layers=pd.DataFrame(rows), points_before=pb.astype(np.float32), points_after=pa.astype(np.float32),
         point_labels=plab, point_text=ptext, point_spans=pspan, heads=heads,
         majority=majority_share(plab) if plab else float("nan"), n_sentences=len(sentences),
-        n_words=int(len(idx)), notes=notes)
+        n_words=int(len(idx)), notes=notes, sentences=sentences)
 
 
 def _points(sentences, labels, kind, targets, vb, va):
@@ -412,7 +418,7 @@ class _Results:
             self._items.clear()
 
 
-_CACHE = _Results()
+_CACHE = _Results(keep=3)  # a BERT-base comparison holds about 80 MB of points
 
 
 # ----------------------------------------------------------------------------------------------------------
