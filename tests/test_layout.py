@@ -30,6 +30,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.wordnet": (0, "base"),
     "ctxmodels.model_files": (0, "base"),
     "ctxmodels.corpus_index": (0, "base"),
+    "ctxmodels.tasks": (0, "base"),
     # the models
     "ctxmodels.bert": (1, "models"),
     "ctxmodels.elmo": (1, "models"),
