@@ -157,17 +157,20 @@ class JobRunner:
                        owner: str = "") -> Job:
         """Fine-tune ``model`` on ``task`` into ``out``: the same one-job rule and cancelling as training."""
         cmd = finetune_command(model, task, out, steps, mode)
-        return self._start("finetune", cmd, out, steps, owner, "finetune.log", done_file="finetune.json",
-                           label=f"{Path(model).name} fine-tuned on {task}")
+        # ctxmodels finetune wants a new folder: its log goes beside it
+        return self._start("finetune", cmd, out, steps, owner, out.parent / f"{out.name}.log",
+                           done_file="finetune.json", label=f"{Path(model).name} fine-tuned on {Path(task).name}")
 
-    def _start(self, kind: str, cmd: list[str], out: Path, steps: int, owner: str, log_name: str,
+    def _start(self, kind: str, cmd: list[str], out: Path, steps: int, owner: str, log_path: Path | str,
                done_file: str = "config.json", label: str = "") -> Job:
         with self._lock:
             if self.job is not None and self.job.running:
                 raise ValueError("a training job is already running (one at a time on this server); wait for it "
                                  "to finish")
-            out.mkdir(parents=True, exist_ok=True)
-            log_path = out / log_name
+            if isinstance(log_path, str):  # a name inside the run's folder
+                out.mkdir(parents=True, exist_ok=True)
+                log_path = out / log_path
+            log_path.parent.mkdir(parents=True, exist_ok=True)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
             with open(log_path, "w", encoding="utf-8") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,

@@ -206,6 +206,41 @@ def write_finetuned(base: Path, out: Path, task: str = "pos", kind: str = "token
     return out
 
 
+def tag_of(word: str) -> str:
+    """A made-up word class, easy to learn: determiners, prepositions, punctuation and the rest."""
+    w = word.lower()
+    if w in ("the", "a", "an", "its", "her", "his", "their"):
+        return "DET"
+    if w in ("on", "of", "at", "to", "in", "by", "from", "with"):
+        return "ADP"
+    return "OTHER" if any(c.isalnum() for c in word) else "PUNCT"
+
+
+def write_tag_task(path: Path, per_doc: int = 10) -> Path:
+    """A CoNLL-style token task (word<TAB>tag, blank line between sentences, ``# doc:`` blocks) from the preset
+    sentences, tagged by :func:`tag_of`."""
+    from ctxmodels.text import tokenize
+
+    lines = []
+    for i, text in enumerate(example_texts()):
+        if i % per_doc == 0:
+            lines.append(f"# doc: d{i // per_doc}")
+        lines += [f"{w}\t{tag_of(w)}" for w in tokenize(text)] + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def finetune_tiny(base: Path, task: Path, out: Path, steps: int = 20) -> Path:
+    """A real fine-tuned folder: ``ctxmodels finetune`` on ``task`` for ``steps`` steps (a few seconds)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "ctxmodels.cli", "finetune", "--model", str(base), "--task", str(task), "--out",
+           str(out), "--steps", str(steps), "--threads", "1", "--no-progress"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/ctxmodels-tiny-assets")
     print(build_tiny_assets(target))

@@ -10,6 +10,7 @@ training, a model can be fine-tuned here, as a job of ``ctxmodels finetune`` (``
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -88,7 +89,7 @@ def finetune_here() -> None:
         return
     tasks = ["pos", "ner", "wsd:bank", "period"]
     with guard("The built-in tasks"):
-        tasks = [t if t != "wsd" else "wsd:bank" for t in ft.builtin_tasks()]
+        tasks = [t if not t.startswith("wsd") else "wsd:bank" for t in ft.builtin_tasks()]
     with st.form("ft_form"):
         f1, f2, f3, f4 = st.columns(4)
         base = f1.selectbox("Model", bases, format_func=label, key="ft_train_model")
@@ -100,6 +101,10 @@ def finetune_here() -> None:
         mode = f4.radio("Mode", list(training.FINETUNE_MODES), key="ft_train_mode",
                         format_func={"finetune": "fine-tune every weight",
                                      "feature": "feature-based (frozen model)"}.get)
+        task_file = ""
+        if cfg.allow_paths:  # the operator lets the app read server paths: a task file of their own
+            task_file = st.text_input("Or a task file on the server (text<TAB>label .tsv, or CoNLL word<TAB>label)",
+                                      key="ft_train_file", max_chars=500)
         start = st.form_submit_button("Start fine-tuning", type="primary", disabled=busy)
     if busy:
         st.caption("Your job is running (one at a time on this server)." if job.owned_by(me) else
@@ -107,12 +112,19 @@ def finetune_here() -> None:
                    "ends.")
     if start and not busy:
         with guard("Fine-tuning"):
-            if task.startswith("wsd"):
+            if task_file.strip():
+                path = Path(task_file.strip()).expanduser()
+                if not path.is_file():
+                    raise ValueError(f"no task file at {task_file.strip()!r}; give the path of a .tsv or CoNLL file "
+                                     "on the server")
+                task = str(path)
+            elif task.startswith("wsd"):
                 word = lemma.strip().lower()
                 if not word.isalpha():
                     raise ValueError("the lemma for wsd must be one word of letters, such as bank")
                 task = f"wsd:{word}"
-            out = cfg.runs_dir / f"{label(base)}-{task.replace(':', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
+            name = Path(task).stem if task_file.strip() else task.replace(":", "-")
+            out = cfg.runs_dir / f"{label(base)}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
             runner.start_finetune(base, task, out, int(steps), mode=mode, owner=me)
             st.rerun()
     polling = job is not None and job.running

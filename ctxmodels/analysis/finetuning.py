@@ -35,14 +35,12 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..cosine import unit_rows
-from ..model_files import is_dir
 from ..thread_warnings import caught_warnings
 from . import attention as att
 from .senses import knn_sense_accuracy, majority_share, sense_silhouette
@@ -428,23 +426,8 @@ _CACHE = _Results(keep=3)  # a BERT-base comparison holds about 80 MB of points
 def finetune_info(model: Any) -> dict | None:
     """What a fine-tuned model's folder says about its training (``finetune.json``: base model, task, labels,
     mode, steps, metrics), or None for a model that was not fine-tuned."""
-    if hasattr(model, "finetune_info"):
-        info = model.finetune_info
-        return info if isinstance(info, dict) else None
-    # A loader that does not read finetune.json itself (kept for models loaded before it did).
-    path = getattr(model, "path", None)
-    if path is None:
-        return None
-    from ..checkpoint import CheckpointError
-    from ..model_files import is_file, read_json
-
-    folder = Path(path) if is_dir(Path(path)) else Path(path).parent
-    if not is_file(folder / "finetune.json"):
-        return None
-    try:
-        return read_json(folder / "finetune.json", "finetune.json")
-    except CheckpointError:
-        return None
+    info = getattr(model, "finetune_info", None)
+    return info if isinstance(info, dict) else None
 
 
 def base_model(model: LoadedModel) -> LoadedModel:
@@ -515,7 +498,7 @@ def task_sentences(spec: str, split: str = "dev", max_sentences: int = MAX_SENTE
 
 
 def builtin_tasks() -> list[str]:
-    """The built-in task names (``wsd`` takes a lemma: ``wsd:LEMMA``)."""
+    """The built-in task specs as ``ctxmodels.tasks.BUILTIN_TASKS`` names them (``wsd:LEMMA`` takes a lemma)."""
     from ..tasks import BUILTIN_TASKS
 
     return list(BUILTIN_TASKS)
