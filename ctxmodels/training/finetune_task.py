@@ -254,8 +254,10 @@ class FinetuneTask(TrainTask):
 
     def _bert_model(self, backbone: LoadedModel) -> nn.Module:
         base = backbone.model
+        from ..bert import BertConfig
+
         encoder = getattr(base, "bert", None)
-        if encoder is None or not hasattr(base, "config"):
+        if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
             raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
                              "(its own or a Hugging Face BERT checkpoint)")
         cls = BertForSequenceClassification if self.kind == "sentence" else BertForTokenClassification
@@ -439,11 +441,12 @@ class FinetuneTask(TrainTask):
                f"({self.cut_words} words not trained or scored)." if self.cut_words else
                f"No example was longer than {self.max_length} {'word pieces' if self.tokenizer else 'words'}.")
         cfg = info.get("train_config", {})
-        return f"""# {self.backbone.kind.upper()} fine-tuned on {d.name} ({s.mode})
+        title = {"bert": "BERT", "elmo": "ELMo"}[self.backbone.kind]
+        return f"""# {title} fine-tuned on {d.name} ({s.mode})
 
 Fine-tuned with ctxmodels from `{s.model}` (`{s.model_path}`): {what[(self.backbone.kind, s.mode)]}.
 Task head: {head[self.kind]}. `ctxmodels.load(this folder)` gives the backbone (with `finetune_info`);
-`ctxmodels.formats.finetuned.load_task_model(this folder).predict(words)` labels text.
+`ctxmodels.load(this folder).task_model().predict(words)` labels text.
 
 ## Task
 
