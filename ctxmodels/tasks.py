@@ -32,7 +32,6 @@ from pathlib import Path
 
 from .paths import data_dir
 from .semcor import SemCor, SemcorError, coarse_pos, load_semcor, table_file
-from .semcor import _representative_word as representative_word
 from .text import CorpusError, iter_paragraphs, sentence_token_ranges, tokenize, tokenize_with_offsets, word_count
 from .wordnet import Sense, WordnetError, default_senses_path, load_senses
 
@@ -231,6 +230,17 @@ def _entity_type(word: str, tag, senses: Mapping[str, Sense]) -> str | None:
     return kind
 
 
+def _head_word(words: list[str], lemma: str, pos: str) -> int:
+    """The word of a multi-word expression that carries its part of speech: a verb's first word (took place,
+    give up), else the last (primary election, as good as)."""
+    if len(words) == 1:
+        return 0
+    if pos == "VERB":
+        stem = lemma.split("_")[0].lower()[:3]
+        return next((i for i, w in enumerate(words) if w.lower().startswith(stem)), 0)
+    return len(words) - 1
+
+
 def _semcor_sentences(semcor: SemCor):
     for s in semcor.sentences:
         if s.uid.startswith(FULLY_TAGGED) and s.tags:
@@ -247,7 +257,7 @@ def _pos_task(semcor: SemCor) -> TaskData:
             if pos == "PROPN":  # every word of a name is a proper noun
                 labels[start:end] = [pos] * (end - start)
             else:  # "took place": the verb is "took"; the other words of the expression are left unlabelled
-                labels[start + representative_word(s.words[start:end], tag.lemma)] = pos
+                labels[start + _head_word(s.words[start:end], tag.lemma, pos)] = pos
         examples.append(Example(tuple(s.words), tuple(labels), s.document))
         groups.append(s.document)
     if not examples:
@@ -257,10 +267,10 @@ def _pos_task(semcor: SemCor) -> TaskData:
         "Part-of-speech tagging: for every content word of a sentence, predict its coarse word class (NOUN, "
         "PROPN for proper names, VERB, ADJ, ADV). The tags are SemCor's (brown1 and brown2, where every content "
         "word is tagged); function words and punctuation carry no tag there and are not scored, and in a "
-        "multi-word expression ('took place') only its head word is. SemCor's Penn tags are nearly coarse "
-        "already, so the coarse names lose little and read better. A tagger needs the context: 'run', 'light' "
-        "and 'fair' change class with it. Split by Brown file (80/10/10 of the sentences), so the test files "
-        "are texts the model never saw in training.")
+        "multi-word expression only its head word is ('took' in 'took place', 'election' in 'primary "
+        "election'). SemCor's Penn tags are nearly coarse already, so the coarse names lose little and read "
+        "better. A tagger needs the context: 'run', 'light' and 'fair' change class with it. Split by Brown "
+        "file (80/10/10 of the sentences), so the test files are texts the model never saw in training.")
     present = set().union(*(set(ex.label) for ex in examples)) - {""}
     labels = [p for p in POS_LABELS if p in present] + sorted(present - set(POS_LABELS))
     return _assemble("pos", "token", labels, examples, groups, description, SEMCOR_SOURCE, "document")
@@ -713,6 +723,8 @@ def _user_task(path: Path, kind: str, examples: list[Example], groups: list[str]
     counts: Counter = Counter()
     for ex in examples:
         counts.update([ex.label] if kind == "sentence" else [x for x in ex.label if x])
+    if not counts:
+        raise TaskError(f"{path}: no word has a label (every label is {NO_LABEL}); label the words to learn")
     _check_labels(path, counts, len(examples), "example" if kind == "sentence" else "labelled word")
     labels = sorted(counts, key=lambda x: (-counts[x], x))
     if by_document and len(set(groups)) < 3:
