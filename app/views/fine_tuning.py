@@ -256,6 +256,10 @@ def reading(table: pd.DataFrame) -> str:
     names = list(table["layer_name"])
     if not np.isfinite(cka).any():
         return "No layer has a CKA to read (constant vectors)."
+    if np.nanmin(cka) >= 0.999:
+        return (f"No layer changed (CKA {np.nanmin(cka):.3f} or more everywhere). That is what a **feature-based** "
+                "fine-tuning does, which leaves the model's own weights as they were and trains only the mix and "
+                "the task layer; a fine-tuning of every weight that looks like this was too short to move them.")
     low = int(np.nanargmin(cka))
     drop = np.diff(cka[np.isfinite(cka)])
     steady = bool((drop <= 1e-3).all())
