@@ -464,6 +464,6 @@ def head_change_heatmap(changes: np.ndarray, title: str = "", selected: tuple[in
                    hovertemplate="%{text}: %{z:.4f}<extra></extra>")],
         layout=dict(title=dict(text=plain(title)), height=max(260, 60 + 36 * L), margin=dict(l=10, r=10, t=40, b=10),
                     shapes=shapes,
-                    xaxis=dict(tickvals=list(range(H)), ticktext=xs, side="top"),
+                    xaxis=dict(tickvals=list(range(H)), ticktext=xs),
                     yaxis=dict(tickvals=list(range(L)), ticktext=ys, autorange="reversed")),
     ))
