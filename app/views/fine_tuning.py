@@ -26,6 +26,7 @@ from app.registry import get_model, label, model_ids, no_models_message, registr
 from app.settings import settings
 from app.shared import shared
 from app.url_state import to_url, url_state
+from app.warm_up import umap_ready
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
@@ -128,6 +129,7 @@ def finetune_here() -> None:
             runner.start_finetune(base, task, out, int(steps), mode=mode, owner=me)
             st.rerun()
     polling = job is not None and job.running
+    st.session_state["ft_polling"] = polling
     st.fragment(job_panel, run_every=2 if polling else None)()
 
 
@@ -136,6 +138,10 @@ def job_panel() -> None:
     job = runner.job
     if job is None or job.kind != "finetune":
         return
+    if not job.running and st.session_state.pop("ft_polling", False):
+        if job.has_model():
+            registry().add(str(job.out))
+        st.rerun()  # the job ended during a timed fragment run: a full run shows the new model and stops the timer
     me = limits.session_id()
     records = job.metrics()
     step = job.step()
@@ -305,6 +311,17 @@ def projection_view() -> None:
     how = p2.radio("Projection", ["pca", "umap"], key="ft_projection", horizontal=True, persist_state="session",
                    format_func=projections.DISPLAY.get)
     to_url("ft_layer", "ft_projection")
+    if how == "umap" and not umap_ready():
+        how = "pca"
+        st.info("UMAP is warming up (its first use compiles code, about half a minute once per server); showing PCA "
+                "until it is ready. The page switches by itself.")
+
+        @st.fragment(run_every=2)
+        def _switch_when_ready() -> None:
+            if umap_ready():
+                st.rerun()
+
+        _switch_when_ready()
     with guard("Projecting"), limits.heavy("Projecting"):
         Xb, Xa = result.layer_points(layer)
         pkey = ("ft-projection", id(result), layer, how)
