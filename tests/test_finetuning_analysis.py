@@ -196,3 +196,21 @@ def test_base_model_of_a_finetuned_folder(base, tiny_assets, tmp_path):
     (gone / "finetune.json").write_text(__import__("json").dumps(info), encoding="utf-8")
     with pytest.raises(ValueError, match="cannot be loaded"):
         ft.base_model(ctxmodels.load(gone, reload=True))
+
+
+def test_task_sentences_and_compare_on_task(base, tmp_path):
+    from tests.app_fixtures import tag_of, write_tag_task
+
+    task = write_tag_task(tmp_path / "tags.conll")
+    dev = ft.task_sentences(str(task), "dev", max_sentences=5, seed=1)
+    assert dev.kind == "token" and len(dev.sentences) == 5 and dev.available > 5
+    assert all(lab == tuple(tag_of(w) for w in s) for s, lab in zip(dev.sentences, dev.labels))
+    assert ft.task_sentences(str(task), "dev", max_sentences=5, seed=1).sentences == dev.sentences
+    after = copy_of(base, "perturbed", scale=3.0)
+    result = ft.compare_on_task(base, after, str(task), split="test", max_sentences=10)
+    assert result.n_sentences == 10 and result.kind == "token"
+    assert result.layers["cka"].iloc[0] == pytest.approx(1.0, abs=1e-5) and result.layers["cka"].iloc[-1] < 0.99
+    with pytest.raises(ValueError, match="no such file|unknown task"):
+        ft.task_sentences(str(tmp_path / "gone.conll"))
+    with pytest.raises(ValueError, match="split"):
+        ft.task_sentences(str(task), "validation")
