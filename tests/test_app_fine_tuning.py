@@ -187,3 +187,17 @@ def test_finetune_command():
         training.finetune_command("bert-eltec", "pos", training.ROOT, 0)
     with pytest.raises(ValueError):
         training.finetune_command("bert-eltec", "pos", training.ROOT, 10, mode="both")
+
+
+def test_an_unchanged_model_is_read_as_unchanged(tuned, tiny_assets, tmp_path, monkeypatch):
+    """A folder whose weights are its base's (what feature-based fine-tuning leaves): the page says no layer and no
+    head changed, instead of naming a 'most changed' layer."""
+    from tests.app_fixtures import write_finetuned
+
+    same = write_finetuned(tiny_assets / "bert-eltec", tmp_path / "same", task=str(tuned[1]), scale=0.0)
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(same))
+    at = page("fine_tuning")
+    assert_clean(at)
+    said = " ".join(m.value for m in at.markdown)
+    assert "No layer changed" in said and "No head's attention changed" in said
+    assert "the same before and after in every layer" in said

@@ -247,8 +247,9 @@ if comparison is None:
     st.stop()
 result: ft.FinetuneComparison = comparison
 b_name, a_name = label(before.name), label(model_id)
+notes = "".join(f" {md(n[:1].upper() + n[1:])}." for n in result.notes)
 st.caption(f"{result.n_sentences} sentences of the {md(split)} split, {result.n_words:,} words, "
-           f"{len(result.point_labels):,} labelled points." + "".join(f" {md(n)}." for n in result.notes))
+           f"{len(result.point_labels):,} labelled points." + notes)
 
 # -- how similar each layer stays -------------------------------------------------------------------------------
 st.subheader("How much each layer changed")
@@ -263,7 +264,7 @@ def reading(table: pd.DataFrame) -> str:
     if not np.isfinite(cka).any():
         return "No layer has a CKA to read (constant vectors)."
     if np.nanmin(cka) >= 0.999:
-        return (f"No layer changed (CKA {np.nanmin(cka):.3f} or more everywhere). That is what a **feature-based** "
+        return (f"No layer changed (the lowest CKA is {np.nanmin(cka):.3f}). That is what a **feature-based** "
                 "fine-tuning does, which leaves the model's own weights as they were and trains only the mix and "
                 "the task layer; a fine-tuning of every weight that looks like this was too short to move them.")
     low = int(np.nanargmin(cka))
@@ -288,7 +289,9 @@ if table["knn_before"].notna().any():
          key="ft::separation", data=table)
     gain = table["knn_after"] - table["knn_before"]
     top = int(np.nanargmax(gain.to_numpy(dtype=float))) if gain.notna().any() else None
-    if top is not None:
+    if top is not None and not np.nanmax(np.abs(gain.to_numpy(dtype=float))) >= 5e-4:
+        st.markdown("The 1-NN accuracy is the same before and after in every layer.")
+    elif top is not None:
         st.markdown(f"The 1-NN accuracy gained most in **{md(table['layer_name'][top])}** "
                     f"({table['knn_before'][top]:.1%} → {table['knn_after'][top]:.1%}; the most frequent label is "
                     f"{result.majority:.1%} of the points).")
@@ -342,7 +345,7 @@ projection_view()
 # -- the attention heads ----------------------------------------------------------------------------------------
 st.subheader("Which attention heads changed")
 if result.heads is None:
-    st.caption(f"{md(a_name)} is a {md(after.kind)} model: it has no attention heads to compare.")
+    st.caption(f"{md(a_name)} is not a BERT (it is {md(after.kind)}): it has no attention heads to compare.")
 else:
     ranked = result.ranked_heads(top=10)
     h1, h2 = st.columns([3, 2])
@@ -352,8 +355,12 @@ else:
     with h2:
         st.dataframe(ranked.round(4), hide_index=True, width="stretch")
     by_layer = result.heads.mean(axis=1)
-    st.markdown(f"The attention changed most in **layer {int(np.argmax(by_layer)) + 1}** (mean over its heads "
-                f"{by_layer.max():.4f}) and least in layer {int(np.argmin(by_layer)) + 1} ({by_layer.min():.4f}).")
+    if by_layer.max() < 1e-6:
+        st.markdown("No head's attention changed.")
+    else:
+        st.markdown(f"The attention changed most in **layer {int(np.argmax(by_layer)) + 1}** (mean over its heads "
+                    f"{by_layer.max():.4f}) and least in layer {int(np.argmin(by_layer)) + 1} "
+                    f"({by_layer.min():.4f}).")
 
     @st.fragment
     def head_detail() -> None:
