@@ -157,7 +157,7 @@ def head_changes(before: LoadedModel, after: LoadedModel, sentences: Sequence[Se
     total = None
     rows = 0
     for words in [list(s)[:ATTENTION_WORDS] for s in sentences if len(s)][:max_sentences]:
-        with caught_warnings():  # truncation is said by the page's sentence cap, not per sentence
+        with caught_warnings():  # a tokenizer note per sentence would drown the result; the cut is documented
             mb = att.compute_attention(before, None, words)
             ma = att.compute_attention(after, None, words)
         if mb.tokens != ma.tokens:
