@@ -28,7 +28,7 @@ from ctxmodels.training.finetune_task import FinetuneSettings, build_task
 from ctxmodels.training.trainer import Trainer
 
 MODEL = Path(__file__).resolve().parents[1] / "assets" / "bert-eltec"
-LR = 1e-4  # our default for a BERT of this size
+LR = 3e-4  # our default for a BERT of this size (hidden 128)
 
 
 def make_task(spec: str, args):

@@ -212,6 +212,8 @@ def test_load_gives_the_backbone_with_finetune_info_and_a_task_model(tiny_bert, 
         assert info["base_model"] == str(model) and info["task_kind"] == data.kind
         assert info["labels"] == list(data.labels) and info["steps"] == 20
         assert set(info["metrics"]) == {"dev", "test"} and info["examples_per_second"] > 0
+        if loaded.kind == "elmo":
+            assert len(info["scalar_mix"]["weights"]) == loaded.n_layers and "Learned layer weights" in card_text(out)
         (vectors,) = loaded.embed([["the", "dog", "near", "a", "stone"]])
         assert vectors.shape[:2] == (loaded.n_layers, 5)
         card = (out / "README.md").read_text()
@@ -280,3 +282,7 @@ def test_bert_feature_mode_trains_only_the_head(tiny_bert, tmp_path):
     after = task.model.bert.state_dict()
     assert all(torch.equal(after[k], base[k]) for k in after)
     assert not torch.equal(head, task.model.classifier.weight.detach())
+
+
+def card_text(out: Path) -> str:
+    return (out / "README.md").read_text()

@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optimizer steps (default: --epochs passes over the training examples)")
     p.add_argument("--epochs", type=bounded(int_range(1, 1000)), default=None, help="passes (default 3)")
     p.add_argument("--lr", type=bounded(float_range(0, 1, lo_open=True)), default=None,
-                   help="peak learning rate (default: BERT 1e-4 below hidden size 768, else 3e-5; ELMo fine-tuned "
-                        "5e-4; anything in feature mode 1e-3)")
+                   help="peak learning rate (default: BERT 3e-5 from hidden size 768, 1e-4 for 384-512, 3e-4 up "
+                        "to 256; ELMo fine-tuned 5e-4; anything in feature mode 1e-3)")
     p.add_argument("--batch-size", type=bounded(BATCH_SIZE), default=None, help="examples per step (default 32)")
     p.add_argument("--max-length", type=bounded(int_range(8, 4096)), default=None,
                    help="longest input: BERT word pieces with [CLS]/[SEP], ELMo words; longer ones are cut at a "
@@ -82,14 +82,16 @@ def run(args: argparse.Namespace) -> int:
     given = {"model": args.model, "task": args.task, "mode": args.mode, "steps": args.steps, "epochs": args.epochs,
              "lr": args.lr, "batch_size": args.batch_size, "max_length": args.max_length,
              "max_examples": args.max_examples, "seed": args.seed, "eval_every": args.eval_every,
-             "save_every": args.save_every}
+             "save_every": args.save_every,
+             "semcor_dir": str(Path(args.semcor_dir).resolve()) if args.semcor_dir else None,
+             "corpus": str(Path(args.corpus).resolve()) if args.corpus else None}
     if args.model is not None:
         given["model_path"] = str(resolve(args.model)[0])
     settings = FinetuneSettings.resolve(given, out, args.resume)
     backbone = load(settings.model_path or settings.model)
     if backbone.kind not in ("bert", "elmo"):
         raise ValueError(f"{settings.model} is a {backbone.kind} model: only BERT and ELMo can be fine-tuned")
-    data = load_task(settings.task, semcor_dir=args.semcor_dir, corpus=args.corpus,
+    data = load_task(settings.task, semcor_dir=settings.semcor_dir, corpus=settings.corpus,
                      max_examples=settings.max_examples, seed=settings.seed)
     task, cfg = build_task(backbone, data, settings)
     cfg.progress = not args.no_progress
