@@ -100,6 +100,18 @@ class LoadedModel(ABC):
     can_fill_mask: bool = False
     has_attention: bool = False
     has_lm: bool = False
+    #: a model written by ``ctxmodels finetune``: its finetune.json (base model, task, labels, mode, metrics);
+    #: None for every other model. The model itself is the fine-tuned backbone (a plain BERT or ELMo).
+    finetune_info: dict[str, Any] | None = None
+
+    def task_model(self):
+        """The whole fine-tuned model (backbone + task head) with ``predict(words)``; ValueError for a model that
+        ``ctxmodels finetune`` did not write."""
+        if self.finetune_info is None or self.path is None:
+            raise ValueError(f"{self.name} is not a fine-tuned model (no finetune.json): it has no task head")
+        from .formats.finetuned import load_task_model
+
+        return load_task_model(self.path if is_dir(self.path) else self.path.parent)
 
     @property
     def n_layers(self) -> int:
@@ -671,6 +683,10 @@ def _load_uncached(path: Path, name: str, device: str | torch.device) -> LoadedM
         model = StaticVectors.load(path) if kind == "static" else load_text_vectors(_text_vector_file(path))
         loaded = StaticLoaded(name, path, model.eval(), card)
     loaded.check_outputs()
+    if kind in ("bert", "elmo"):
+        from .formats.finetuned import read_finetune_info
+
+        loaded.finetune_info = read_finetune_info(folder)
     return loaded
 
 

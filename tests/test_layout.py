@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.elmo": (1, "models"),
     "ctxmodels.static": (1, "models"),
     "ctxmodels.scalar_mix": (1, "models"),
+    "ctxmodels.heads": (1, "models"),
     "ctxmodels.formats": (2, "formats"),
     "ctxmodels.loading": (3, "loading"),
     "ctxmodels": (3, "loading"),  # the package itself offers ctxmodels.load

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, limits, training
+from app import background, figures, limits, training
 from app.cards import card_markdown
 from app.downloads import download_panel
 from app.errors import guard
@@ -41,9 +41,7 @@ def hf_cache_entries() -> list[dict[str, str]]:
     return hf_cache_models()
 
 
-@st.cache_resource
-def runner() -> training.JobRunner:
-    return training.JobRunner()
+runner = background.training_runner  # one job on the server, shared with the fine-tuning page
 
 
 # -- what is loaded -----------------------------------------------------------------------------------------
@@ -201,7 +199,7 @@ def job_panel() -> None:
     status = job.status
     mine = job.owned_by(me)
     whose = "yours" if mine else "started by another visitor"
-    st.markdown(f"**{job.kind}** in `{job.out.name}` ({whose}): {status}, step {step} of {job.steps}")
+    st.markdown(f"**{md(job.label or job.kind)}** in `{job.out.name}` ({whose}): {status}, step {step} of {job.steps}")
     st.progress(min(step / job.steps, 1.0))
     if job.running and mine and st.button("Cancel (saves a checkpoint first)", key="train_cancel"):
         with guard("Cancelling"):

@@ -53,6 +53,8 @@ INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 IGNORED_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 ENCODER_PREFIXES = ("embeddings.", "encoder.", "pooler.")
+#: the task heads of fine-tuned models (ctxmodels.heads): left out without a warning, the encoder is what loads
+TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -233,6 +235,8 @@ def normalize_keys(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tens
         if ".LayerNorm.gamma" in k or ".LayerNorm.beta" in k:
             k = k.replace(".LayerNorm.gamma", ".LayerNorm.weight").replace(".LayerNorm.beta", ".LayerNorm.bias")
         if k.endswith(IGNORED_SUFFIXES):
+            continue
+        if k.startswith(TASK_HEAD_PREFIXES):
             continue
         if not k.startswith(("bert.", "cls.")):
             ignored.append(key)  # e.g. a classifier head; not part of BERT pre-training

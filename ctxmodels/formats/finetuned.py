@@ -1,0 +1,219 @@
+"""Fine-tuned models on disk: a BERT with a task head in Hugging Face's layout, an ELMo with its scalar mix and task
+layer beside it, and ``finetune.json`` saying what was fine-tuned from what.
+
+A fine-tuned BERT folder is a transformers folder: ``config.json`` (``architectures`` names the head class, with
+``num_labels``, ``id2label``, ``label2id``), ``model.safetensors`` (``bert.*`` plus ``classifier.*`` or
+``qa_outputs.*``) and the tokenizer files, so ``transformers.AutoModelForTokenClassification.from_pretrained``
+(or the sequence-classification class) reads it. A fine-tuned ELMo folder is our ELMo checkpoint (so the biLM
+loads as any ELMo) plus ``task_head.safetensors`` (``scalar_mix.*``, ``classifier.*``) and ``task_head.json``.
+
+:func:`ctxmodels.load` reads either folder as its backbone (a plain BERT or ELMo); :func:`load_task_model` gives
+the whole task model, with :meth:`TaskModel.predict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..bert import BertConfig
+from ..char_ids import batch_to_char_ids
+from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json
+from ..elmo import ElmoLanguageModel
+from ..heads import HEAD_CLASSES, ElmoForTask, bert_head, label_fields, labels_from_config
+from ..model_files import is_file
+from ..tokenization import Encoded, WordPieceTokenizer
+from .allennlp import load_elmo, save_elmo
+
+FINETUNE_FILE = "finetune.json"
+HEAD_FILE = "task_head.safetensors"
+HEAD_CONFIG = "task_head.json"
+
+
+def read_finetune_info(directory: str | Path) -> dict[str, Any] | None:
+    """The parsed ``finetune.json`` of a fine-tuned model's folder; None for any other model (or a damaged file:
+    the backbone still loads)."""
+    path = Path(directory) / FINETUNE_FILE
+    if not is_file(path):
+        return None
+    try:
+        info = read_json(path)
+    except CheckpointError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def encode_words(tokenizer: WordPieceTokenizer, words: Sequence[str], max_length: int) -> tuple[Encoded, int]:
+    """[CLS] words [SEP] cut at a word boundary to at most ``max_length`` pieces; (encoding, words kept)."""
+    enc = tokenizer.encode(list(words), max_length=1 << 62)
+    if len(enc.ids) <= max_length:
+        return enc, len(words)
+    keep = max_length - 1  # pieces before the final [SEP]
+    while keep > 1 and enc.word_ids[keep] is not None and enc.word_ids[keep - 1] == enc.word_ids[keep]:
+        keep -= 1
+    sep = tokenizer.sep_id
+    enc.ids, enc.type_ids = enc.ids[:keep] + [sep], enc.type_ids[:keep] + [0]
+    enc.word_ids = enc.word_ids[:keep] + [None]
+    enc.tokens = enc.tokens[:keep] + [tokenizer.id_to_token(sep)]
+    enc.offsets, enc.sequence_ids = enc.offsets[:keep] + [(0, 0)], enc.sequence_ids[:keep] + [None]
+    enc.truncated = True
+    kept = max((w for w in enc.word_ids if w is not None), default=-1) + 1
+    return enc, kept
+
+
+# ----------------------------------------------------------------------------------------------------------
+# saving
+
+
+def save_bert_task_model(model: torch.nn.Module, tokenizer: WordPieceTokenizer, directory: str | Path,
+                         labels: Sequence[str]) -> None:
+    """config.json (the head's class and labels), model.safetensors and the tokenizer files, as transformers
+    writes them for the same class."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = model.config.to_dict()
+    config["architectures"] = [model.architecture]
+    config.pop("tie_word_embeddings", None)  # no decoder to tie: the head is not a language model
+    config.update(label_fields(labels))
+    write_json(directory / "config.json", config)
+    save_tensors(directory / "model.safetensors", model.state_dict(), metadata={"format": "pt"})
+    tokenizer.save(directory)
+    limit = model.config.max_position_embeddings
+    tok_config = read_json(directory / "tokenizer_config.json")
+    tok_config["model_max_length"] = min(tokenizer.max_length or limit, limit)
+    write_json(directory / "tokenizer_config.json", tok_config)
+
+
+def save_elmo_task_model(model: ElmoForTask, base: ElmoLanguageModel, directory: str | Path,
+                         labels: Sequence[str]) -> None:
+    """The biLM as our ELMo checkpoint (with ``base``'s LM softmax and vocabulary, unchanged), the scalar mix and
+    task layer in task_head.safetensors, their settings in task_head.json. ``save_elmo`` writes a README.md,
+    which the caller replaces with its model card."""
+    directory = Path(directory)
+    lm = ElmoLanguageModel(base.config, bilm=model.bilm)
+    lm.softmax, lm.vocab = base.softmax, base.vocab
+    save_elmo(lm, directory)
+    save_tensors(directory / HEAD_FILE, model.head_state_dict(), metadata={"format": "pt"})
+    write_json(directory / HEAD_CONFIG, {"labels": list(labels), "pooling": model.pooling,
+                                         "dropout": model.dropout.p, "freeze_bilm": model.freeze_bilm})
+
+
+# ----------------------------------------------------------------------------------------------------------
+# loading
+
+
+def load_bert_task_model(directory: str | Path) -> tuple[torch.nn.Module, WordPieceTokenizer, list[str]]:
+    """(head model in eval mode, tokenizer, labels) of a fine-tuned BERT folder."""
+    directory = Path(directory)
+    d = read_json(directory / "config.json")
+    arch = (d.get("architectures") or [""])[0]
+    if arch not in HEAD_CLASSES:
+        raise CheckpointError(f"{directory}: config.json names no task head ({arch or 'no architectures'}); "
+                              f"expected one of {', '.join(HEAD_CLASSES)}")
+    try:
+        labels = labels_from_config(d) if arch != "BertForQuestionAnswering" else ["start", "end"]
+        model = bert_head(arch, BertConfig.from_dict(d), len(labels))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{directory / 'config.json'}: {e}") from e
+    _load_strict(model, directory / "model.safetensors")
+    tokenizer = WordPieceTokenizer.load(directory)
+    if tokenizer.largest_id >= model.config.vocab_size:
+        raise CheckpointError(f"{directory}: the tokenizer has ids beyond config.json's vocab_size")
+    return model.eval(), tokenizer, labels
+
+
+def load_elmo_task_model(directory: str | Path) -> tuple[ElmoForTask, ElmoLanguageModel, list[str]]:
+    """(task model in eval mode, the ELMo it wraps, labels) of a fine-tuned ELMo folder."""
+    directory = Path(directory)
+    head = read_json(directory / HEAD_CONFIG)
+    labels = head.get("labels")
+    if not isinstance(labels, list) or not labels or head.get("pooling") not in ("token", "sentence"):
+        raise CheckpointError(f"{directory / HEAD_CONFIG}: needs labels (a list) and pooling (token or sentence)")
+    lm = load_elmo(directory)
+    model = ElmoForTask(lm.bilm, len(labels), pooling=head["pooling"], freeze_bilm=bool(head.get("freeze_bilm")),
+                        dropout=float(head.get("dropout", 0.0)))
+    state = load_tensors(directory / HEAD_FILE)
+    expected = model.head_state_dict()
+    if {k: tuple(v.shape) for k, v in state.items()} != {k: tuple(v.shape) for k, v in expected.items()}:
+        raise CheckpointError(f"{directory / HEAD_FILE}: does not fit {HEAD_CONFIG} and the ELMo "
+                              f"(expected {sorted(expected)})")
+    model.load_state_dict(state, strict=False)
+    return model.eval(), lm, [str(x) for x in labels]
+
+
+def _load_strict(model: torch.nn.Module, path: Path) -> None:
+    state = load_tensors(path)
+    own = model.state_dict()
+    wrong = sorted(set(own) ^ set(state)) + [k for k in own if k in state and own[k].shape != state[k].shape]
+    if wrong:
+        raise CheckpointError(f"{path}: does not fit config.json (keys or shapes: {', '.join(wrong[:5])})")
+    model.load_state_dict({k: v.to(own[k].dtype) for k, v in state.items()})
+
+
+class TaskModel:
+    """A fine-tuned model ready to label text. ``kind``: "token" (a label per word), "word" (a label for one
+    word, ``target``) or "sentence" (a label for the whole text)."""
+
+    def __init__(self, model: torch.nn.Module, labels: list[str], kind: str, tokenizer: WordPieceTokenizer | None,
+                 max_length: int = 512):
+        self.model, self.labels, self.kind, self.tokenizer = model, labels, kind, tokenizer
+        self.max_length = max_length
+
+    @torch.inference_mode()
+    def probabilities(self, words: Sequence[str], target: int | None = None) -> np.ndarray:
+        """Class probabilities: [n_words, labels] for a token task (NaN rows for words cut off by the length
+        limit), [1, labels] for a sentence task or the ``target`` word of a word task."""
+        words = [str(w) for w in words]
+        if not words:
+            raise ValueError("no words to label: give at least one word")
+        if self.kind == "word" and (target is None or not 0 <= target < len(words)):
+            raise ValueError(f"a word task labels one word: give target, an index in 0..{len(words) - 1}")
+        if self.tokenizer is not None:
+            enc, _ = encode_words(self.tokenizer, words, self.max_length)
+            batch = self.tokenizer.collate([enc])
+            logits = self.model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits[0]
+            if self.kind == "sentence":
+                return logits.softmax(-1)[None].numpy()
+            probs = np.full((len(words), len(self.labels)), np.nan, np.float32)
+            seen = set()
+            for t, w in enumerate(enc.word_ids):
+                if w is not None and w not in seen:  # a word's first piece, as in training
+                    seen.add(w)
+                    probs[w] = logits[t].softmax(-1).numpy()
+        else:
+            char_ids, mask = batch_to_char_ids([words], add_boundaries=True)
+            logits = self.model(char_ids, mask).logits[0]
+            if self.kind == "sentence":
+                return logits.softmax(-1)[None].numpy()
+            probs = logits.softmax(-1).numpy()
+        return probs[[target]] if self.kind == "word" else probs
+
+    def predict(self, words: Sequence[str], target: int | None = None) -> list[tuple[str, float]]:
+        """(label, probability) of the most likely class: one per word (token task), else one in all."""
+        out = []
+        for row in self.probabilities(words, target):
+            if np.isnan(row).any():
+                out.append(("", float("nan")))
+            else:
+                out.append((self.labels[int(row.argmax())], float(row.max())))
+        return out
+
+
+def load_task_model(directory: str | Path) -> TaskModel:
+    """The task model of a folder written by ``ctxmodels finetune`` (BERT or ELMo)."""
+    directory = Path(directory)
+    info = read_finetune_info(directory)
+    if info is None:
+        raise CheckpointError(f"{directory}: no {FINETUNE_FILE}; not a model written by `ctxmodels finetune`")
+    kind = info.get("task_kind")
+    if kind not in ("token", "word", "sentence"):
+        raise CheckpointError(f"{directory / FINETUNE_FILE}: task_kind {kind!r} is not token, word or sentence")
+    if is_file(directory / HEAD_FILE):
+        model, _, labels = load_elmo_task_model(directory)
+        return TaskModel(model, labels, kind, None)
+    model, tokenizer, labels = load_bert_task_model(directory)
+    return TaskModel(model, labels, kind, tokenizer, max_length=model.config.max_position_embeddings)
