@@ -44,6 +44,7 @@ PAGES = [
     st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
     st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
     st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
+    st.Page("views/fine_tuning.py", title="What fine-tuning changes", icon=":material/tune:", url_path="fine_tuning"),
     st.Page("views/fill_in.py", title="Fill in the blank", icon=":material/edit_note:", url_path="fill_in"),
     st.Page("views/models.py", title="Models", icon=":material/model_training:", url_path="models"),
 ]

@@ -69,3 +69,12 @@ def rerun_when_done(pending: list[Future], every: float = 1.0) -> None:
             st.rerun()
 
     _watch()
+
+
+@st.cache_resource
+def training_runner():
+    """The server's one training job (app/training.py): the Models page trains, the fine-tuning page fine-tunes,
+    and both see the same job, so there is never more than one."""
+    from app.training import JobRunner
+
+    return JobRunner()

@@ -26,6 +26,10 @@ FORMULAS = {
     "cosine": r"\cos(u, v) = \frac{u \cdot v}{\lVert u \rVert\, \lVert v \rVert}",
     "self_similarity": r"\text{SelfSim}_\ell(w) = \frac{1}{n(n-1)} \sum_{i \ne j} \cos\big(f_\ell(s_i, w), "
                        r"f_\ell(s_j, w)\big) \;-\; \text{(mean cosine of random word pairs in layer } \ell)",
+    "cka": r"\operatorname{CKA}(X, Y) = \frac{\lVert Y^\top X \rVert_F^2}{\lVert X^\top X \rVert_F\, "
+           r"\lVert Y^\top Y \rVert_F} \quad (X, Y \text{ column-centred; rows: the same words})",
+    "jsd": r"\operatorname{JS}(p, q) = \tfrac12 \operatorname{KL}(p \,\Vert\, m) + \tfrac12 \operatorname{KL}(q "
+           r"\,\Vert\, m), \quad m = \tfrac12 (p + q)",
     "rollout": r"\tilde{A}_\ell = \tfrac12 \bar{A}_\ell + \tfrac12 I, \qquad R_\ell = \tilde{A}_\ell\, R_{\ell-1}",
 }
 

@@ -65,7 +65,7 @@ def get_model(model_id: str):
     """The loaded model (once per server: every visitor shares it)."""
     import ctxmodels
 
-    model = ctxmodels.load(model_id)
+    model = ctxmodels.load(model_id, download=False)
     settle()  # its objects last as long as the server: out of the garbage collector's way (app/memory.py)
     return model
 

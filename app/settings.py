@@ -7,6 +7,8 @@ not reach the teacher's disk).
 * ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path;
 * ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
   of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
+* ``CTXMODELS_ALLOW_DOWNLOADS=1`` or ``--allow-downloads``: the Models page may download a model from the Hugging
+  Face hub or a published ELMo (``app/downloads.py``; the variable also lets ``ctxmodels.load`` download on first use);
 * ``CTXMODELS_ALLOW_TRAINING=1`` or ``--allow-training``: the Models page may start training a small model (on the
   example sentences, or on an upload when uploads are allowed too); a job belongs to the session that started it;
 * ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
@@ -35,6 +37,7 @@ class Settings:
     allow_paths: bool = False
     allow_uploads: bool = False
     allow_training: bool = False
+    allow_downloads: bool = False
     heavy_per_session: int = 1
     upload_mb: float = 5.0
     runs_dir: Path = ROOT / "runs" / "app"
@@ -62,6 +65,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
     p.add_argument("--allow-paths", action="store_true")
     p.add_argument("--allow-uploads", action="store_true")
     p.add_argument("--allow-training", action="store_true")
+    p.add_argument("--allow-downloads", action="store_true")
     p.add_argument("--heavy-per-session", default=None)
     args, _ = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     models = [m.strip() for m in os.environ.get("CTXMODELS_APP_MODELS", "").split(",") if m.strip()]
@@ -81,6 +85,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
         allow_paths=args.allow_paths or _flag("CTXMODELS_ALLOW_PATHS"),
         allow_uploads=args.allow_uploads or _flag("CTXMODELS_ALLOW_UPLOADS"),
         allow_training=args.allow_training or _flag("CTXMODELS_ALLOW_TRAINING"),
+        allow_downloads=args.allow_downloads or _flag("CTXMODELS_ALLOW_DOWNLOADS"),
         heavy_per_session=heavy,
         upload_mb=upload_mb,
         runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or ROOT / "runs" / "app"),

@@ -24,6 +24,9 @@ def size_of(value: Any) -> int:
     """Rough bytes held by ``value``: its numpy arrays (the rest is small beside them)."""
     if isinstance(value, np.ndarray):
         return value.nbytes
+    nbytes = getattr(value, "nbytes", None)  # a result that counts its own arrays
+    if isinstance(nbytes, int):
+        return nbytes
     vectors = getattr(value, "vectors", None)
     if isinstance(vectors, np.ndarray):
         return vectors.nbytes

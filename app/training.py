@@ -1,13 +1,14 @@
-"""Training a small model from the app: one job at a time, in its own process, cancellable by the session that
-started it.
+"""Training a small model from the app: one job at a time, in its own process, cancellable by the session that started
+it.
 
 The job runs ``python -m ctxmodels.cli train KIND --corpus FILE --out DIR ...`` (the same trainer as the command
-line), in a new session so that a Ctrl-C on the server does not reach it and its SIGINT reaches only it. The
-app follows it through the files the trainer writes: ``metrics.jsonl`` for the loss, the model files (rewritten
-at every checkpoint) for the live word-senses preview. Cancelling sends SIGINT: the trainer saves a checkpoint
-and stops, and the model trained so far stays usable. A job belongs to its ``owner`` (the id of the session that
-started it, ``app/limits.session_id``): everyone sees it, only its owner may cancel it. Whether the app may train
-at all is the operator's choice (``app/settings.py``). No Streamlit here, so it can be tested on its own.
+line), or ``python -m ctxmodels.cli finetune --model M --task T --out DIR ...`` (the What fine-tuning changes page),
+in a new session so that a Ctrl-C on the server does not reach it and its SIGINT reaches only it. The app follows it
+through the files the trainer writes: ``metrics.jsonl`` for the loss, the model files (rewritten at every
+checkpoint) for the live word-senses preview. Cancelling sends SIGINT: the trainer saves a checkpoint and stops, and
+the model trained so far stays usable. A job belongs to its ``owner`` (the id of the session that started it,
+``app/limits.session_id``): everyone sees it, only its owner may cancel it. Whether the app may train at all is the
+operator's choice (``app/settings.py``). No Streamlit here, so it can be tested on its own.
 """
 
 from __future__ import annotations
@@ -48,6 +49,22 @@ def train_command(kind: str, corpus: Path, out: Path, steps: int, threads: int =
             *KIND_ARGS[kind]]
 
 
+FINETUNE_MODES = ("finetune", "feature")
+
+
+def finetune_command(model: str, task: str, out: Path, steps: int, mode: str = "finetune", threads: int = 1
+                     ) -> list[str]:
+    """``ctxmodels finetune`` as a job: the model (a path or short name), the task (``pos``, ``wsd:LEMMA``, …)."""
+    if not str(model).strip() or not str(task).strip():
+        raise ValueError("choose a model and a task to fine-tune on")
+    if mode not in FINETUNE_MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(FINETUNE_MODES)}")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"steps must be between 1 and {MAX_STEPS}, got {steps}")
+    return [sys.executable, "-m", "ctxmodels.cli", "finetune", "--model", str(model), "--task", str(task),
+            "--out", str(out), "--steps", str(steps), "--mode", mode, "--no-progress", "--threads", str(threads)]
+
+
 def check_corpus(text: str, name: str = "the file") -> str:
     """The text of an uploaded corpus, checked: UTF-8 was decoded by the caller; not empty, not too small."""
     n = len(text.split())
@@ -85,6 +102,8 @@ class Job:
     owner: str = ""
     started: float = field(default_factory=time.time)
     cancelled: bool = False
+    done_file: str = "config.json"  # the file whose presence means the model can be loaded
+    label: str = ""  # what the job makes, in words (shown instead of the kind)
 
     @property
     def running(self) -> bool:
@@ -106,7 +125,7 @@ class Job:
         return max((int(r["step"]) for r in self.metrics() if "step" in r and "loss" in r), default=0)
 
     def has_model(self) -> bool:
-        return (self.out / "config.json").is_file()
+        return (self.out / self.done_file).is_file()
 
     def log_tail(self, n: int = 12) -> str:
         try:
@@ -132,18 +151,31 @@ class JobRunner:
         atexit.register(self.stop)
 
     def start(self, kind: str, corpus: Path, out: Path, steps: int, owner: str = "") -> Job:
+        return self._start(kind, train_command(kind, corpus, out, steps), out, steps, owner, "train.log")
+
+    def start_finetune(self, model: str, task: str, out: Path, steps: int, mode: str = "finetune",
+                       owner: str = "") -> Job:
+        """Fine-tune ``model`` on ``task`` into ``out``: the same one-job rule and cancelling as training."""
+        cmd = finetune_command(model, task, out, steps, mode)
+        # ctxmodels finetune wants a new folder: its log goes beside it
+        return self._start("finetune", cmd, out, steps, owner, out.parent / f"{out.name}.log",
+                           done_file="finetune.json", label=f"{Path(model).name} fine-tuned on {Path(task).name}")
+
+    def _start(self, kind: str, cmd: list[str], out: Path, steps: int, owner: str, log_path: Path | str,
+               done_file: str = "config.json", label: str = "") -> Job:
         with self._lock:
             if self.job is not None and self.job.running:
                 raise ValueError("a training job is already running (one at a time on this server); wait for it "
                                  "to finish")
-            cmd = train_command(kind, corpus, out, steps)
-            out.mkdir(parents=True, exist_ok=True)
-            log_path = out / "train.log"
+            if isinstance(log_path, str):  # a name inside the run's folder
+                out.mkdir(parents=True, exist_ok=True)
+                log_path = out / log_path
+            log_path.parent.mkdir(parents=True, exist_ok=True)
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
             with open(log_path, "w", encoding="utf-8") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
                                         start_new_session=True)
-            self.job = Job(kind, out, steps, proc, log_path, owner=owner)
+            self.job = Job(kind, out, steps, proc, log_path, owner=owner, done_file=done_file, label=label or kind)
             return self.job
 
     def cancel(self, owner: str) -> None:

@@ -9,7 +9,13 @@ What it accepts, tried in this order:
 2. a short name of a shipped model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in
    ``assets/``), looked up in ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
 3. ``ORG/NAME``: a model in the Hugging Face cache (:func:`ctxmodels.paths.hf_cache_dirs`: ``$HF_HUB_CACHE``,
-   ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``).
+   ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``);
+4. a published AllenNLP ELMo (``elmo-small``, ``elmo-medium``, ``elmo-original``, ``elmo-original-5.5b``) that
+   ``ctxmodels get`` put into ``$CTXMODELS_CACHE/models/``.
+
+A published model (3, 4) that is not here is downloaded only where allowed (``load(..., download=True)`` or
+``CTXMODELS_ALLOW_DOWNLOADS=1``) and never under ``CTXMODELS_OFFLINE=1`` / ``HF_HUB_OFFLINE=1``
+(:mod:`ctxmodels.download`); otherwise the error says what to run, or which folder to copy.
 
 Whatever the source, the result is a :class:`LoadedModel`: its kind, layer names, capabilities, tokenizer,
 model card and one method that matters most, :meth:`LoadedModel.embed` (word-level vectors for every layer).
@@ -31,6 +37,16 @@ import numpy as np
 import torch
 
 from .checkpoint import CheckpointError
+from .download import (
+    ALLOW_ENV,
+    ELMO_RELEASES,
+    downloads_allowed,
+    elmo_cached,
+    elmo_folder,
+    get_elmo,
+    get_hub,
+    offline_reason,
+)
 from .formats.huggingface import hf_cache_folder, hf_cached, hf_repo_name, hf_snapshot
 from .model_files import (
     MAX_CARD_BYTES,
@@ -490,9 +506,10 @@ def hf_cache_models() -> list[dict[str, str]]:
     return found
 
 
-def resolve(path_or_name: str | Path) -> tuple[Path, str]:
+def resolve(path_or_name: str | Path, download: bool | None = None) -> tuple[Path, str]:
     """(path to load, display name) for anything :func:`load` accepts; ModelNotFoundError listing the places
-    looked at otherwise."""
+    looked at otherwise. A published model not on this machine is downloaded only when ``download`` (or
+    ``CTXMODELS_ALLOW_DOWNLOADS=1``) allows it and no offline switch is set (:mod:`ctxmodels.download`)."""
     if not isinstance(path_or_name, (str, Path)) or not str(path_or_name).strip():
         raise ModelNotFoundError("no model given: pass a path, a short name "
                                  f"({', '.join(SHORT_NAMES)}) or a Hugging Face name ORG/NAME")
@@ -533,14 +550,49 @@ def resolve(path_or_name: str | Path) -> tuple[Path, str]:
                 f"that folder (`ctxmodels train {raw.split('-')[0]} --corpus ... --out {candidate}`), or set "
                 "CTXMODELS_ASSETS to the folder that holds it")
         looked.append(f"no shipped model {candidate} (short names: {', '.join(SHORT_NAMES)})")
+        if raw in ELMO_RELEASES:
+            return _published_elmo(raw, download), raw
 
     if re.fullmatch(r"[\w.-]+/[\w.-]+", raw):
         snapshot = hf_cached(raw)
         if snapshot is not None:
             return snapshot, raw
         looked.append(f"no {hf_cache_folder(raw)} in the Hugging Face cache "
-                      f"({', '.join(str(d) for d in hf_cache_dirs())}); nothing is downloaded")
+                      f"({', '.join(str(d) for d in hf_cache_dirs())})")
+        return _hub_download(raw, looked, download), raw
     raise ModelNotFoundError(f"cannot find a model {raw!r}: " + "; ".join(looked))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# published models not on this machine yet (ctxmodels.download): downloaded only when allowed, else a message
+# saying what to run where there is a network, or which folder to copy
+
+
+def _published_elmo(name: str, download: bool | None) -> Path:
+    folder = elmo_cached(name)
+    if folder is not None:
+        return folder
+    reason = offline_reason()
+    if downloads_allowed(download) and reason is None:
+        return get_elmo(name)
+    why = f"downloads are off ({reason})" if reason else (
+        f"nothing is downloaded unless allowed (download=True, or {ALLOW_ENV}=1)")
+    raise ModelNotFoundError(
+        f"the published ELMo {name!r} is not on this machine: {elmo_folder(name)} holds no complete download, and "
+        f"{why}. Run `ctxmodels get {name}` (where there is a network), or copy that folder from a machine that "
+        "has it (CTXMODELS_CACHE sets where the cache is)")
+
+
+def _hub_download(name: str, looked: list[str], download: bool | None) -> Path:
+    reason = offline_reason(hub=True)
+    if downloads_allowed(download) and reason is None:
+        return get_hub(name)
+    why = f"downloads are off ({reason})" if reason else (
+        f"nothing is downloaded unless allowed (download=True, or {ALLOW_ENV}=1)")
+    raise ModelNotFoundError(
+        f"cannot find a model {name!r}: " + "; ".join(looked) + f"; {why}. Run `ctxmodels get {name}` (where there "
+        f"is a network), or copy its folder {hf_cache_folder(name)} from a machine that has it into "
+        f"{hf_cache_dirs()[0]}")
 
 
 def detect_kind(path: Path) -> str:
@@ -672,15 +724,18 @@ def _one_line_error(e: CheckpointError) -> CheckpointError:
     return new
 
 
-def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: bool = False) -> LoadedModel:
+def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: bool = False,
+         download: bool | None = None) -> LoadedModel:
     """Load a model by path or name (see the module docstring); the same object is returned on later calls.
 
     Whatever is wrong with the files (missing, damaged, hostile, not matching each other, too large for this
     machine, a pipe or a device), the error is a :class:`~ctxmodels.checkpoint.CheckpointError` (a
-    :class:`ModelNotFoundError` when nothing is there) with a one-line message naming the file."""
+    :class:`ModelNotFoundError` when nothing is there) with a one-line message naming the file. ``download=True``
+    lets a published model that is not here yet be downloaded (:mod:`ctxmodels.download`), ``None`` lets
+    ``CTXMODELS_ALLOW_DOWNLOADS=1`` decide and ``False`` never downloads."""
     where: Any = path_or_name
     try:
-        path, name = resolve(path_or_name)
+        path, name = resolve(path_or_name, download)
         where = path
         key = (str(path), str(device))
         with _LOCK:

@@ -33,7 +33,7 @@ from pathlib import Path
 from .paths import data_dir
 from .semcor import SemCor, SemcorError, coarse_pos, load_semcor, table_file
 from .text import CorpusError, iter_paragraphs, sentence_token_ranges, tokenize, tokenize_with_offsets, word_count
-from .wordnet import Sense, WordnetError, default_senses_path, load_senses
+from .wordnet import Sense, WordnetError, default_senses_path, load_senses, shorten
 
 
 class TaskError(ValueError):
@@ -319,26 +319,17 @@ _WORDNET_POS = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 _TYPE_OF = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}
 
 
-def _shorten(text: str, limit: int = SENSE_LABEL_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    head = text[:cut].rstrip(" ,;:-(") if cut > 0 else ""
-    return (head or text[: limit - 1]) + "…"
-
-
 def _sense_names(counts: Counter, senses: Mapping[str, Sense]) -> dict[str, str]:
     """Sense key -> a readable class name: its WordNet gloss shortened, made unique with the sense's frequency
     rank ("(2)") or, failing that, the key; a key without a gloss is named by itself."""
     ranked = sorted(counts, key=lambda k: (-counts[k], k))
-    names = {k: _shorten(senses[k].gloss) if k in senses else k for k in ranked}
+    names = {k: shorten(senses[k].gloss) if k in senses else k for k in ranked}
     seen = Counter(names.values())
     seen[OTHER] += 1
     for rank, k in enumerate(ranked, start=1):
         if seen[names[k]] > 1 and k in senses:
             suffix = f" ({rank})"
-            names[k] = _shorten(senses[k].gloss, SENSE_LABEL_CHARS - len(suffix)) + suffix
+            names[k] = shorten(senses[k].gloss, SENSE_LABEL_CHARS - len(suffix)) + suffix
     if len(set(names.values()) | {OTHER}) < len(names) + 1:
         names = {k: f"{names[k]} [{k}]" for k in ranked}
     return names

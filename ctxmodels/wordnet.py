@@ -96,3 +96,14 @@ def load_senses(path: str | Path | None = None) -> dict[str, Sense]:
     except OSError:
         stamp = None  # read_senses says what is wrong
     return _load_cached(str(path.resolve()), stamp)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut at the last word boundary that leaves room for "…"
+    (mid-word only when the first word alone is too long): how a gloss becomes a legend entry or a class name."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)   # a space at index <= limit - 1: the words before it and "…" fit
+    head = text[:cut].rstrip(" ,;:-(") if cut > 0 else ""
+    return (head or text[: limit - 1]) + "…"

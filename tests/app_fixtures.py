@@ -31,7 +31,7 @@ HOME = str(ROOT / "app" / "Home.py")
 TIMEOUT = 180  # seconds per script run: generous for a busy 2-core machine, never reached in practice
 OPERATOR_SETTINGS = ("CTXMODELS_APP_MODELS", "CTXMODELS_APP_CORPORA", "CTXMODELS_ALLOW_PATHS",
                      "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING", "CTXMODELS_HEAVY_PER_SESSION",
-                     "CTXMODELS_UPLOAD_MB")
+                     "CTXMODELS_UPLOAD_MB", "CTXMODELS_ALLOW_DOWNLOADS")
 
 
 @pytest.fixture(scope="session")
@@ -167,6 +167,78 @@ def build_tiny_assets(folder: str | Path) -> Path:
     if not (folder / "examples" / "senses").is_dir():
         shutil.copytree(SENSES.parent, folder / "examples", dirs_exist_ok=True)
     return folder
+
+
+def perturb_top_layer(model, scale: float = 0.5, head: int | None = None, seed: int = 0):
+    """``model`` (a BertForPreTraining) with its top layer changed in place: every weight of the layer with noise
+    of ``scale`` times its own spread, or, with ``head``, only that attention head's query weights (the other
+    heads then attend exactly as before)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    top = model.bert.encoder.layer[-1]
+    with torch.no_grad():
+        if head is None:
+            for p in top.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * scale * (p.std() if p.numel() > 1 else 1.0))
+        else:
+            size = model.config.hidden_size // model.config.num_attention_heads
+            rows = slice(head * size, (head + 1) * size)
+            q = top.attention.self.query.weight
+            q[rows] += torch.randn(q[rows].shape, generator=g) * scale * 10 * q.std()
+    return model
+
+
+def write_finetuned(base: Path, out: Path, task: str = "pos", kind: str = "token", labels=("NOUN", "VERB"),
+                    scale: float = 0.5, head: int | None = None, base_model: str | None = None) -> Path:
+    """A stand-in for a folder ``ctxmodels finetune`` writes: the BERT at ``base`` with its top layer perturbed
+    (:func:`perturb_top_layer`), saved as a BERT folder, plus a ``finetune.json`` naming its base and task. The
+    metrics in it are placeholders (the page shows them, they measure nothing)."""
+    from ctxmodels.formats.huggingface import load_bert, save_pretrained
+
+    model, tok = load_bert(base)
+    perturb_top_layer(model, scale=scale, head=head)
+    save_pretrained(model.eval(), tok, out, card="# stand-in fine-tuned BERT\n\nA perturbed top layer, for tests.")
+    info = {"base_model": base_model or str(base), "base_path": str(base), "task": task, "task_kind": kind,
+            "labels": list(labels), "mode": "finetune", "steps": 0,
+            "metrics": {"dev": {"accuracy": 0.5, "macro_f1": 0.4}, "test": {"accuracy": 0.45, "macro_f1": 0.35}}}
+    (out / "finetune.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return out
+
+
+def tag_of(word: str) -> str:
+    """A made-up word class, easy to learn: determiners, prepositions, punctuation and the rest."""
+    w = word.lower()
+    if w in ("the", "a", "an", "its", "her", "his", "their"):
+        return "DET"
+    if w in ("on", "of", "at", "to", "in", "by", "from", "with"):
+        return "ADP"
+    return "OTHER" if any(c.isalnum() for c in word) else "PUNCT"
+
+
+def write_tag_task(path: Path, per_doc: int = 10) -> Path:
+    """A CoNLL-style token task (word<TAB>tag, blank line between sentences, ``# doc:`` blocks) from the preset
+    sentences, tagged by :func:`tag_of`."""
+    from ctxmodels.text import tokenize
+
+    lines = []
+    for i, text in enumerate(example_texts()):
+        if i % per_doc == 0:
+            lines.append(f"# doc: d{i // per_doc}")
+        lines += [f"{w}\t{tag_of(w)}" for w in tokenize(text)] + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def finetune_tiny(base: Path, task: Path, out: Path, steps: int = 20) -> Path:
+    """A real fine-tuned folder: ``ctxmodels finetune`` on ``task`` for ``steps`` steps (a few seconds)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "ctxmodels.cli", "finetune", "--model", str(base), "--task", str(task), "--out",
+           str(out), "--steps", str(steps), "--threads", "1", "--no-progress"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fill_in", "models"]
+PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "models"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -502,7 +502,8 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
 
 
 PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "word_senses": "Word senses",
-         "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models"}
+         "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models",
+         "fine_tuning": "What fine-tuning changes"}
 
 
 def test_every_page_path_opens_its_page(server, browser):

@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from app import figures, inputs
 from app.url_state import _LEFT_OUT, _read
 from ctxmodels.analysis import attention as att
-from tests.app_fixtures import build_tiny_assets, write_semcor, write_sense_corpus
+from tests.app_fixtures import build_tiny_assets, finetune_tiny, write_semcor, write_sense_corpus, write_tag_task
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -124,6 +124,9 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "att_layer": (int, 1, 2, "slider"),  # the tiny BERTs: 2 layers, 2 heads
     "att_head": (int, 1, 2, "slider"),
     "att_threshold": (float, 0.0, 0.5, "slider"),
+    "ft_sentences": (int, 20, 500, "number_input"),
+    "ft_att_layer": (int, 1, 2, "slider"),
+    "ft_att_head": (int, 1, 2, "slider"),
 }
 CHOICES = {  # param: (options, widget)
     "source": (["preset", "own", "semcor", "corpus"], "radio"),
@@ -145,6 +148,9 @@ CHOICES = {  # param: (options, widget)
     "whole_words": (BOOL, "checkbox"),
     "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
+    "ft_split": (["dev", "test"], "selectbox"),
+    "ft_layer": (["0", "1", "2"], "selectbox"),  # the tiny BERT's embeddings, layer 1, layer 2
+    "ft_projection": (["pca", "umap"], "radio"),
 }
 MANY = {"models": MODELS, "fill_models": ["bert-eltec"]}
 TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
@@ -163,6 +169,9 @@ PAGE_PARAMS = {
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank"],
     "elmo_layers": ["probe_model"],
     "models": [],
+    # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only
+    "fine_tuning": ["ft_model", "ft_base", "ft_split", "ft_sentences", "ft_layer", "ft_projection", "ft_att_layer",
+                    "ft_att_head"],
 }
 PAGES = list(PAGE_PARAMS)
 LAYER = ["2:bert-eltec", "1:elmo-eltec", "mix:elmo-eltec", "0:static-eltec", "9:bert-eltec", "²:bert-eltec",
@@ -205,8 +214,11 @@ def app_env(tiny_assets, tmp_path_factory):
     # A tiny SemCor and a small corpus: the sources' code paths, at the cost of a few sentences a case.
     mp.setenv("CTXMODELS_DATA", str(write_semcor(tmp / "data")))
     mp.setenv("CTXMODELS_APP_CORPORA", str(write_sense_corpus(tmp / "banks.txt", 60)))
-    for var in ("CTXMODELS_APP_MODELS", "CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
-                "CTXMODELS_HEAVY_PER_SESSION"):
+    # a fine-tuned tiny BERT for the fine-tuning page (a real `ctxmodels finetune`, a few steps)
+    mp.setenv("CTXMODELS_APP_MODELS", str(finetune_tiny(tiny_assets / "bert-eltec", write_tag_task(tmp / "tags.conll"),
+                                                        tmp / "bert-tags", steps=5)))
+    for var in ("CTXMODELS_ALLOW_PATHS", "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING",
+                "CTXMODELS_HEAVY_PER_SESSION", "CTXMODELS_ALLOW_DOWNLOADS"):
         mp.delenv(var, raising=False)
     yield
     mp.undo()

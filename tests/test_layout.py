@@ -31,6 +31,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.model_files": (0, "base"),
     "ctxmodels.corpus_index": (0, "base"),
     "ctxmodels.tasks": (0, "base"),
+    "ctxmodels.download": (0, "base"),
     # the models
     "ctxmodels.bert": (1, "models"),
     "ctxmodels.elmo": (1, "models"),
@@ -49,7 +50,7 @@ LAYERS: dict[str, tuple[int, str]] = {
 
 # What the app may import: the public API.
 APP_MAY_IMPORT = ("ctxmodels", "ctxmodels.loading", "ctxmodels.analysis", "ctxmodels.paths", "ctxmodels.text",
-                  "ctxmodels.thread_warnings", "ctxmodels.checkpoint")
+                  "ctxmodels.thread_warnings", "ctxmodels.checkpoint", "ctxmodels.download")
 
 
 def module_name(path: Path) -> str:

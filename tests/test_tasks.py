@@ -160,7 +160,7 @@ def test_wsd_target_labels_fold_and_split(semcor_dir: Path):
     task = load_task("wsd:bank", semcor_dir=semcor_dir)
     assert task.kind == "word" and task.name == "wsd:bank"
     river, money = GLOSSES[RIVER], GLOSSES[MONEY]
-    assert task.labels == (tasks._shorten(money), river, "other")   # 11 money, 11 river, the 2 vault folded
+    assert task.labels == (tasks.shorten(money), river, "other")   # 11 money, 11 river, the 2 vault folded
     everything = [ex for s in SPLITS for ex in task.split(s)]
     assert len(everything) == 24 and all(ex.words[ex.target] == "bank" for ex in everything)
     assert Counter(ex.label for ex in everything)["other"] == 2
@@ -168,7 +168,7 @@ def test_wsd_target_labels_fold_and_split(semcor_dir: Path):
     assert task.split_by == "document"
     assert_split_by_document(task)
     for s in SPLITS:   # stratified by each file's main sense: both senses in every split
-        assert {river, tasks._shorten(money)} <= {ex.label for ex in task.split(s)}
+        assert {river, tasks.shorten(money)} <= {ex.label for ex in task.split(s)}
     assert "other" in task.description and "Brown file" in task.description
     assert load_task("wsd:Bank.n", semcor_dir=semcor_dir).labels == task.labels
 

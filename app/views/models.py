@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, limits, training
+from app import background, figures, limits, training
 from app.cards import card_markdown
+from app.downloads import download_panel
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import md
@@ -40,9 +41,7 @@ def hf_cache_entries() -> list[dict[str, str]]:
     return hf_cache_models()
 
 
-@st.cache_resource
-def runner() -> training.JobRunner:
-    return training.JobRunner()
+runner = background.training_runner  # one job on the server, shared with the fine-tuning page
 
 
 # -- what is loaded -----------------------------------------------------------------------------------------
@@ -98,10 +97,13 @@ else:
             from ctxmodels.loading import resolve
 
             path, _ = resolve(source)
-            model = ctxmodels.load(str(path))
+            model = ctxmodels.load(str(path), download=False)
             registry().add(str(path))
             st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable on "
                        "every page.")
+
+# -- download (only with --allow-downloads): app/downloads.py ----------------------------------------------------
+download_panel()
 
 # -- train --------------------------------------------------------------------------------------------------
 st.subheader("Train a small model")
@@ -173,7 +175,7 @@ def preview(out: str, stamp: float, word: str) -> dict:
     """PCA of the top layer of the model in training, for one preset word (recomputed when the files change)."""
     import ctxmodels
 
-    model = ctxmodels.load(out)
+    model = ctxmodels.load(out, download=False)
     ov = vectors.word_vectors(model, preset_sentences(word), word, inflections=True)
     proj = projections.project(ov.layer(-1), method="pca", seed=0)
     return {"coords": proj.coords, "labels": ov.labels,
@@ -197,7 +199,7 @@ def job_panel() -> None:
     status = job.status
     mine = job.owned_by(me)
     whose = "yours" if mine else "started by another visitor"
-    st.markdown(f"**{job.kind}** in `{job.out.name}` ({whose}): {status}, step {step} of {job.steps}")
+    st.markdown(f"**{md(job.label or job.kind)}** in `{job.out.name}` ({whose}): {status}, step {step} of {job.steps}")
     st.progress(min(step / job.steps, 1.0))
     if job.running and mine and st.button("Cancel (saves a checkpoint first)", key="train_cancel"):
         with guard("Cancelling"):

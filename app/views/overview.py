@@ -24,6 +24,8 @@ cols[0].page_link("views/elmo_layers.py", label="**ELMo layers** — which layer
                   icon=":material/stacked_bar_chart:")
 cols[1].page_link("views/models.py", label="**Models** — what is loaded; train a small one",
                   icon=":material/model_training:")
+cols[2].page_link("views/fine_tuning.py", label="**What fine-tuning changes** — a model before and after, layer "
+                  "by layer", icon=":material/tune:")
 
 st.subheader("Models available")
 ids = model_ids()

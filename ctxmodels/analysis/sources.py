@@ -30,7 +30,7 @@ from .. import corpus_index
 from ..bounds import MAX_SEED, int_range
 from ..semcor import Occurrence as TaggedOccurrence
 from ..semcor import SemCor, load_semcor
-from ..wordnet import Sense, load_senses
+from ..wordnet import Sense, load_senses, shorten
 from .vectors import Occurrence, OccurrenceSearch, split_words
 
 OTHER = "other"
@@ -101,17 +101,6 @@ def semcor_lemmas(min_occurrences: int = 10, min_senses: int = 2, *,
 
 # ----------------------------------------------------------------------------------------------------------
 # labels
-
-
-def shorten(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` if it fits in ``limit`` characters, else cut at the last word boundary that leaves room for "…"
-    (mid-word only when the first word alone is too long)."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)   # a space at index <= limit - 1: the words before it and "…" fit
-    head = text[:cut].rstrip(" ,;:-(") if cut > 0 else ""
-    return (head or text[: limit - 1]) + "…"
 
 
 def _sense_infos(counts: Counter, rank: dict[str, int], senses: Mapping[str, Sense],

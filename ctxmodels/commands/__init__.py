@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quality": ("quality", "measure models: held-out LM figures, SemCor senses per layer, cloze"),
     "finetune": ("finetune", "fine-tune a BERT or ELMo on a labelled task (pos, ner, wsd:LEMMA, period, a file)"),
     "ship": ("ship", "copy a training run into assets/ (fp16) and write measured figures into its card"),
+    "get": ("get", "download a published model (Hugging Face id, or elmo-small/-medium/-original/-original-5.5b)"),
 }
 
 
