@@ -49,9 +49,17 @@ def shipped_models() -> list[str]:
     return [n for n in SHORT_NAMES if n in found] + [n for n in found if n not in SHORT_NAMES]
 
 
+def packaged_models() -> list[str]:
+    """Short names of the installed model packages (``minilm``), unless the operator left them out."""
+    from ctxmodels.loading import packaged_models as installed
+
+    return list(installed()) if settings().packaged else []
+
+
 def model_ids() -> list[str]:
-    """Every selectable model: shipped ones, the operator's, then those added in this server's lifetime."""
-    return list(dict.fromkeys(shipped_models() + settings().models + registry().extra()))
+    """Every selectable model: shipped ones, installed model packages, the operator's, then those added in this
+    server's lifetime."""
+    return list(dict.fromkeys(shipped_models() + packaged_models() + settings().models + registry().extra()))
 
 
 def label(model_id: str) -> str:

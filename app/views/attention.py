@@ -42,7 +42,7 @@ explain(
     ["attention", "multihead", "rollout"],
 )
 
-ids = require_models(kinds=["bert"], what="attention")
+ids = require_models(need=lambda m: m.has_attention, what="attention")
 THRESHOLD = dict(min_value=0.0, max_value=0.5)  # the line view's "hide lines below", for the slider and the link
 url_state("att_model", ids[0], options=ids, names=label)
 url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",

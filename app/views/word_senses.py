@@ -288,7 +288,7 @@ def same_vector(X: np.ndarray) -> list[list[int]]:
 
 def context_free_note(model) -> str:
     """What the left panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
-    if model.kind == "bert":
+    if model.has_attention:  # a BERT-family encoder: its layer 0 is the input embeddings
         return " (input embeddings: word + position + segment)"
     return " (context-free)"
 
