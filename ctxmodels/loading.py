@@ -45,7 +45,7 @@ from .model_files import (
     require_file,
     shown,
 )
-from .paths import assets_dir, hf_cache_dirs
+from .paths import assets_dir, cache_dir, hf_cache_dirs
 
 # The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
 # by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
@@ -589,6 +589,67 @@ def packaged_models() -> dict[str, Path]:
     """The installed packaged models: short name -> folder."""
     found = {name: packaged_model_dir(name) for name in PACKAGED_MODELS}
     return {name: path for name, path in found.items() if path is not None}
+
+
+def _model_folder_kind(folder: Path) -> str | None:
+    """What :func:`detect_kind` makes of ``folder`` ("bert", "transformers", "elmo-published", …), or None when it
+    holds no model this package reads (or cannot be read)."""
+    try:
+        return detect_kind(folder)
+    except (CheckpointError, OSError, ValueError):
+        return None
+
+
+def project_cache_models(max_depth: int = 2) -> list[dict[str, str]]:
+    """Model folders in the project's cache (:func:`ctxmodels.paths.cache_dir`, where downloaded published ELMos
+    go), up to ``max_depth`` folders down: ``{"name", "kind", "path"}``; the name is the path to load."""
+    root = cache_dir()
+    found: list[dict[str, str]] = []
+
+    def walk(folder: Path, depth: int) -> None:
+        try:
+            children = sorted(p for p in folder.iterdir() if is_dir(p))
+        except OSError:
+            return
+        for child in children:
+            kind = _model_folder_kind(child)
+            if kind == "static-text":  # one text file in a folder of results is no evidence of word vectors
+                kind = None
+            if kind is not None:
+                found.append({"name": str(child), "kind": kind, "path": str(child)})
+            elif depth < max_depth:
+                walk(child, depth + 1)
+
+    if is_dir(root):
+        walk(root, 1)
+    return found
+
+
+def found_models() -> list[dict[str, Any]]:
+    """Every model this package finds without being told a path, for a listing: the shipped models, the installed
+    model packages (``minilm``), the Hugging Face cache (encoders marked loadable, other types listed with the
+    reason) and the project's cache. Each: ``{"name"`` (what :func:`load` takes), ``"source"``, ``"type"``,
+    ``"loadable"``, ``"note"``, ``"path"}``. Nothing is loaded."""
+    rows: list[dict[str, Any]] = []
+    assets = assets_dir()
+    if is_dir(assets):
+        for folder in sorted(p for p in assets.iterdir() if is_dir(p)):
+            kind = _model_folder_kind(folder)
+            if kind is not None:
+                rows.append({"name": folder.name, "source": "shipped", "type": kind, "loadable": True, "note": "",
+                             "path": str(folder)})
+    for name, folder in packaged_models().items():
+        rows.append({"name": name, "source": f"package {PACKAGED_MODELS[name][2]}", "type": "bert",
+                     "loadable": True, "note": "", "path": str(folder)})
+    for entry in hf_cache_models():
+        model_type = entry["model_type"]
+        ok = model_type in ENCODER_TYPES
+        rows.append({"name": entry["name"], "source": "Hugging Face cache", "type": model_type, "loadable": ok,
+                     "note": "" if ok else "not an encoder ctxmodels reads", "path": entry["path"]})
+    for entry in project_cache_models():
+        rows.append({"name": entry["name"], "source": "project cache", "type": entry["kind"], "loadable": True,
+                     "note": "", "path": entry["path"]})
+    return rows
 
 
 def resolve(path_or_name: str | Path) -> tuple[Path, str]:
