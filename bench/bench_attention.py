@@ -4,6 +4,8 @@ no assertions).
     python bench/bench_attention.py                      # shipped bert-eltec and a random 12 x 12 BERT-base
     python bench/bench_attention.py --changes 5 --model-dir /tmp/bert-base-random   # reuse the built model
     python bench/bench_attention.py --no-big             # the shipped model only
+    python bench/bench_attention.py --tokens 64 256 --extra minilm /tmp/roberta-base-random   # issue 12: more
+        # encoders (a name or folder ctxmodels.load reads; bench/bench_hub_models.py builds the random RoBERTa-base)
 
 The app runs as the README's command starts it (``streamlit run app/Home.py``, ``bench_capacity.Server``: a snapshot
 of ``app/``, ``ctxmodels/``, ``assets/`` and ``.streamlit/``), with the shipped models and a random BERT with
@@ -111,11 +113,12 @@ def build_big_model(folder: Path, layers: int, heads: int, hidden: int) -> Path:
     return folder
 
 
-def sentence_of(pieces: int) -> str:
-    """A text that bert-eltec's tokenizer encodes to exactly ``pieces`` word pieces, [CLS] and [SEP] included."""
+def sentence_of(pieces: int, model: str = "") -> str:
+    """A text that the model's tokenizer (default bert-eltec's) encodes to exactly ``pieces`` word pieces, its
+    special tokens included."""
     import ctxmodels
 
-    tok = ctxmodels.load(str(ROOT / "assets" / "bert-eltec")).tokenizer
+    tok = ctxmodels.load(model or str(ROOT / "assets" / "bert-eltec")).tokenizer
     words = ("the bank raised its interest rates so she moved her savings elsewhere and walked along the river "
              "where the boat lay on the bank in the evening light while children played near the water").split()
     out: list[str] = []
@@ -179,7 +182,9 @@ def open_page(b: Page, url: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--changes", type=int, default=10, help="changes of each slider per input (median)")
-    ap.add_argument("--tokens", type=int, default=64, help="word pieces of the long input")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[64], help="word pieces of the long input(s)")
+    ap.add_argument("--extra", nargs="*", default=[],
+                    help="more models to measure (names or folders for ctxmodels.load: minilm, a RoBERTa folder…)")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=768)
@@ -204,10 +209,10 @@ def main() -> None:
         big = build_big_model(args.model_dir or workdir / f"bert-random-{args.layers}x{args.heads}", args.layers,
                               args.heads, args.hidden)
         models.append(str(big))
-        extra["CTXMODELS_APP_MODELS"] = str(big)
-    long_text = sentence_of(args.tokens)
-    inputs = [(f"{args.tokens} pieces", {"sentence": long_text, "merge": "0", "hide": "0"}),
-              ("default sentence, words", {})]
+    models += args.extra
+    listed = [m for m in models[1:] if m != "minilm"]  # minilm is offered by the app itself when installed
+    if listed:
+        extra["CTXMODELS_APP_MODELS"] = ",".join(listed)
     actions: list[Change] = []
     server = Server(workdir, None, args.tree, **extra)
     try:
@@ -217,6 +222,8 @@ def main() -> None:
             try:
                 for model in models:
                     name = Path(model).name
+                    inputs = [(f"{n} pieces", {"sentence": sentence_of(n, model), "merge": "0", "hide": "0"})
+                              for n in args.tokens] + [("default sentence, words", {})]
                     for what_input, query in inputs:
                         url = f"{server.url}/attention?" + urllib.parse.urlencode({"att_model": model, **query})
                         server_idle(server)

@@ -46,11 +46,9 @@ ids = require_models(need=lambda m: m.has_attention, what="filling in blanks")
 mlm_ids = [m for m in ids if get_model(m).can_fill_mask]
 no_head = [m for m in ids if m not in mlm_ids]
 if no_head:
-    with st.expander(f"Not offered here: {', '.join(md(label(m)) for m in no_head)} (no masked-LM head)"):
-        for m in no_head:
-            reason = get_model(m).no_fill_reason or "it has no masked-LM head"
-            st.markdown(f"- **{md(label(m))}** cannot fill in blanks: {md(reason)}. Its word vectors and attention "
-                        "still work.")
+    st.caption("Not offered here (they cannot fill in blanks; their vectors and attention still work): "
+               + "; ".join(f"**{md(label(m))}**: {md(get_model(m).no_fill_reason or 'no masked-LM head')}"
+                           for m in no_head))
 if not mlm_ids:
     st.warning("None of the available encoders has a masked-LM head, so none can fill in blanks: "
                + "; ".join(f"{md(label(m))}: {md(get_model(m).no_fill_reason)}" for m in no_head)

@@ -172,9 +172,15 @@ def load_tokenizer(folder: Path) -> EncoderTokenizer:
     with _quiet():
         try:
             fast = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, use_fast=True)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError) as e:
-            raise CheckpointError(f"{folder}: cannot read the tokenizer ({_short(e)}); a model folder needs "
-                                  "tokenizer.json (or the files its tokenizer class reads)") from None
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - tokenizer classes raise many kinds of errors on bad files
+            hint = "a model folder needs tokenizer.json (or the files its tokenizer class reads)"
+            if not (folder / "tokenizer.json").exists() and any(folder.glob("*.model")):
+                hint = ("its tokenizer is a SentencePiece model without tokenizer.json (DeBERTa-v3 is published "
+                        "so): `pip install sentencepiece` lets transformers convert it")
+            raise CheckpointError(f"{folder}: cannot read the tokenizer ({type(e).__name__}: {_short(e)}); "
+                                  f"{hint}") from None
     if not getattr(fast, "is_fast", False) or getattr(fast, "backend_tokenizer", None) is None:
         raise CheckpointError(f"{folder}: only a slow tokenizer could be built; ctxmodels needs a fast one "
                               "(tokenizer.json) for word alignment")
@@ -281,6 +287,8 @@ class EncoderTokenizer:
             return (token[2:], False) if token.startswith("##") and len(token) > 2 else (token, None)
         if self.style == "bytelevel":
             text = self._byte_decoder.decode([token])
+            if "\ufffd" in text:  # part of a character's bytes: shown as the vocabulary writes it
+                return (token[1:], True) if token.startswith("Ġ") and len(token) > 1 else (token, False)
             return (text.lstrip(" "), True) if text.startswith(" ") else (text, False)
         return (token[1:].replace("▁", " "), True) if token.startswith("▁") else (token.replace("▁", " "), False)
 
