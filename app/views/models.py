@@ -103,7 +103,8 @@ rows = []
 for mid in ids:
     with guard(f"Loading {label(mid)}"):
         d = get_model(mid).describe()
-        rows.append({"model": label(mid), "kind": d["kind"], "layers": len(d["layers"]), "dim": d["dim"],
+        kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
+        rows.append({"model": label(mid), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
                      "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
                      "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
 if rows:
