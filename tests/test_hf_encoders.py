@@ -4,6 +4,7 @@ cache layout, and compared with direct transformers calls. No network."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -212,6 +213,16 @@ def test_damaged_and_mismatched_files_give_one_clear_error(folders, tmp_path):
             shutil.copy(f, mixed / f.name)
     with pytest.raises(CheckpointError, match="do not belong together"):
         ctxmodels.load(mixed)
+
+    huge = tmp_path / "huge"  # a config far larger than its weights: refused before transformers builds it
+    shutil.copytree(folders["roberta"], huge)
+    config = json.loads((huge / "config.json").read_text())
+    (huge / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 200, "hidden_size": 4096}))
+    with pytest.raises(CheckpointError, match="cannot hold the model config.json describes"):
+        ctxmodels.load(huge)
+    (huge / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 10**9}))
+    with pytest.raises(CheckpointError, match="num_hidden_layers 1000000000 is not a layer count"):
+        ctxmodels.load(huge)
 
     other = tmp_path / "gpt2"
     other.mkdir()

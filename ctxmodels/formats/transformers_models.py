@@ -69,6 +69,45 @@ def check_config(folder: Path) -> dict:
     return cfg
 
 
+#: the largest sizes a config may state before anything is built (BERT-large is 24 x 1024, vocabularies ~250k)
+_LIMITS = {"hidden": 16384, "layers": 256, "intermediate": 65536, "vocab": 2_000_000, "positions": 1_000_000}
+
+
+def _config_int(cfg: dict, names: Sequence[str], what: str, limit: int, folder: Path, default: int | None = None
+                ) -> int:
+    value = next((cfg[n] for n in names if n in cfg), default)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        raise CheckpointError(f"{folder / 'config.json'}: {names[0]} {shown(value)} is not a {what} between 1 and "
+                              f"{limit:,}")
+    return value
+
+
+def check_sizes(folder: Path, cfg: dict) -> None:
+    """CheckpointError, before any model is built, when config.json states sizes beyond :data:`_LIMITS` or a model
+    far larger than its weights files could hold (a hostile or mismatched config would otherwise make
+    transformers allocate it)."""
+    from .huggingface import _weight_files
+
+    hidden = _config_int(cfg, ("hidden_size", "dim"), "width", _LIMITS["hidden"], folder)
+    layers = _config_int(cfg, ("num_hidden_layers", "n_layers"), "layer count", _LIMITS["layers"], folder)
+    inter = _config_int(cfg, ("intermediate_size", "hidden_dim"), "feed-forward width", _LIMITS["intermediate"],
+                        folder, default=4 * hidden)
+    vocab = _config_int(cfg, ("vocab_size",), "vocabulary size", _LIMITS["vocab"], folder)
+    positions = _config_int(cfg, ("max_position_embeddings",), "position count", _LIMITS["positions"], folder,
+                            default=512)
+    embedding = _config_int(cfg, ("embedding_size",), "embedding width", _LIMITS["hidden"], folder, default=hidden)
+    stored = _config_int(cfg, ("num_hidden_groups",), "layer group count", layers, folder, default=1) \
+        if cfg.get("model_type") == "albert" else layers  # ALBERT shares one set of weights across its layers
+    smallest = stored * (4 * hidden * hidden + 2 * hidden * inter) + vocab * embedding
+    if cfg.get("position_embedding_type", "absolute") == "absolute" and cfg.get("model_type") != "deberta-v2":
+        smallest += positions * embedding
+    files, source = _weight_files(folder)
+    size = sum(f.stat().st_size for f in files)
+    if size < smallest:  # even at 1 byte a weight the files could not hold this model
+        raise CheckpointError(f"{source}: {size:,} bytes of weights cannot hold the model config.json describes "
+                              f"(at least {smallest:,} weights); the weights and config.json do not belong together")
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """transformers' own log lines and warnings (unused weights, deprecations) kept off the console while loading;
@@ -127,12 +166,16 @@ def load_encoder(folder: str | Path) -> EncoderFiles:
     kind = cfg["model_type"]
     import transformers
 
+    check_sizes(folder, cfg)
     tokenizer = load_tokenizer(folder)
     with _quiet():
         try:
             config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise CheckpointError(f"{folder / 'config.json'}: transformers cannot read it ({_short(e)})") from None
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a hostile config.json can trip transformers in many ways
+            raise CheckpointError(f"{folder / 'config.json'}: transformers cannot read it ({type(e).__name__}: "
+                                  f"{_short(e)})") from None
         try:
             model, info = transformers.AutoModelForMaskedLM.from_pretrained(
                 folder, config=config, local_files_only=True, attn_implementation="eager",
