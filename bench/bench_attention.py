@@ -170,6 +170,36 @@ def changes(b: Page, server, what: str, n: int, action: Change) -> None:
     action.cpu /= max(n, 1)
 
 
+def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
+    """``n`` whole-page redraws: a new sentence (``texts[1:]``, each one not seen before) typed into "Sentence A"
+    and Enter (the page runs the model once and
+    draws every head again: overview, detail and ranking), each until the detail heatmap has changed and the page
+    is idle."""
+    box = b.page.get_by_label("Sentence A")
+    for i in range(n):
+        server_idle(server)
+        before = b.state()
+        bytes0 = b.wire.bytes
+        cpu0 = server.cpu()
+        box.fill(texts[i + 1])
+        t0 = time.perf_counter()
+        box.press("Enter")
+
+        def done(s, before=before):
+            return s["fingerprint"] not in (None, before["fingerprint"])
+
+        seconds, _ = b.wait(t0, done, timeout=300)
+        full, frag = b.wire.counts(t0, time.perf_counter())
+        action.times.append(seconds)
+        action.full += full
+        action.fragments += frag
+        action.mbytes += (b.wire.bytes - bytes0) / 2**20
+        action.cpu += server.cpu() - cpu0
+        b.settle(quiet=1.0)
+    action.mbytes /= max(n, 1)
+    action.cpu /= max(n, 1)
+
+
 def open_page(b: Page, url: str) -> float:
     b.new()
     t0 = time.perf_counter()
@@ -191,6 +221,8 @@ def main() -> None:
     ap.add_argument("--model-dir", type=Path, default=None,
                     help="where the random BERT is written (reused when there); default: a temporary folder")
     ap.add_argument("--no-big", action="store_true", help="the shipped model only")
+    ap.add_argument("--redraws", type=int, default=0,
+                    help="also time this many whole-page redraws (a new sentence) per input of --tokens pieces")
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="the checkout whose app/, ctxmodels/ and assets/ the server runs (default: this one), e.g. a "
                          "git worktree of an earlier commit for a before/after comparison")
@@ -229,6 +261,20 @@ def main() -> None:
                         server_idle(server)
                         first = open_page(b, url)
                         print(f"  {name}, {what_input}: page open after {first:.2f} s", flush=True)
+                        if args.redraws and query:
+                            # about the same length, one word changed each time: every redraw runs the model
+                            # (the page keeps the maps of texts it has seen)
+                            words = query["sentence"].split()
+                            texts = [query["sentence"]] + [" ".join(words[:k] + ["boat"] + words[k + 1:])
+                                                           for k in range(1, args.redraws + 1)]
+                            a = Change(f"{name} · {what_input} · new sentence (whole page)", 0)
+                            try:
+                                redraws(b, server, texts, args.redraws, a)
+                            except Exception as e:  # noqa: BLE001 - a failed target is a finding: report it
+                                a.notes.append(f"FAILED: {type(e).__name__}: {str(e)[:200]}")
+                            actions.append(a)
+                            print(f"    {a.what}: {a.median:.3f} s median of {len(a.times)} [{seconds(a.times)}]; "
+                                  f"{a.mbytes:.3f} MB/redraw; server {a.cpu:.3f} CPU-s/redraw", flush=True)
                         for what in ("Head", "Layer"):
                             a = Change(f"{name} · {what_input} · {what.lower()} change", 0)
                             try:

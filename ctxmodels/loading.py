@@ -754,6 +754,17 @@ def detect_kind(path: Path) -> str:
         f"*weights*.hdf5 (published ELMo) and one word-vector .txt/.vec file; found {found or 'nothing'}")
 
 
+ENCODER_KINDS = ("bert", "transformers")
+
+
+def peek_kind(path_or_name: str | Path) -> str:
+    """The kind :func:`load` would give (``"bert"``, ``"transformers"``, ``"elmo"``, ``"static"``), read from the
+    files' names and config alone: nothing is loaded. Errors as :func:`load`'s."""
+    path, _ = resolve(path_or_name)
+    kind = detect_kind(path)
+    return {"elmo-published": "elmo", "static-text": "static"}.get(kind, kind)
+
+
 def _text_vector_files(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.lower().endswith(_TEXT_VECTOR_SUFFIXES) and is_file(p)
             and not p.name.lower().startswith(("vocab", "readme", "license"))]

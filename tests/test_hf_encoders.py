@@ -175,6 +175,20 @@ def test_truncation_at_a_word_boundary(folders):
     assert truncated and len(enc) <= m.max_length and max(w for w in enc.word_ids if w is not None) == n - 1
 
 
+def test_roberta_positions_start_after_padding(folders, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(folders["roberta"], tmp_path / "no-limit")
+    tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+    tok_config["model_max_length"] = int(1e30)  # what a tokenizer without a stated limit says
+    (folder / "tokenizer_config.json").write_text(json.dumps(tok_config))
+    m = ctxmodels.load(folder)
+    assert m.max_length == 66 - 2  # max_position_embeddings minus pad_token_id + 1
+    with pytest.warns(UserWarning, match="truncated"):
+        (v,) = m.embed([["bankers"] * 40])
+    assert np.isfinite(v[:, 0]).all()
+
+
 def test_an_electra_discriminator_says_why_it_cannot_fill_in(folders):
     m = _load(folders["electra-discriminator"], "electra-discriminator")
     assert not m.can_fill_mask and "discriminator" in m.no_fill_reason

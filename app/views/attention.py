@@ -21,6 +21,7 @@ from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
+from ctxmodels.loading import ENCODER_KINDS
 
 GRID_TOKENS = 48  # the overview grid shows at most this many positions per map: it must stay light
 LINE_TOKENS = 60  # the line view draws up to T^2 segments: beyond this the heatmap is the readable view
@@ -42,7 +43,7 @@ explain(
     ["attention", "multihead", "rollout"],
 )
 
-ids = require_models(need=lambda m: m.has_attention, what="attention")
+ids = require_models(kinds=ENCODER_KINDS, what="attention")  # from the files: only the model shown is loaded
 THRESHOLD = dict(min_value=0.0, max_value=0.5)  # the line view's "hide lines below", for the slider and the link
 url_state("att_model", ids[0], options=ids, names=label)
 url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",

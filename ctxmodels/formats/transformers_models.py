@@ -204,6 +204,8 @@ def load_encoder(folder: str | Path) -> EncoderFiles:
         raise CheckpointError(f"{folder}: the tokenizer has ids up to {tokenizer.largest_id} but the model's "
                               f"vocabulary has {vocab} rows; the tokenizer files and the model do not belong together")
     positions = getattr(config, "max_position_embeddings", None)
+    if kind == "roberta" and isinstance(positions, int):  # positions count from pad_token_id + 1 (514 -> 512)
+        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
     if isinstance(positions, int) and positions > 0:
         tokenizer.max_length = min(tokenizer.max_length or positions, positions)
     return EncoderFiles(model, tokenizer, kind, reason)
