@@ -70,7 +70,18 @@ def test_fill_in_uses_robertas_mask_and_says_why_a_discriminator_is_not_offered(
     assert "tiny-electra-d" in shown and "ELECTRA discriminator" in shown
 
 
-def test_models_page_lists_the_hub_cache_and_shows_a_card(monkeypatch):
+@pytest.fixture
+def forget_added():
+    """The model a test adds from the Models page is offered to every later test of the process unless removed."""
+    from app.registry import registry
+
+    before = registry().extra()
+    yield
+    with registry()._lock:
+        registry()._extra[:] = [m for m in registry()._extra if m in before]
+
+
+def test_models_page_lists_the_hub_cache_and_shows_a_card(forget_added):
     at = page("models")
     assert_clean(at)
     found = next(d.value for d in at.dataframe if "source" in d.value.columns)
