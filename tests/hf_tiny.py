@@ -115,9 +115,18 @@ def build(family: str, folder: Path) -> Path:
 
 
 def as_hub_cache(folder: Path, root: Path, name: str) -> Path:
-    """Copy ``folder`` into a Hugging Face cache layout under ``root``: models--ORG--NAME/snapshots/REV + refs/main."""
+    """Copy ``folder`` into a Hugging Face cache layout under ``root`` as huggingface_hub writes it: the files in
+    models--ORG--NAME/blobs/ under their hashes, the snapshot's names symbolic links to them, refs/main."""
+    import hashlib
+
     repo = root / ("models--" + name.replace("/", "--"))
-    shutil.copytree(folder, repo / "snapshots" / "0123abcd")
-    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    for f in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        shutil.copy(f, repo / "blobs" / digest)
+        (snapshot / f.name).symlink_to(Path("..") / ".." / "blobs" / digest)
+    (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("0123abcd")
     return repo

@@ -95,3 +95,14 @@ def test_models_page_lists_the_hub_cache_and_shows_a_card(forget_added):
     assert any("now selectable" in s for s in texts(at.success))
     at.run()  # the next run lists it with the others, its card's licence read from the front matter
     assert "licence mit" in " ".join(texts(at.markdown))
+
+
+def test_attention_overview_as_head_summaries(hub_folders):
+    roberta = str(hub_folders[1]["tiny-roberta"])
+    at = page("attention", att_model=roberta)
+    assert_clean(at)
+    assert [t["type"] for t in charts(at)[0]["data"]] == ["heatmap"]  # 2 x 2 heads: the maps, tiled
+    at = page("attention", att_model=roberta, overview="summary")
+    assert_clean(at)
+    grid = charts(at)[0]["data"]
+    assert len(grid) == 6 and all(t["type"] == "heatmap" for t in grid)  # one small grid per measure
