@@ -160,6 +160,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--model-dir", type=Path, default=None, help="where the random RoBERTa-base is written (reused)")
     ap.add_argument("--no-big", action="store_true")
+    ap.add_argument("--bert-dir", type=Path, default=None,
+                    help="also a BERT folder with its MLM head (e.g. bench_attention.py's random 12 x 12 BERT-base), "
+                         "read both by our BERT and through transformers")
     args = ap.parse_args()
 
     import torch
@@ -169,6 +172,8 @@ def main() -> None:
     if not args.no_big:
         folder = args.model_dir or Path(tempfile.mkdtemp(prefix="roberta-base-random-"))
         models.append((str(build_roberta_base(folder)), ""))
+    if args.bert_dir is not None:
+        models += [(str(args.bert_dir), ""), (str(args.bert_dir), "transformers")]
 
     print(f"\nLoad and first result, fresh process each, {args.threads} torch thread(s)\n")
     print("| model | path | layers x heads | parameters | load s | first result | first s | later s (median) |")
