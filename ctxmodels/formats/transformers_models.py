@@ -513,11 +513,11 @@ class EncoderTokenizer:
 
     def encode_batch(self, texts: Sequence[str | list[str]], pairs: Sequence[str | list[str] | None] | None = None,
                      max_length: int | None = None) -> list[Encoded]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = [self.encode(t, pairs[i] if pairs is not None else None, max_length) for i, t in enumerate(texts)]
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} pairs")
+        out = [self._encode(t, pairs[i] if pairs is not None else None, max_length)[0] for i, t in enumerate(texts)]
         n = sum(e.truncated for e in out)
-        if n or caught:
+        if n:
             warnings.warn(f"{n} of {len(texts)} texts truncated to max_length", stacklevel=2)
         return out
 
