@@ -19,8 +19,13 @@ _HEADING = re.compile(r"^(#{1,6})(?=\s)", re.MULTILINE)
 _DELIMITER = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n---[ \t]*(\n|\Z)", re.DOTALL)
+
+
 def card_markdown(text: str) -> str:
-    """``text`` (a model card) without HTML comments and with headerless tables as lists; code blocks kept."""
+    """``text`` (a model card) without its YAML front matter (the Hugging Face hub's metadata block: the Models page
+    shows its licence itself) and HTML comments, with headerless tables as lists; code blocks kept."""
+    text = _FRONT_MATTER.sub("", text, count=1)
     out: list[str] = []
     for fenced, chunk in _chunks(text):
         out.append(chunk if fenced else _HEADING.sub(_lower, _tables_without_empty_headers(_COMMENT.sub("", chunk))))

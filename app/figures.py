@@ -285,6 +285,42 @@ def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
     return fig
 
 
+HEAD_MEASURES = {"to_prev": "previous token", "to_next": "next token", "to_self": "itself", "to_cls": "[CLS]",
+                 "to_sep": "[SEP]", "entropy": "spread (entropy)"}
+
+
+def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -> go.Figure:
+    """Every head at a glance as a few small layer x head heatmaps, one per measure of ``summary`` (the table of
+    :func:`ctxmodels.analysis.attention.head_summaries`): where a model's previous-token, [SEP] or broad heads
+    are. Shares in 0..1; entropy on its own scale. A few hundred numbers, however many heads."""
+    L, H = int(summary["layer"].max()), int(summary["head"].max())
+    cols = len(measures)
+    gap = 0.02
+    width = (1 - gap * (cols - 1)) / cols
+    traces, layout, annotations = [], {}, []
+    for k, measure in enumerate(measures):
+        z = np.full((L, H), np.nan)
+        z[summary["layer"].to_numpy() - 1, summary["head"].to_numpy() - 1] = summary[measure].to_numpy(float)
+        n = k + 1
+        xname, yname = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+        x0 = k * (width + gap)
+        layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=[x0, x0 + width], anchor=yname, showgrid=False,
+                                                     tickvals=list(range(1, H + 1, max(1, H // 4))), zeroline=False)
+        layout[f"yaxis{n if n > 1 else ''}"] = dict(anchor=xname, autorange="reversed", showgrid=False,
+                                                     zeroline=False, showticklabels=k == 0, scaleanchor=xname,
+                                                     tickvals=list(range(1, L + 1, max(1, L // 6))),
+                                                     tickprefix="L" if k == 0 else "")
+        annotations.append(dict(text=HEAD_MEASURES.get(measure, measure), x=x0 + width / 2, y=1.0, xref="paper",
+                                yref="paper", xanchor="center", yanchor="bottom", showarrow=False))
+        share = measure != "entropy"
+        traces.append(dict(type="heatmap", z=z, x=list(range(1, H + 1)), y=list(range(1, L + 1)), xaxis=xname,
+                           yaxis=yname, colorscale="Blues" if share else "Greens", showscale=False,
+                           zmin=0 if share else None, zmax=1 if share else None,
+                           hovertemplate=f"layer %{{y}}, head %{{x}}: {measure} %{{z:.2f}}<extra></extra>"))
+    layout.update(height=int(90 + min(260, 30 * L)), margin=dict(l=40, r=10, t=40, b=20), annotations=annotations)
+    return go.Figure(dict(data=traces, layout=layout))
+
+
 def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float = 0.05, title: str = "",
                     bins: int = 5) -> go.Figure:
     """Lines from each token (left) to the tokens it attends to (right); stronger weights draw darker and wider.

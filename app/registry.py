@@ -49,9 +49,17 @@ def shipped_models() -> list[str]:
     return [n for n in SHORT_NAMES if n in found] + [n for n in found if n not in SHORT_NAMES]
 
 
+def packaged_models() -> list[str]:
+    """Short names of the installed model packages (``minilm``), unless the operator left them out."""
+    from ctxmodels.loading import packaged_models as installed
+
+    return list(installed()) if settings().packaged else []
+
+
 def model_ids() -> list[str]:
-    """Every selectable model: shipped ones, the operator's, then those added in this server's lifetime."""
-    return list(dict.fromkeys(shipped_models() + settings().models + registry().extra()))
+    """Every selectable model: shipped ones, installed model packages, the operator's, then those added in this
+    server's lifetime."""
+    return list(dict.fromkeys(shipped_models() + packaged_models() + settings().models + registry().extra()))
 
 
 def label(model_id: str) -> str:
@@ -80,9 +88,21 @@ def no_models_message() -> None:
     )
 
 
+@st.cache_data(ttl=60, show_spinner=False)
+def peeked_kind(model_id: str) -> str | None:
+    """The model's kind from its files alone (nothing loaded); None when they cannot be read."""
+    from ctxmodels.loading import peek_kind
+
+    try:
+        return peek_kind(model_id)
+    except Exception:  # noqa: BLE001 - reported where the model is used; here it is just not offered
+        return None
+
+
 def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], bool] | None = None,
                    what: str = "this page") -> list[str]:
-    """Ids of available models (of ``kinds``); if there are none, say what to do and stop the page."""
+    """Ids of available models (of ``kinds``, and passing ``need`` when given); if there are none, say what to do
+    and stop the page. With ``kinds`` alone nothing is loaded: the kind is read from each model's files."""
     ids = model_ids()
     if not ids:
         no_models_message()
@@ -91,14 +111,19 @@ def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], boo
         return ids
     ok = []
     for mid in ids:
+        if need is None:
+            if peeked_kind(mid) in kinds:
+                ok.append(mid)
+            continue
         try:
             m = get_model(mid)
         except Exception:  # noqa: BLE001 - reported where the model is used; here it is just not offered
             continue
-        if (kinds is None or m.kind in kinds) and (need is None or need(m)):
+        if (kinds is None or m.kind in kinds) and need(m):
             ok.append(mid)
     if not ok:
-        kinds_text = " or ".join(kinds) if kinds else "suitable"
+        kinds_text = {("bert", "transformers"): "BERT-family"}.get(tuple(kinds or ()), " or ".join(kinds or ())) \
+            or "suitable"
         st.warning(f"None of the available models ({', '.join(md(label(i)) for i in ids)}) works for {what}: it needs "
                    f"a {kinds_text} model. Add one on the **Models** page or with `CTXMODELS_APP_MODELS`.")
         st.stop()

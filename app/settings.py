@@ -15,6 +15,7 @@ not reach the teacher's disk).
   run at once (``app/limits.py``);
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;
+* ``CTXMODELS_APP_PACKAGED=0``: leave the installed model packages (``minilm``) out of the model lists;
 * ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/warm_up.py``).
 """
 
@@ -42,6 +43,7 @@ class Settings:
     upload_mb: float = 5.0
     runs_dir: Path = ROOT / "runs" / "app"
     warm_up: bool = True
+    packaged: bool = True
 
 
 def _flag(name: str) -> bool:
@@ -90,4 +92,5 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
         upload_mb=upload_mb,
         runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or ROOT / "runs" / "app"),
         warm_up=os.environ.get("CTXMODELS_APP_WARMUP", "1") != "0",
+        packaged=os.environ.get("CTXMODELS_APP_PACKAGED", "1") != "0",
     )

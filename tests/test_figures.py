@@ -54,6 +54,21 @@ def test_attention_figures_shapes():
     assert not [t for t in weak.data if t.mode == "lines"]
 
 
+def test_head_summary_grid_one_layer_by_head_grid_per_measure():
+    from ctxmodels.analysis import attention as att
+
+    maps = att.AttentionMaps(np.random.dirichlet(np.ones(5), size=(3, 4, 5)).astype(np.float32),
+                             ["[CLS]", "a", "b", "c", "[SEP]"], [None, 0, 1, 2, None], [None, 0, 0, 0, None])
+    summary = att.head_summaries(maps)
+    fig = figures.head_summary_grid(summary)
+    assert len(fig.data) == len(figures.HEAD_MEASURES)
+    for trace, measure in zip(fig.data, figures.HEAD_MEASURES):
+        z = np.array(trace.z, dtype=float)
+        assert z.shape == (3, 4)
+        row = summary[(summary["layer"] == 2) & (summary["head"] == 3)].iloc[0]
+        assert z[1, 2] == pytest.approx(row[measure])
+
+
 def test_fill_bars_best_on_top_and_truth_highlighted():
     fig = figures.fill_bars([{"token": "bank", "prob": 0.6}, {"token": "box", "prob": 0.1}], truth="box")
     assert list(fig.data[0].y) == ["box", "bank"]

@@ -21,8 +21,12 @@ from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
+from ctxmodels.loading import ENCODER_KINDS
 
 GRID_TOKENS = 48  # the overview grid shows at most this many positions per map: it must stay light
+# Beyond this many heads the overview starts as head summaries: 144 maps of 48 x 48 are 2.7 MB a redraw (a 12 x 12
+# BERT-base redraws in 1.1 s at 64 pieces with them, bench/bench_attention.py --redraws), summaries a few kB.
+MAP_HEADS = 48
 LINE_TOKENS = 60  # the line view draws up to T^2 segments: beyond this the heatmap is the readable view
 
 page_header(
@@ -42,7 +46,7 @@ explain(
     ["attention", "multihead", "rollout"],
 )
 
-ids = require_models(kinds=["bert"], what="attention")
+ids = require_models(kinds=ENCODER_KINDS, what="attention")  # from the files: only the model shown is loaded
 THRESHOLD = dict(min_value=0.0, max_value=0.5)  # the line view's "hide lines below", for the slider and the link
 url_state("att_model", ids[0], options=ids, names=label)
 url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",
@@ -54,6 +58,8 @@ url_state("view", "head", options=["head", "mean", "rollout"])
 url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
 url_state("rank_ascending", False, kind=bool)
 url_state("att_threshold", 0.05, kind=float, **THRESHOLD)
+OVERVIEWS = {"auto": "automatic", "maps": "every head's map", "summary": "head summaries"}
+url_state("overview", "auto", options=list(OVERVIEWS))
 
 box = controls()  # a collapsed expander in presentation mode: the first screen shows the maps
 c1, c2 = box.columns([1, 3])
@@ -66,7 +72,12 @@ merge = o1.checkbox("Merge word pieces into words", key="merge", persist_state="
 hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide", persist_state="session")
 view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True, persist_state="session",
                 format_func={"head": "one head", "mean": "mean over heads", "rollout": "rollout"}.get)
-to_url("att_model", "sentence", "pair", "merge", "hide", "view")
+overview = box.radio("Overview", list(OVERVIEWS), key="overview", horizontal=True, persist_state="session",
+                     format_func=OVERVIEWS.get,
+                     help=f"Every head's map, tiled; or, lighter for big models, what each head attends to "
+                          f"(previous token, [SEP], …) as small layer x head grids. Automatic: maps up to "
+                          f"{MAP_HEADS} heads, summaries beyond.")
+to_url("att_model", "sentence", "pair", "merge", "hide", "view", "overview")
 
 
 @st.cache_data(max_entries=64, show_spinner="Running the model …")
@@ -142,10 +153,19 @@ for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
 
 # -- overview -----------------------------------------------------------------------------------------------
 st.subheader("All layers and heads")
-if base.n_tokens > GRID_TOKENS:
-    st.caption(f"The overview shows the first {GRID_TOKENS} of {base.n_tokens} positions of each map; the detail "
-               "below shows them all.")
-plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
+as_maps = overview == "maps" or (overview == "auto" and base.n_layers * base.n_heads <= MAP_HEADS)
+if as_maps:
+    if base.n_tokens > GRID_TOKENS:
+        st.caption(f"The overview shows the first {GRID_TOKENS} of {base.n_tokens} positions of each map; the "
+                   "detail below shows them all.")
+    plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
+else:
+    with guard("Head summaries"):
+        st.caption(f"What each of the {base.n_layers * base.n_heads} heads attends to, on average over the rows: one "
+                   "small grid per measure (layers down, heads across). Choose *every head's map* above for the "
+                   "maps themselves, or a layer and head below for one in detail.")
+        summary = att.head_summaries(base)
+        plot(figures.head_summary_grid(summary), "attention-summaries", key="att::grid", data=summary)
 
 
 # -- one map in detail --------------------------------------------------------------------------------------

@@ -42,15 +42,18 @@ explain(
     ["mlm"],
 )
 
-ids = require_models(kinds=["bert"], what="filling in blanks")
+ids = require_models(need=lambda m: m.has_attention, what="filling in blanks")
 mlm_ids = [m for m in ids if get_model(m).can_fill_mask]
 no_head = [m for m in ids if m not in mlm_ids]
 if no_head:
-    st.caption("No masked-LM head (cannot fill in; attention and vectors still work): "
-               + ", ".join(md(label(m)) for m in no_head))
+    st.caption("Not offered here (they cannot fill in blanks; their vectors and attention still work): "
+               + "; ".join(f"**{md(label(m))}**: {md(get_model(m).no_fill_reason or 'no masked-LM head')}"
+                           for m in no_head))
 if not mlm_ids:
-    st.warning("None of the loaded BERT models has its masked-LM head, so none can fill in blanks. Load a "
-               "checkpoint saved with its MLM head (ours always are) on the **Models** page.")
+    st.warning("None of the available encoders has a masked-LM head, so none can fill in blanks: "
+               + "; ".join(f"{md(label(m))}: {md(get_model(m).no_fill_reason)}" for m in no_head)
+               + ". Load a checkpoint saved with its MLM head (ours always are; BERT, RoBERTa, DistilBERT, ALBERT, "
+               "an ELECTRA generator, DeBERTa) on the **Models** page.")
     st.stop()
 
 DEBOUNCE_MS = 40  # the keystroke box waits this long after a key before it reports (a burst of keys: one run)
@@ -68,13 +71,13 @@ url_state("fill_mode", "word" if "blank" in st.query_params else "masks", option
 @st.cache_data(max_entries=512, show_spinner=False)
 def guesses(model_id: str, text: str, k: int, whole_words: bool) -> list:
     m = get_model(model_id)
-    return fill_in.fill_mask(m.model, m.tokenizer, text, top_k=k, whole_words=whole_words)
+    return fill_in.fill_mask(m, m.tokenizer, text, top_k=k, whole_words=whole_words)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
 def score(model_id: str, text: str, word: str, occurrence: int, k: int, whole_words: bool) -> dict:
     m = get_model(model_id)
-    return fill_in.mask_word(m.model, m.tokenizer, text, word, occurrence=occurrence, top_k=k,
+    return fill_in.mask_word(m, m.tokenizer, text, word, occurrence=occurrence, top_k=k,
                              whole_words=whole_words).to_dict()
 
 

@@ -21,8 +21,8 @@ from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, model_ids, no_models_message, registry
 from app.settings import settings
 from ctxmodels.analysis import projections, vectors
-from ctxmodels.loading import hf_cache_models
-from ctxmodels.paths import hf_cache_dirs
+from ctxmodels.loading import found_models
+from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
 page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
                    "watch it learn.")
@@ -37,8 +37,57 @@ cfg = settings()
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def hf_cache_entries() -> list[dict[str, str]]:
-    return hf_cache_models()
+def found_entries() -> list[dict]:
+    """Everything found on this server without a path: shipped, packaged, Hugging Face cache, project cache."""
+    return found_models()
+
+
+def facts(model) -> str:
+    """One line of what a model is: parameters, layers x heads, width, vocabulary, licence, which code reads it."""
+    d = model.describe()
+    parts = [f"{d['parameters'] / 1e6:,.1f} M parameters" if d["parameters"] >= 1e5 else f"{d['parameters']:,} "
+             "parameters"]
+    n = len(d["layers"]) - 1 if d["kind"] in ("bert", "transformers") else len(d["layers"])
+    parts.append(f"{n} layers × {d['heads']} heads" if d["heads"] else f"{len(d['layers'])} layer(s)")
+    parts.append(f"width {d['dim']}")
+    if d.get("vocab_size"):
+        parts.append(f"vocabulary {d['vocab_size']:,}")
+    parts.append(f"licence {d['licence']}" if d.get("licence") else "licence not stated in the files")
+    if d["kind"] == "transformers":
+        parts.append(f"read by transformers ({d.get('model_type')})")
+    if d["has_attention"] and not d["can_fill_mask"]:
+        parts.append("no fill-in: " + (model.no_fill_reason or "no masked-LM head"))
+    return " · ".join(parts)
+
+
+def found_listing(known: list[str]) -> None:
+    """The models found on this server (shipped, installed packages, the Hugging Face cache, the project's cache);
+    a loadable one that no page offers yet can be added for every visitor. Nothing is downloaded here."""
+    found = found_entries()
+    with st.expander(f"Found on this server: {len(found)} model(s)", expanded=False):
+        st.caption("Shipped models (`" + str(assets_dir()) + "`), installed model packages (`minilm`), the "
+                   "Hugging Face cache (" + ", ".join(f"`{d}`" for d in hf_cache_dirs()) + ") and the project's "
+                   f"cache (`{cache_dir()}`). BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA and DeBERTa-v2 encoders "
+                   "load; this page downloads nothing.")
+        if not found:
+            st.write("*Nothing found.*")
+            return
+        table = pd.DataFrame(found)
+        table["offered"] = [row["name"] in known or row["path"] in known for row in found]
+        st.dataframe(table[["name", "source", "type", "loadable", "offered", "note"]], hide_index=True,
+                     width="stretch")
+        addable = [row["name"] for row in found if row["loadable"] and row["name"] not in known
+                   and row["path"] not in known]
+        if addable:
+            c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+            pick = c1.selectbox("Offer on every page", addable, index=None, key="found_pick",
+                                placeholder="a model found here")
+            if c2.button("Load it", disabled=pick is None, key="found_load") and pick is not None:
+                with guard(f"Loading {pick}"), limits.heavy("Loading"):
+                    model = get_model(pick)
+                    registry().add(pick)
+                    st.success(f"Loaded {md(pick)} ({model.kind}, {model.n_layers} layers); it is now selectable "
+                               "on every page.")
 
 
 runner = background.training_runner  # one job on the server, shared with the fine-tuning page
@@ -53,7 +102,8 @@ rows = []
 for mid in ids:
     with guard(f"Loading {label(mid)}"):
         d = get_model(mid).describe()
-        rows.append({"model": label(mid), "kind": d["kind"], "layers": len(d["layers"]), "dim": d["dim"],
+        kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
+        rows.append({"model": label(mid), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
                      "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
                      "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
 if rows:
@@ -64,21 +114,14 @@ if rows:
         except Exception:  # noqa: BLE001 - already reported above
             continue
         with st.expander(f"{md(label(mid))}: card and configuration"):
+            st.markdown(md(facts(m)))
             with st.container(key=f"model_card_{i}"):  # the CSS that keeps a card inside the page (app/presentation.py)
                 st.markdown(card_markdown(m.card) if m.card else "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
 
-# -- the Hugging Face cache ---------------------------------------------------------------------------------
-cached = hf_cache_entries()
-with st.expander(f"Hugging Face cache on this server: {len(cached)} model(s)", expanded=False):
-    st.caption("Models downloaded earlier with `transformers` or `huggingface_hub` (looked up in "
-               + ", ".join(f"`{d}`" for d in hf_cache_dirs()) + "). BERT-family encoders load by name below; "
-               "this app never downloads.")
-    if cached:
-        st.dataframe(pd.DataFrame(cached)[["name", "model_type"]], hide_index=True, width="stretch")
-    else:
-        st.write("*Nothing cached.*")
+# -- found on this server ----------------------------------------------------------------------------------
+found_listing(ids)
 
 # -- load from a path ---------------------------------------------------------------------------------------
 st.subheader("Load a model from the server")

@@ -288,7 +288,7 @@ def same_vector(X: np.ndarray) -> list[list[int]]:
 
 def context_free_note(model) -> str:
     """What the left panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
-    if model.kind == "bert":
+    if model.has_attention:  # a BERT-family encoder: its layer 0 is the input embeddings
         return " (input embeddings: word + position + segment)"
     return " (context-free)"
 
@@ -324,7 +324,8 @@ def model_row(model_id: str) -> None:
     st.divider()
     head, slider = st.columns([1, 3])
     head.subheader(md(name))
-    head.caption(f"{model.kind}, {model.n_layers} layer(s) × {model.dim}")
+    kind = f"{model.model_type} (transformers)" if model.kind == "transformers" else model.kind
+    head.caption(f"{kind}, {model.n_layers} layer(s) × {model.dim}")
     static = model.static_layer
     layer: int | str = static
     # ELMo's learned scalar mix joins the layers when a word-sense probe has been run on this model.

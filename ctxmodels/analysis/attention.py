@@ -38,7 +38,9 @@ import numpy as np
 import pandas as pd
 
 CLS, SEP, PAD = "[CLS]", "[SEP]", "[PAD]"
-SPECIAL_TOKENS = (CLS, SEP, PAD)
+# The same roles as RoBERTa-style tokenizers write them (encoders read through transformers keep their own names).
+CLS_NAMES, SEP_NAMES, PAD_NAMES = (CLS, "<s>"), (SEP, "</s>"), (PAD, "<pad>")
+SPECIAL_TOKENS = (*CLS_NAMES, *SEP_NAMES, *PAD_NAMES)
 SUMMARY_COLUMNS = ("entropy", "to_cls", "to_sep", "to_self", "to_prev", "to_next")
 
 
@@ -277,8 +279,8 @@ def head_summaries(maps: AttentionMaps) -> pd.DataFrame:
     nxt[..., :-1] = A[..., idx[:-1], idx[1:]]
     columns = {
         "entropy": row_mean(entropy, all_rows),
-        "to_cls": to_columns((tok == CLS) & is_special),
-        "to_sep": to_columns((tok == SEP) & is_special),
+        "to_cls": to_columns(np.isin(tok, CLS_NAMES) & is_special),
+        "to_sep": to_columns(np.isin(tok, SEP_NAMES) & is_special),
         "to_self": row_mean(diag, all_rows),
         "to_prev": row_mean(prev, idx >= 1),
         "to_next": row_mean(nxt, idx < T - 1),
@@ -337,7 +339,7 @@ def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: s
     if out.attentions is None:
         raise ValueError(f"{type(getattr(model, 'bert', model)).__name__} returned no attention maps")
     maps = attention_maps(out.attentions, enc)
-    if pair is not None and has_next_sentence_head(model) and out.pooler_output is not None:
+    if pair is not None and has_next_sentence_head(model) and getattr(out, "pooler_output", None) is not None:
         maps.next_sentence = _is_next(model, out.pooler_output)
     return maps
 
@@ -377,8 +379,13 @@ def _forward(model: Any, tokenizer: Any, text: str | list[str], pair: str | list
     if not isinstance(model, torch.nn.Module):  # a LoadedModel from ctxmodels.load
         if not getattr(model, "has_attention", False):
             raise ValueError(f"{getattr(model, 'name', type(model).__name__)} has no attention maps "
-                             f"(kind {getattr(model, 'kind', '?')!r}); attention needs a BERT model")
+                             f"(kind {getattr(model, 'kind', '?')!r}); attention needs a BERT-family encoder")
         tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+        if hasattr(model, "encoder_output"):  # an encoder read through transformers: its own template and call
+            if isinstance(text, str) and not text.strip():
+                raise ValueError("compute_attention got an empty text")
+            enc = tokenizer.encode(text, pair=pair, max_length=min(max_length, model.max_length))
+            return model, enc, model.encoder_output(enc, attentions=attentions)
         model = model.model
     if tokenizer is None:
         raise ValueError("compute_attention needs the model's tokenizer")

@@ -10,7 +10,9 @@ independence assumption across masked positions), and its rank is the worst of i
 means the word is the model's top guess at every piece. Per-piece figures are reported too.
 
 Blanks as written: ``[mask]`` in any case and RoBERTa's ``<mask>`` are read as BERT's ``[MASK]``
-(:func:`normalize_masks`), before the tokenizer sees the text.
+(:func:`normalize_masks`), before the tokenizer sees the text; an encoder read through transformers then gets its
+own mask token for it (``<mask>`` for RoBERTa), and its pieces are shown in BERT's convention (``##s`` for a piece
+that continues a word, whatever the tokenizer's own marks: ``Ġ``, ``▁``).
 
 Whole words (``whole_words=True``): the guesses leave out what a reader cannot take for a word: word pieces
 (``##s``), special tokens (``[MASK]``, ``[CLS]``, ``[SEP]``, ``[PAD]``, ``[UNK]``, ``[unused7]``) and tokens without
@@ -28,6 +30,7 @@ import math
 import re
 import weakref
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
@@ -71,7 +74,24 @@ def _allowed_ids(tokenizer: WordPieceTokenizer, size: int, kind: str) -> torch.T
     return per_tokenizer[(size, kind)]
 
 
-def _require_mlm_head(model: BertForPreTraining) -> None:
+def _parts(model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """(what runs the masked LM, its tokenizer) for our BERT module with its tokenizer, or a loaded model from
+    ``ctxmodels.load`` (its own tokenizer when ``tokenizer`` is None): our BERT as its module, other encoders as
+    the loaded model, whose ``mask_logits`` runs their own head."""
+    if isinstance(model, torch.nn.Module):
+        return model, tokenizer
+    if tokenizer is None:
+        tokenizer = model.tokenizer
+    if not model.can_fill_mask:
+        reason = getattr(model, "no_fill_reason", "") or f"a {model.kind} model has no masked-LM head"
+        raise ValueError(f"{model.name} cannot fill in blanks: {reason}. It still gives word vectors"
+                         + (" and attention." if model.has_attention else "."))
+    return (model if hasattr(model, "mask_logits") else model.model), tokenizer
+
+
+def _require_mlm_head(model: Any) -> None:
+    if not isinstance(model, torch.nn.Module):
+        return  # a loaded model: checked by _parts
     if not getattr(model, "has_mlm_head", False):
         raise ValueError(
             "this model has no masked-LM head (it was saved as an encoder only, e.g. a sentence-embedding "
@@ -81,8 +101,10 @@ def _require_mlm_head(model: BertForPreTraining) -> None:
 
 
 @torch.inference_mode()
-def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int]) -> torch.Tensor:
+def _masked_probs(model: Any, enc: Encoded, positions: list[int]) -> torch.Tensor:
     """Softmax over the vocabulary at ``positions`` of one encoding: [len(positions), V]."""
+    if not isinstance(model, torch.nn.Module):  # an encoder read through transformers: its own head
+        return _softmax(model.mask_logits(enc, positions))
     device = next(model.parameters()).device
     ids = torch.tensor([enc.ids], device=device)
     types = torch.tensor([enc.type_ids], device=device)
@@ -93,6 +115,10 @@ def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int])
         logits = model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits[0]
     finally:
         model.train(was_training)
+    return _softmax(logits)
+
+
+def _softmax(logits: torch.Tensor) -> torch.Tensor:
     probs = logits.float().softmax(dim=-1)
     if not bool(probs.isfinite().all()):
         raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to "
@@ -101,10 +127,15 @@ def _masked_probs(model: BertForPreTraining, enc: Encoded, positions: list[int])
 
 
 def fill_mask(
-    model: BertForPreTraining, tokenizer: WordPieceTokenizer, text: str, top_k: int = 5, whole_words: bool = False
+    model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, top_k: int = 5,
+    whole_words: bool = False,
 ) -> list[list[dict[str, float | str]]]:
     """The ``top_k`` pieces for every [MASK] in ``text`` (also written ``[mask]`` or ``<mask>``), best first: one
-    list per mask of {"token", "prob"}. ``whole_words``: only guesses that are words (see the module docstring)."""
+    list per mask of {"token", "prob"}. ``whole_words``: only guesses that are words (see the module docstring).
+
+    ``model``: our BERT module with its ``tokenizer``, or a model from ``ctxmodels.load`` (``tokenizer`` None:
+    its own); an encoder read through transformers gets ``[MASK]`` as its own mask token (``<mask>``, …)."""
+    model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
@@ -169,8 +200,8 @@ def _find_word(enc: Encoded, word: str | int, occurrence: int, lowercase: bool) 
 
 
 def mask_word(
-    model: BertForPreTraining,
-    tokenizer: WordPieceTokenizer,
+    model: BertForPreTraining | Any,
+    tokenizer: WordPieceTokenizer | Any,
     text: str | list[str],
     word: str | int,
     occurrence: int = 0,
@@ -181,7 +212,9 @@ def mask_word(
 
     All the word's pieces are masked together; see the module docstring for how a split word is scored.
     ``whole_words`` filters the model's guesses shown per piece (``top``), not the word's probability or rank.
+    ``model`` and ``tokenizer`` as for :func:`fill_mask`.
     """
+    model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     enc = tokenizer.encode(normalize_masks(text) if isinstance(text, str) else [normalize_masks(t) for t in text])
     index = _find_word(enc, word, occurrence, tokenizer.lowercase)

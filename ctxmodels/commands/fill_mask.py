@@ -11,7 +11,9 @@ from . import bounded_int, load_model
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True,
-                   help="a BERT checkpoint directory (ours or Hugging Face's) or a short name (bert-eltec)")
+                   help="an encoder with a masked-LM head: a BERT checkpoint directory (ours or Hugging Face's), "
+                        "a RoBERTa / DistilBERT / ALBERT / ELECTRA generator / DeBERTa folder, ORG/NAME in the "
+                        "Hugging Face cache, or a short name (bert-eltec)")
     p.add_argument("--top-k", type=bounded_int(1, 1000), default=5,
                    help="how many guesses per mask (default 5)")
     p.add_argument("--whole-words", action="store_true",
@@ -25,8 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
-    bert = load_model(args.model, "bert", "fill-mask")
-    model, tokenizer = bert.model, bert.tokenizer
+    model = load_model(args.model)
+    if not model.can_fill_mask:
+        reason = model.no_fill_reason or f"a {model.kind} model has no masked-LM head"
+        raise ValueError(f"{args.model} cannot fill in blanks: {reason}")
+    tokenizer = model.tokenizer
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
         if args.json:
