@@ -108,7 +108,8 @@ class LoadedModel(ABC):
     has_attention: bool = False
     has_lm: bool = False
     #: a model written by ``ctxmodels finetune``: its finetune.json (base model, task, labels, mode, metrics);
-    #: None for every other model. The model itself is the fine-tuned backbone (a plain BERT or ELMo).
+    #: None for every other model. The model itself is the fine-tuned backbone (a plain BERT, transformers encoder
+    #: or ELMo).
     finetune_info: dict[str, Any] | None = None
 
     def task_model(self):
@@ -907,7 +908,7 @@ def _load_uncached(path: Path, name: str, device: str | torch.device, backend: s
         model = StaticVectors.load(path) if kind == "static" else load_text_vectors(_text_vector_file(path))
         loaded = StaticLoaded(name, path, model.eval(), card)
     loaded.check_outputs()
-    if kind in ("bert", "elmo"):
+    if kind in ("bert", "transformers", "elmo"):
         from .formats.finetuned import read_finetune_info
 
         loaded.finetune_info = read_finetune_info(folder)

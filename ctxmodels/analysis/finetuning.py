@@ -15,7 +15,8 @@ The measurements, each a plain function so that a class (or a test) can check it
   senses), on the labelled words (token and word tasks) or on each sentence's mean word vector (sentence tasks).
 * which attention heads changed: per layer and head, the Jensen–Shannon divergence (base 2, so 0 to 1) between
   the attention row of a token before and the same row after, averaged over every token of every sentence
-  (:func:`ctxmodels.analysis.attention.compute_attention` gives the maps). BERT only.
+  (:func:`ctxmodels.analysis.attention.compute_attention` gives the maps). Encoders only (BERT and the others),
+  not ELMo.
 
 :func:`compare` computes all of it for two models and a set of sentences with labels; :func:`compare_on_task`
 takes them from a task's dev or test split (:mod:`ctxmodels.tasks`). Both need the same architecture on both
@@ -113,7 +114,7 @@ def js_divergence(P: np.ndarray, Q: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def check_comparable(before: LoadedModel, after: LoadedModel) -> None:
     """ValueError, saying what to do, unless the two models can be compared layer by layer (same kind, layer
-    names and width; for BERT the same word pieces)."""
+    names and width; for BERT and the other encoders the same model type and word pieces)."""
     b, a = _name(before), _name(after)
     if before.kind != after.kind:
         raise ValueError(f"{b} is a {before.kind} model and {a} a {after.kind} model: a comparison layer by layer "
@@ -125,7 +126,11 @@ def check_comparable(before: LoadedModel, after: LoadedModel) -> None:
     if before.dim != after.dim:
         raise ValueError(f"{b} has {before.dim}-dimensional layers and {a} {after.dim}-dimensional ones; compare a "
                          "model with its own fine-tuned version")
-    if before.kind == "bert":
+    types = [getattr(m, "model_type", m.kind) for m in (before, after)]
+    if types[0] != types[1]:
+        raise ValueError(f"{b} is a {types[0]} model and {a} a {types[1]} model: a comparison layer by layer needs "
+                         "the same architecture on both sides (a model and its own fine-tuned version)")
+    if before.kind in ("bert", "transformers"):
         vb, va = _vocab(before), _vocab(after)
         if vb is not None and va is not None and vb != va:
             raise ValueError(f"{b} and {a} split words into different word pieces (different vocabularies): "
@@ -149,7 +154,7 @@ def head_changes(before: LoadedModel, after: LoadedModel, sentences: Sequence[Se
                  max_sentences: int = MAX_ATTENTION_SENTENCES) -> np.ndarray:
     """[layers, heads]: the mean Jensen–Shannon divergence between a token's attention row before and after,
     over every word piece of the first ``max_sentences`` sentences (each cut to :data:`ATTENTION_WORDS` words).
-    BERT only; ValueError otherwise."""
+    Encoders only (not ELMo); ValueError otherwise."""
     check_comparable(before, after)
     if not (before.has_attention and after.has_attention):
         raise ValueError(f"{_name(after)} has no attention maps (kind {after.kind!r}): the head comparison needs "
@@ -248,7 +253,7 @@ def compare(
 
     kind "token": one label per word (a sequence; "" for a word without a label); "word": one label per sentence
     for the word at ``targets[i]``; "sentence": one label per sentence (its words' mean vector is the point).
-    ``attention``: also rank the heads by change (BERT only; skipped for other kinds). Cached per process: the
+    ``attention``: also rank the heads by change (encoders only; skipped for ELMo). Cached per process: the
     same models, sentences and settings return the same object.
     """
     if kind not in TASK_KINDS:

@@ -1,4 +1,5 @@
-"""``ctxmodels finetune --model M --task T --out DIR``: fine-tune a BERT or ELMo on a labelled task.
+"""``ctxmodels finetune --model M --task T --out DIR``: fine-tune a BERT, another encoder transformers reads
+(RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2) or ELMo on a labelled task.
 
 The run goes through the shared trainer (progress bar, metrics.jsonl, checkpoints, Ctrl-C then ``--resume``, the
 NaN guard); at the end dev and test are scored and ``finetune.json`` and the model card are written
@@ -19,7 +20,8 @@ from . import BATCH_SIZE, SEED, THREADS, bounded
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="the pre-trained model: anything ctxmodels.load accepts (bert-eltec, elmo-eltec, a BERT or "
-                        "ELMo folder, a Hugging Face BERT folder or cache name); not needed with --resume")
+                        "ELMo folder, a Hugging Face encoder folder or cache name: BERT, RoBERTa, DistilBERT, "
+                        "ALBERT, ELECTRA, DeBERTa-v2); not needed with --resume")
     p.add_argument("--task", default=None,
                    help="pos, ner, wsd:LEMMA, period, or a .tsv (text<TAB>label) / CoNLL file; "
                         "not needed with --resume")
@@ -31,12 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="optimizer steps (default: --epochs passes over the training examples)")
     p.add_argument("--epochs", type=bounded(int_range(1, 1000)), default=None, help="passes (default 3)")
     p.add_argument("--lr", type=bounded(float_range(0, 1, lo_open=True)), default=None,
-                   help="peak learning rate (default: BERT 3e-5 from hidden size 768, 1e-4 for 384-512, 3e-4 up "
-                        "to 256; ELMo fine-tuned 5e-4; anything in feature mode 1e-3)")
+                   help="peak learning rate (default: BERT and the other encoders 3e-5 from hidden size 768, "
+                        "1e-4 for 384-512, 3e-4 up to 256; ELMo fine-tuned 5e-4; anything in feature mode 1e-3)")
     p.add_argument("--batch-size", type=bounded(BATCH_SIZE), default=None, help="examples per step (default 32)")
     p.add_argument("--max-length", type=bounded(int_range(8, 4096)), default=None,
-                   help="longest input: BERT word pieces with [CLS]/[SEP], ELMo words; longer ones are cut at a "
-                        "word boundary (default 128)")
+                   help="longest input: word pieces with the specials ([CLS]/[SEP], <s>/</s>), ELMo words; "
+                        "longer ones are cut at a word boundary (default 128)")
     p.add_argument("--max-examples", type=bounded(int_range(1, 10_000_000)), default=None,
                    help="use at most this many examples of each split (quick runs)")
     p.add_argument("--semcor-dir", default=None, help="SemCor tables for pos/ner/wsd (default: the shipped copy)")
@@ -89,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
         given["model_path"] = str(resolve(args.model)[0])
     settings = FinetuneSettings.resolve(given, out, args.resume)
     backbone = load(settings.model_path or settings.model)
-    if backbone.kind not in ("bert", "elmo"):
-        raise ValueError(f"{settings.model} is a {backbone.kind} model: only BERT and ELMo can be fine-tuned")
     data = load_task(settings.task, semcor_dir=settings.semcor_dir, corpus=settings.corpus,
                      max_examples=settings.max_examples, seed=settings.seed)
     task, cfg = build_task(backbone, data, settings)

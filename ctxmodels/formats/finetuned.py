@@ -1,14 +1,18 @@
-"""Fine-tuned models on disk: a BERT with a task head in Hugging Face's layout, an ELMo with its scalar mix and task
-layer beside it, and ``finetune.json`` saying what was fine-tuned from what.
+"""Fine-tuned models on disk: a BERT with a task head in Hugging Face's layout, an encoder read through transformers
+(RoBERTa, DistilBERT, ...) with transformers' own head, an ELMo with its scalar mix and task layer beside it, and
+``finetune.json`` saying what was fine-tuned from what.
 
 A fine-tuned BERT folder is a transformers folder: ``config.json`` (``architectures`` names the head class, with
 ``num_labels``, ``id2label``, ``label2id``), ``model.safetensors`` (``bert.*`` plus ``classifier.*`` or
 ``qa_outputs.*``) and the tokenizer files, so ``transformers.AutoModelForTokenClassification.from_pretrained``
-(or the sequence-classification class) reads it. A fine-tuned ELMo folder is our ELMo checkpoint (so the biLM
-loads as any ELMo) plus ``task_head.safetensors`` (``scalar_mix.*``, ``classifier.*``) and ``task_head.json``.
+(or the sequence-classification class) reads it. A fine-tuned transformers encoder is what transformers'
+``save_pretrained`` writes for its head class (``RobertaForTokenClassification``, ...) plus the tokenizer files
+(:func:`transformers_task_head` makes one, :func:`save_transformers_task_model` saves it). A fine-tuned ELMo
+folder is our ELMo checkpoint (so the biLM loads as any ELMo) plus ``task_head.safetensors`` (``scalar_mix.*``,
+``classifier.*``) and ``task_head.json``.
 
-:func:`ctxmodels.load` reads either folder as its backbone (a plain BERT or ELMo); :func:`load_task_model` gives
-the whole task model, with :meth:`TaskModel.predict`.
+:func:`ctxmodels.load` reads any of them as its backbone (a plain BERT, transformers encoder or ELMo);
+:func:`load_task_model` gives the whole task model, with :meth:`TaskModel.predict`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ..heads import HEAD_CLASSES, ElmoForTask, bert_head, label_fields, labels_f
 from ..model_files import is_file
 from ..tokenization import Encoded, WordPieceTokenizer
 from .allennlp import load_elmo, save_elmo
+from .transformers_models import EncoderTokenizer, _quiet, _short, fit_length, load_tokenizer
 
 FINETUNE_FILE = "finetune.json"
 HEAD_FILE = "task_head.safetensors"
@@ -47,8 +52,14 @@ def read_finetune_info(directory: str | Path) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
-def encode_words(tokenizer: WordPieceTokenizer, words: Sequence[str], max_length: int) -> tuple[Encoded, int]:
-    """[CLS] words [SEP] cut at a word boundary to at most ``max_length`` pieces; (encoding, words kept)."""
+def encode_words(tokenizer: WordPieceTokenizer | EncoderTokenizer, words: Sequence[str], max_length: int
+                 ) -> tuple[Encoded, int]:
+    """[CLS] words [SEP] (or the model's own template) cut at a word boundary to at most ``max_length`` pieces;
+    (encoding, words kept)."""
+    if isinstance(tokenizer, EncoderTokenizer):  # the template comes from the tokenizer, and so does the cut
+        enc, truncated = tokenizer.encode_words(list(words), max_length)
+        kept = max((w for w in enc.word_ids if w is not None), default=-1) + 1 if truncated else len(words)
+        return enc, kept
     enc = tokenizer.encode(list(words), max_length=1 << 62)
     if len(enc.ids) <= max_length:
         return enc, len(words)
@@ -102,6 +113,49 @@ def save_elmo_task_model(model: ElmoForTask, base: ElmoLanguageModel, directory:
                                          "dropout": model.dropout.p, "freeze_bilm": model.freeze_bilm})
 
 
+#: what a saved transformers classifier's class name ends with (``architectures`` in its config.json)
+TRANSFORMERS_HEADS = ("ForTokenClassification", "ForSequenceClassification")
+
+
+def transformers_task_head(folder: str | Path, labels: Sequence[str], sentence: bool) -> torch.nn.Module:
+    """The transformers encoder in ``folder`` with a new classification head of transformers' own class for its
+    model type (``RobertaForSequenceClassification`` for a sentence task, ``RobertaForTokenClassification``
+    otherwise), labels in its config, float32, eager attention; read from local files only."""
+    import transformers
+
+    folder, labels = Path(folder), [str(x) for x in labels]
+    auto = transformers.AutoModelForSequenceClassification if sentence else transformers.AutoModelForTokenClassification
+    with _quiet():
+        try:
+            model, info = auto.from_pretrained(
+                folder, local_files_only=True, attn_implementation="eager", output_loading_info=True,
+                num_labels=len(labels), id2label=dict(enumerate(labels)),
+                label2id={lab: i for i, lab in enumerate(labels)})
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - transformers, safetensors and torch each have their own errors
+            raise CheckpointError(f"{folder}: transformers cannot put a classification head on this model "
+                                  f"({type(e).__name__}: {_short(e)})") from None
+    prefix = model.base_model_prefix + "."
+    # A pooler may be new (saved without one, as masked-LM checkpoints are); any other encoder weight must be there.
+    lost = [k for k in info.get("missing_keys", []) if k.startswith(prefix) and ".pooler." not in f".{k}"]
+    if lost:
+        raise CheckpointError(f"{folder}: the weights lack {len(lost)} tensor(s) of the encoder "
+                              f"({', '.join(sorted(lost)[:3])})")
+    return model.float()
+
+
+def save_transformers_task_model(model: torch.nn.Module, tokenizer: EncoderTokenizer, directory: str | Path
+                                 ) -> None:
+    """transformers' own files for the head class (config.json with the labels, model.safetensors) and the
+    tokenizer's, so that ``AutoModelFor…Classification.from_pretrained(directory)`` reads it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with _quiet():
+        model.save_pretrained(directory, safe_serialization=True)
+        tokenizer.fast.save_pretrained(directory)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # loading
 
@@ -124,6 +178,37 @@ def load_bert_task_model(directory: str | Path) -> tuple[torch.nn.Module, WordPi
     if tokenizer.largest_id >= model.config.vocab_size:
         raise CheckpointError(f"{directory}: the tokenizer has ids beyond config.json's vocab_size")
     return model.eval(), tokenizer, labels
+
+
+def load_transformers_task_model(directory: str | Path) -> tuple[torch.nn.Module, EncoderTokenizer, list[str]]:
+    """(head model in eval mode, tokenizer, labels) of a fine-tuned transformers encoder's folder."""
+    import transformers
+
+    directory = Path(directory)
+    arch = (read_json(directory / "config.json").get("architectures") or [""])[0]
+    cls = getattr(transformers, arch, None) if isinstance(arch, str) and arch.endswith(TRANSFORMERS_HEADS) else None
+    if cls is None:
+        raise CheckpointError(f"{directory}: config.json names no transformers classification head "
+                              f"({arch or 'no architectures'})")
+    with _quiet():
+        try:
+            model, info = cls.from_pretrained(directory, local_files_only=True, attn_implementation="eager",
+                                              output_loading_info=True)
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - as in transformers_task_head
+            raise CheckpointError(f"{directory}: the weights do not load as {arch} ({type(e).__name__}: "
+                                  f"{_short(e)})") from None
+    if info.get("missing_keys") or info.get("mismatched_keys"):
+        raise CheckpointError(f"{directory}: the weights do not fill {arch} (missing or of the wrong shape: "
+                              f"{', '.join(list(info.get('missing_keys', []))[:3] or ['...'])})")
+    id2label = model.config.id2label  # transformers made the keys ints
+    if sorted(id2label) != list(range(len(id2label))):
+        raise CheckpointError(f"{directory / 'config.json'}: id2label is not numbered 0..{len(id2label) - 1}")
+    labels = [str(id2label[i]) for i in range(len(id2label))]
+    tokenizer = load_tokenizer(directory)
+    fit_length(tokenizer, model.config)
+    return model.float().eval(), tokenizer, labels
 
 
 def load_elmo_task_model(directory: str | Path) -> tuple[ElmoForTask, ElmoLanguageModel, list[str]]:
@@ -158,8 +243,8 @@ class TaskModel:
     """A fine-tuned model ready to label text. ``kind``: "token" (a label per word), "word" (a label for one
     word, ``target``) or "sentence" (a label for the whole text)."""
 
-    def __init__(self, model: torch.nn.Module, labels: list[str], kind: str, tokenizer: WordPieceTokenizer | None,
-                 max_length: int = 512):
+    def __init__(self, model: torch.nn.Module, labels: list[str], kind: str,
+                 tokenizer: WordPieceTokenizer | EncoderTokenizer | None, max_length: int = 512):
         self.model, self.labels, self.kind, self.tokenizer = model, labels, kind, tokenizer
         self.max_length = max_length
 
@@ -174,8 +259,8 @@ class TaskModel:
             raise ValueError(f"a word task labels one word: give target, an index in 0..{len(words) - 1}")
         if self.tokenizer is not None:
             enc, _ = encode_words(self.tokenizer, words, self.max_length)
-            batch = self.tokenizer.collate([enc])
-            logits = self.model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits[0]
+            batch = self.tokenizer.collate([enc])  # just the inputs the model takes, by name
+            logits = self.model(**batch).logits[0].float()
             if self.kind == "sentence":
                 return logits.softmax(-1)[None].numpy()
             probs = np.full((len(words), len(self.labels)), np.nan, np.float32)
@@ -204,7 +289,7 @@ class TaskModel:
 
 
 def load_task_model(directory: str | Path) -> TaskModel:
-    """The task model of a folder written by ``ctxmodels finetune`` (BERT or ELMo)."""
+    """The task model of a folder written by ``ctxmodels finetune`` (BERT, a transformers encoder or ELMo)."""
     directory = Path(directory)
     info = read_finetune_info(directory)
     if info is None:
@@ -215,5 +300,8 @@ def load_task_model(directory: str | Path) -> TaskModel:
     if is_file(directory / HEAD_FILE):
         model, _, labels = load_elmo_task_model(directory)
         return TaskModel(model, labels, kind, None)
+    if info.get("base_kind") == "transformers":
+        model, tokenizer, labels = load_transformers_task_model(directory)
+        return TaskModel(model, labels, kind, tokenizer, max_length=tokenizer.max_length or 512)
     model, tokenizer, labels = load_bert_task_model(directory)
     return TaskModel(model, labels, kind, tokenizer, max_length=model.config.max_position_embeddings)

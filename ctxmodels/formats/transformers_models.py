@@ -148,6 +148,9 @@ class EncoderFiles:
 
 
 def _head_reason(model_type: str, architectures: Sequence[str], missing: Sequence[str]) -> str:
+    if any(a.endswith(("ForTokenClassification", "ForSequenceClassification")) for a in architectures):
+        return (f"it is a fine-tuned classifier (saved as {architectures[0]}): fine-tuning replaced the masked-LM "
+                "head with a task head; its base model fills in blanks")
     if model_type == "electra" and any("Discriminator" in a or "PreTraining" in a for a in architectures):
         return ("it is an ELECTRA discriminator: its head tells replaced words from original ones and does not "
                 "guess words; the ELECTRA generator (…-generator) fills in blanks")
@@ -203,12 +206,17 @@ def load_encoder(folder: str | Path) -> EncoderFiles:
     if tokenizer.largest_id >= vocab:
         raise CheckpointError(f"{folder}: the tokenizer has ids up to {tokenizer.largest_id} but the model's "
                               f"vocabulary has {vocab} rows; the tokenizer files and the model do not belong together")
+    fit_length(tokenizer, config)
+    return EncoderFiles(model, tokenizer, kind, reason)
+
+
+def fit_length(tokenizer: EncoderTokenizer, config: Any) -> None:
+    """Lower the tokenizer's ``max_length`` to the positions the model has."""
     positions = getattr(config, "max_position_embeddings", None)
-    if kind == "roberta" and isinstance(positions, int):  # positions count from pad_token_id + 1 (514 -> 512)
-        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
+    if config.model_type == "roberta" and isinstance(positions, int):  # positions count from pad_token_id + 1
+        positions -= (getattr(config, "pad_token_id", None) or 0) + 1  # (514 -> 512)
     if isinstance(positions, int) and positions > 0:
         tokenizer.max_length = min(tokenizer.max_length or positions, positions)
-    return EncoderFiles(model, tokenizer, kind, reason)
 
 
 def load_tokenizer(folder: Path) -> EncoderTokenizer:

@@ -1,4 +1,5 @@
-"""Fine-tuning a pre-trained BERT or ELMo on a labelled task, as a task of the shared trainer.
+"""Fine-tuning a pre-trained BERT, another encoder transformers reads, or ELMo on a labelled task, as a task of the
+shared trainer.
 
 The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters et al. 2018, sec. 3.3):
 
@@ -7,6 +8,12 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   [CLS], [SEP] and padding get the label -100 that the loss skips, as in transformers); a word task ("the sense
   of *bank* here") is a token task with a label at its one target word. ``feature``: the encoder is frozen, only
   the head learns (a linear probe of the top layer).
+* The other encoders (RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2: kind "transformers"): the same recipe
+  through transformers' own head classes (``AutoModelForTokenClassification`` /
+  ``AutoModelForSequenceClassification`` on the base folder: ``RobertaForTokenClassification``, ...), labelled on
+  each word's first piece as the model's tokenizer splits the words (WordPiece, byte-level BPE or SentencePiece).
+  The learning rates are BERT's by hidden size: these are BERT-shaped encoders, fine-tuned in their papers with
+  BERT's grid or close to it.
 * ELMo, ``feature``: the biLM is frozen (no dropout inside it); the scalar mix s_j, gamma and the task layer
   learn (eq. 1 of the ELMo paper). ``finetune``: the biLM trains too.
 * AdamW with weight decay 0.01 except biases, LayerNorms and the mix's scalars (the trainer's rule), linear
@@ -18,8 +25,13 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   (the probes' and AllenNLP's ELMo taggers' rate for freshly initialised layers); 5e-4 for a fine-tuned ELMo
   (the biLM moves; an LSTM language model pre-trained with ~1e-3 tolerates half of it, and the new task layer
   still learns within a few hundred steps).
-* Words beyond the model's length limit (``max_length``: word pieces with [CLS]/[SEP] for BERT, words for
-  ELMo) are cut off at a word boundary; their labels are not trained or scored, and the card says how many.
+* Words beyond the model's length limit (``max_length``: word pieces with the specials for BERT and the other
+  encoders, words for ELMo) are cut off at a word boundary; their labels are not trained or scored, and the
+  card says how many.
+
+What differs between the three kinds of backbone (building the model, its inputs, saving and restoring it, the
+card's words) lives in one small class each (:class:`Backend`), chosen in one place, :func:`backend_for`; the
+loop, the batches, scoring, ``finetune.json`` and the card are shared.
 
 Batches obey the trainer's rule (a pure function of seed, epoch and index), so ``--resume`` continues exactly.
 The dev split is scored during training (accuracy, macro-F1, loss), dev and test at the end (plus F1 per class)
@@ -50,6 +62,8 @@ from ..formats.finetuned import (
     encode_words,
     save_bert_task_model,
     save_elmo_task_model,
+    save_transformers_task_model,
+    transformers_task_head,
 )
 from ..heads import IGNORE_INDEX, BertForSequenceClassification, BertForTokenClassification, ElmoForTask
 from .trainer import Batch, TrainConfig, Trainer, TrainTask, hardware_description, load_model_weights
@@ -137,9 +151,9 @@ class FinetuneSettings:
 
 @dataclass
 class Encoded:
-    """One example as the model reads it: BERT piece ids or ELMo words, and label ids (-100 = not scored)."""
+    """One example as the model reads it: word piece ids or ELMo words, and label ids (-100 = not scored)."""
 
-    ids: list[int] | None  # BERT word pieces with [CLS]/[SEP]; None for ELMo
+    ids: list[int] | None  # word pieces with the specials ([CLS]/[SEP], <s>/</s>); None for ELMo
     words: list[str] | None  # ELMo's words; None for BERT
     labels: list[int] | int  # per position (token/word tasks) or one (sentence tasks)
     cut: int = 0  # words cut off by the length limit
@@ -163,7 +177,8 @@ def _label_ids(example, kind: str, index: dict[str, int], n_words: int) -> list[
 
 def encode_examples(examples: Sequence, kind: str, labels: Sequence[str], tokenizer=None,
                     max_length: int = 128) -> list[Encoded]:
-    """Encode task examples for BERT (``tokenizer`` given: labels on each word's first piece) or ELMo (words)."""
+    """Encode task examples for an encoder (``tokenizer`` given: labels on each word's first piece) or ELMo
+    (words)."""
     index = {lab: i for i, lab in enumerate(labels)}
     out = []
     for ex in examples:
@@ -218,15 +233,169 @@ def scores(gold: np.ndarray, pred: np.ndarray, labels: Sequence[str], per_class:
 # the trainer's task
 
 
+#: how the card names the encoders transformers reads, by model_type
+MODEL_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT",
+               "electra": "ELECTRA", "deberta-v2": "DeBERTa-v2"}
+
+
+class Backend:
+    """What differs between the backbones fine-tuning builds on; one subclass each, chosen by :func:`backend_for`.
+
+    ``tokenizer`` is None for a backbone that reads words (ELMo); otherwise the examples are word pieces and the
+    model takes the tokenizer's inputs by name (``input_ids``, ``attention_mask`` and, where the model has them,
+    ``token_type_ids``)."""
+
+    title = ""
+    unit = "word pieces"
+    tokenizer: Any = None
+    hidden_size = 768
+
+    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
+        self.backbone, self.settings = backbone, settings
+        self.max_length = settings.max_length
+
+    def build(self, labels: list[str], kind: str) -> nn.Module:
+        """The task model: the backbone's weights (a copy: the loaded model is shared) and a new head."""
+        raise NotImplementedError
+
+    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
+        raise NotImplementedError
+
+    def load_weights(self, model: nn.Module, directory: Path) -> None:
+        load_model_weights(model, directory / "model.safetensors")
+
+    def trains(self, mode: str) -> str:
+        """What trains in ``mode``, for the model card."""
+        return {"finetune": f"every weight of the {self.title} encoder and a new task head trained",
+                "feature": f"the {self.title} encoder frozen; only the new task head trained"}[mode]
+
+    def head(self, kind: str) -> str:
+        """The task head, for the model card."""
+        raise NotImplementedError
+
+
+class OwnBert(Backend):
+    """Our BERT (kind "bert") with our heads (:mod:`ctxmodels.heads`), saved in transformers' BERT layout."""
+
+    title = "BERT"
+
+    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
+        super().__init__(backbone, settings)
+        self.tokenizer = backbone.tokenizer
+        self.hidden_size = backbone.model.config.hidden_size
+        self.max_length = min(settings.max_length, backbone.model.config.max_position_embeddings)
+
+    def build(self, labels: list[str], kind: str) -> nn.Module:
+        from ..bert import BertConfig
+
+        base = self.backbone.model
+        encoder = getattr(base, "bert", None)
+        if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
+            raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
+                             "(its own or a Hugging Face BERT checkpoint)")
+        cls = BertForSequenceClassification if kind == "sentence" else BertForTokenClassification
+        model = cls(base.config, len(labels))
+        missing, _ = model.bert.load_state_dict(encoder.state_dict(), strict=False)
+        if [k for k in missing if not k.startswith("pooler.")]:  # a pooler may be new (a save without one)
+            raise ValueError(f"{self.settings.model}: the encoder's weights do not fill a BERT ({missing[:3]})")
+        if self.settings.mode == "feature":
+            model.bert.requires_grad_(False)
+        return model
+
+    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
+        save_bert_task_model(model, self.tokenizer, directory, labels)
+
+    def head(self, kind: str) -> str:
+        return {"sentence": "sequence classification ([CLS] -> pooler -> classifier)",
+                "token": "token classification (a label on each word's first piece)",
+                "word": "word classification (the token head, scored at the target word only)"}[kind]
+
+
+class TransformersEncoder(Backend):
+    """An encoder read through transformers (kind "transformers") with transformers' own head class for its
+    model type, read from the base model's folder and saved with ``save_pretrained``."""
+
+    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
+        super().__init__(backbone, settings)
+        self.tokenizer = backbone.tokenizer
+        self.hidden_size = backbone.dim
+        self.max_length = min(settings.max_length, backbone.max_length)
+        model_type = getattr(backbone, "model_type", "")
+        self.title = MODEL_NAMES.get(model_type, model_type or "transformers")
+        path = Path(backbone.path) if backbone.path is not None else None
+        if path is None or not (path.is_dir() or path.parent.is_dir()):
+            raise ValueError(f"{settings.model}: no folder to read the encoder's weights from")
+        self.folder = path if path.is_dir() else path.parent
+
+    def build(self, labels: list[str], kind: str) -> nn.Module:
+        model = transformers_task_head(self.folder, labels, sentence=kind == "sentence")
+        self.architecture = type(model).__name__
+        if self.settings.mode == "feature":
+            model.base_model.requires_grad_(False)
+        return model
+
+    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
+        save_transformers_task_model(model, self.tokenizer, directory)
+
+    def head(self, kind: str) -> str:
+        arch = getattr(self, "architecture", "")
+        return {"sentence": f"sequence classification (transformers' {arch})",
+                "token": f"token classification (transformers' {arch}: a label on each word's first piece)",
+                "word": f"word classification (transformers' {arch}, scored at the target word only)"}[kind]
+
+
+class Elmo(Backend):
+    """ELMo (kind "elmo"): the biLM, a scalar mix of its layers and a task layer (:class:`ElmoForTask`)."""
+
+    title = "ELMo"
+    unit = "words"
+
+    def build(self, labels: list[str], kind: str) -> nn.Module:
+        bilm = copy.deepcopy(self.backbone.model.bilm)  # the loaded model is shared (ctxmodels.load caches it)
+        return ElmoForTask(bilm, len(labels), pooling="sentence" if kind == "sentence" else "token",
+                           freeze_bilm=self.settings.mode == "feature")
+
+    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
+        save_elmo_task_model(model, self.backbone.model, directory, labels)
+
+    def load_weights(self, model: nn.Module, directory: Path) -> None:
+        state = {k[len("bilm."):]: v for k, v in load_tensors(directory / "model.safetensors").items()
+                 if k.startswith("bilm.")}
+        try:
+            model.bilm.load_state_dict(state)
+            model.load_state_dict(load_tensors(directory / HEAD_FILE), strict=False)
+        except RuntimeError as e:
+            raise CheckpointError(f"{directory}: does not fit this fine-tuning run ({str(e)[:200]})") from e
+
+    def trains(self, mode: str) -> str:
+        return {"feature": "the biLM frozen; the scalar mix (s_j, gamma) and a task layer trained",
+                "finetune": "the biLM, the scalar mix (s_j, gamma) and a task layer trained"}[mode]
+
+    def head(self, kind: str) -> str:
+        return {"sentence": "scalar mix -> mean over the words -> linear",
+                "token": "scalar mix -> linear on each word", "word": "scalar mix -> linear on the target word"}[kind]
+
+
+BACKENDS: dict[str, type[Backend]] = {"bert": OwnBert, "transformers": TransformersEncoder, "elmo": Elmo}
+
+
+def backend_for(backbone: LoadedModel, settings: FinetuneSettings) -> Backend:
+    """The backend of a loaded model's kind; ValueError for a model without weights to fine-tune."""
+    if backbone.kind not in BACKENDS:
+        raise ValueError(f"{settings.model} is a {backbone.kind} model: only BERT, the encoders transformers reads "
+                         "(RoBERTa, DistilBERT, ...) and ELMo have weights and layers to fine-tune (static vectors "
+                         "have no context)")
+    return BACKENDS[backbone.kind](backbone, settings)
+
+
 class FinetuneTask(TrainTask):
-    """A labelled task on a pre-trained backbone (a :class:`~ctxmodels.loading.LoadedModel` of kind bert/elmo)."""
+    """A labelled task on a pre-trained backbone (a :class:`~ctxmodels.loading.LoadedModel` of kind bert,
+    transformers or elmo)."""
 
     name = "finetune"
 
     def __init__(self, backbone: LoadedModel, data, settings: FinetuneSettings):
-        if backbone.kind not in ("bert", "elmo"):
-            raise ValueError(f"{settings.model} is a {backbone.kind} model: only BERT and ELMo have weights and "
-                             "layers to fine-tune (static vectors have no context)")
+        self.backend = backend_for(backbone, settings)
         if data.kind not in ("sentence", "token", "word"):
             raise ValueError(f"task kind {data.kind!r} is not sentence, token or word")
         if not data.train:
@@ -235,17 +404,9 @@ class FinetuneTask(TrainTask):
         self.labels = list(data.labels)
         self.kind = data.kind
         torch.manual_seed(settings.seed)  # the same new head for the same seed (and on --resume)
-        if backbone.kind == "bert":
-            self.model = self._bert_model(backbone)
-            self.tokenizer = backbone.tokenizer
-            self.max_length = min(settings.max_length, self.model.config.max_position_embeddings)
-        else:
-            self.base_lm = backbone.model
-            bilm = copy.deepcopy(backbone.model.bilm)  # the loaded model is shared (ctxmodels.load caches it)
-            self.model = ElmoForTask(bilm, len(self.labels), pooling="sentence" if self.kind == "sentence" else
-                                     "token", freeze_bilm=settings.mode == "feature")
-            self.tokenizer = None
-            self.max_length = settings.max_length
+        self.model = self.backend.build(self.labels, self.kind)
+        self.tokenizer = self.backend.tokenizer
+        self.max_length = self.backend.max_length
         self.name = f"{backbone.kind}-{settings.mode}"
         n = settings.max_examples
         self.train = [e for e in self._encode(data.train[:n] if n else data.train) if _scored(e)]
@@ -256,24 +417,6 @@ class FinetuneTask(TrainTask):
         self.cut_words = sum(e.cut for e in self.train + self.dev + self.test)
         self.cut_examples = sum(e.cut > 0 for e in self.train + self.dev + self.test)
         self._order_cache: dict[int, np.ndarray] = {}
-
-    def _bert_model(self, backbone: LoadedModel) -> nn.Module:
-        base = backbone.model
-        from ..bert import BertConfig
-
-        encoder = getattr(base, "bert", None)
-        if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
-            raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
-                             "(its own or a Hugging Face BERT checkpoint)")
-        cls = BertForSequenceClassification if self.kind == "sentence" else BertForTokenClassification
-        model = cls(base.config, len(self.labels))
-        missing, _ = model.bert.load_state_dict(encoder.state_dict(), strict=False)
-        self.fresh_pooler = any(k.startswith("pooler.") for k in missing)  # a BertModel save without a pooler
-        if [k for k in missing if not k.startswith("pooler.")]:
-            raise ValueError(f"{self.settings.model}: the encoder's weights do not fill a BERT ({missing[:3]})")
-        if self.settings.mode == "feature":
-            model.bert.requires_grad_(False)
-        return model
 
     def _encode(self, examples) -> list[Encoded]:
         return encode_examples(examples, self.kind, self.labels, self.tokenizer, self.max_length)
@@ -314,8 +457,10 @@ class FinetuneTask(TrainTask):
             for i, e in enumerate(items):
                 ids[i, : len(e.ids)] = torch.tensor(e.ids)
                 mask[i, : len(e.ids)] = 1
-            return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask,
-                    "labels": labels}
+            inputs = {"input_ids": ids, "attention_mask": mask}
+            if getattr(self.tokenizer, "uses_token_types", True):  # DistilBERT and RoBERTa take none
+                inputs["token_type_ids"] = torch.zeros_like(ids)
+            return {**inputs, "labels": labels}
         char_ids, mask = batch_to_char_ids([e.words for e in items], add_boundaries=True,
                                            max_chars=self.model.bilm.config.char_cnn.max_characters_per_token)
         return {"char_ids": char_ids, "mask": mask, "labels": labels}
@@ -326,7 +471,8 @@ class FinetuneTask(TrainTask):
     def logits(model: nn.Module, batch: Batch) -> torch.Tensor:
         if "char_ids" in batch:
             return model(batch["char_ids"], batch["mask"]).logits
-        return model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+        return model(**{k: v for k, v in batch.items() if k != "labels"}).logits  # our heads and transformers'
+
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         logits = self.logits(model, batch).float()
@@ -376,26 +522,13 @@ class FinetuneTask(TrainTask):
 
     def save_model(self, directory: Path) -> None:
         directory = Path(directory)
-        if self.tokenizer is not None:
-            save_bert_task_model(self.model, self.tokenizer, directory, self.labels)
-        else:
-            save_elmo_task_model(self.model, self.base_lm, directory, self.labels)
+        self.backend.save(self.model, directory, self.labels)
         # While training, finetune.json names the base model (so the folder loads as a fine-tune); the measured
         # figures join it at the end (final_metrics).
         write_json(directory / FINETUNE_FILE, self.info())
 
     def load_weights(self, directory: Path) -> None:
-        directory = Path(directory)
-        if self.tokenizer is not None:
-            load_model_weights(self.model, directory / "model.safetensors")
-            return
-        state = {k[len("bilm."):]: v for k, v in load_tensors(directory / "model.safetensors").items()
-                 if k.startswith("bilm.")}
-        try:
-            self.model.bilm.load_state_dict(state)
-            self.model.load_state_dict(load_tensors(directory / HEAD_FILE), strict=False)
-        except RuntimeError as e:
-            raise CheckpointError(f"{directory}: does not fit this fine-tuning run ({str(e)[:200]})") from e
+        self.backend.load_weights(self.model, Path(directory))
 
     def info(self, metrics: dict[str, Any] | None = None, steps: int | None = None,
              train_seconds: float | None = None) -> dict[str, Any]:
@@ -403,6 +536,7 @@ class FinetuneTask(TrainTask):
         s = self.settings
         d: dict[str, Any] = {
             "base_model": s.model, "base_path": s.model_path, "base_kind": self.backbone.kind,
+            "base_type": getattr(self.backbone, "model_type", self.backbone.kind),
             "task": s.task, "task_name": self.data.name, "task_kind": self.kind, "labels": self.labels,
             "mode": s.mode, "steps": steps, "metrics": metrics or {},
         }
@@ -419,17 +553,7 @@ class FinetuneTask(TrainTask):
         return self.card(info, getattr(self, "final", None))
 
     def card(self, info: dict[str, Any], final: dict[str, Any] | None) -> str:
-        s, d = self.settings, self.data
-        what = {("bert", "finetune"): "every weight of the BERT encoder and a new task head trained",
-                ("bert", "feature"): "the BERT encoder frozen; only the new task head trained",
-                ("elmo", "feature"): "the biLM frozen; the scalar mix (s_j, gamma) and a task layer trained",
-                ("elmo", "finetune"): "the biLM, the scalar mix (s_j, gamma) and a task layer trained"}
-        head = {"sentence": "sequence classification ([CLS] -> pooler -> classifier)",
-                "token": "token classification (a label on each word's first piece)",
-                "word": "word classification (the token head, scored at the target word only)"}
-        if self.backbone.kind == "elmo":
-            head = {"sentence": "scalar mix -> mean over the words -> linear",
-                    "token": "scalar mix -> linear on each word", "word": "scalar mix -> linear on the target word"}
+        s, d, b = self.settings, self.data, self.backend
         rows = []
         for split in ("dev", "test"):
             m = (final or {}).get(split)
@@ -444,21 +568,19 @@ class FinetuneTask(TrainTask):
         if test.get("per_class"):
             per_class = "\n### Test F1 per class\n\n| class | F1 | support |\n|---|---|---|\n" + "".join(
                 f"| {c} | {v['f1']:.3f} | {v['support']} |\n" for c, v in test["per_class"].items())
-        cut = (f"{self.cut_examples} example(s) were longer than {self.max_length} "
-               f"{'word pieces' if self.tokenizer is not None else 'words'} and were cut at a word boundary "
-               f"({self.cut_words} words not trained or scored)." if self.cut_words else
-               f"No example was longer than {self.max_length} {'word pieces' if self.tokenizer else 'words'}.")
+        cut = (f"{self.cut_examples} example(s) were longer than {self.max_length} {b.unit} and were cut at a "
+               f"word boundary ({self.cut_words} words not trained or scored)." if self.cut_words else
+               f"No example was longer than {self.max_length} {b.unit}.")
         cfg = info.get("train_config", {})
         mix = ""
         if isinstance(self.model, ElmoForTask):
             m = self.model.scalar_mix
             mix = ("\nLearned layer weights s_j (layer 0 = character CNN, then the LSTM layers): "
                    + ", ".join(f"{w:.3f}" for w in m.weights()) + f"; gamma {m.gamma:.3f}.\n")
-        title = {"bert": "BERT", "elmo": "ELMo"}[self.backbone.kind]
-        return f"""# {title} fine-tuned on {d.name} ({s.mode})
+        return f"""# {b.title} fine-tuned on {d.name} ({s.mode})
 
-Fine-tuned with ctxmodels from `{s.model}` (`{s.model_path}`): {what[(self.backbone.kind, s.mode)]}.
-Task head: {head[self.kind]}. `ctxmodels.load(this folder)` gives the backbone (with `finetune_info`);
+Fine-tuned with ctxmodels from `{s.model}` (`{s.model_path}`): {b.trains(s.mode)}.
+Task head: {b.head(self.kind)}. `ctxmodels.load(this folder)` gives the backbone (with `finetune_info`);
 `ctxmodels.load(this folder).task_model().predict(words)` labels text.
 
 ## Task
@@ -485,7 +607,7 @@ Data: {d.source}
 | steps | {info.get('steps')} of {info.get('max_steps')}, batch {s.batch_size} |
 | learning rate | {cfg.get('lr', s.lr)} (AdamW, weight decay {s.weight_decay} except biases/norms/scalars), \
 warm-up {cfg.get('warmup_steps', s.warmup)} steps then linear decay |
-| max length | {self.max_length} {'word pieces' if self.tokenizer is not None else 'words'} |
+| max length | {self.max_length} {b.unit} |
 | seed | {s.seed} |
 | wall time | {info.get('wall_time_s', 0):.0f} s |
 | hardware | {info.get('hardware', '')} |
@@ -499,8 +621,7 @@ def build_task(backbone: LoadedModel, data, settings: FinetuneSettings) -> tuple
     if s.steps is None:
         s.steps = max(1, s.epochs * task.num_batches(0))
     if s.lr is None:
-        s.lr = default_lr(backbone.kind, s.mode, getattr(backbone.model.config, "hidden_size", 768)
-                          if backbone.kind == "bert" else 768)
+        s.lr = default_lr(backbone.kind, s.mode, task.backend.hidden_size)
     if s.warmup is None:
         s.warmup = min(max(3, round(0.02 * s.steps)), max(s.steps - 1, 0))
     if s.eval_every is None:
