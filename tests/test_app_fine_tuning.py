@@ -201,3 +201,34 @@ def test_an_unchanged_model_is_read_as_unchanged(tuned, tiny_assets, tmp_path, m
     said = " ".join(m.value for m in at.markdown)
     assert "No layer changed" in said and "No head's attention changed" in said
     assert "the same before and after in every layer" in said
+
+
+@pytest.fixture(scope="module")
+def tuned_roberta(tmp_path_factory):
+    """A tiny random RoBERTa (tests/hf_tiny.py) fine-tuned with the real ``ctxmodels finetune`` on the tag task."""
+    from tests import hf_tiny
+
+    root = tmp_path_factory.mktemp("finetuned-roberta")
+    task = write_tag_task(root / "tags.conll")
+    base = hf_tiny.build("roberta", root / "roberta-tiny")
+    return finetune_tiny(base, task, root / "roberta-tags"), base
+
+
+def test_the_page_compares_a_finetuned_roberta_with_its_base(tuned_roberta, monkeypatch):
+    folder, base = tuned_roberta
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
+    at = page("fine_tuning")
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    found = charts(at)
+    cka = next(c for c in found if any(t.get("name", "").endswith("roberta-tags") and "→" in t.get("name", "")
+                                       for t in c["data"]))
+    assert cka["layout"]["xaxis"]["ticktext"] == ["embeddings", "layer 1", "layer 2"]
+    t = titles(at)
+    assert any(x.startswith("before: roberta-tiny, layer 2") for x in t), t
+    heat = next(c for c in found if c["layout"].get("title", {}).get("text", "").startswith("mean Jensen"))
+    assert heat["layout"]["yaxis"]["ticktext"] == ["layer 1", "layer 2"]
+    info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
+    assert info["base_kind"] == "transformers" and info["base_path"] == str(base)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["test accuracy"] == f"{info['metrics']['test']['accuracy']:.1%}"

@@ -83,10 +83,10 @@ def finetune_here() -> None:
     me = limits.session_id()
     job = runner.job
     busy = job is not None and job.running
-    bases = [m for m in model_ids() if (lm := loaded(m)) is not None and lm.kind in ("bert", "elmo")
+    bases = [m for m in model_ids() if (lm := loaded(m)) is not None and lm.kind in ("bert", "transformers", "elmo")
              and ft.finetune_info(lm) is None]
     if not bases:
-        st.info("No BERT or ELMo model to fine-tune is loaded.")
+        st.info("No model to fine-tune is loaded (a BERT, another encoder such as RoBERTa, or an ELMo).")
         return
     tasks = ["pos", "ner", "wsd:bank", "period"]
     with guard("The built-in tasks"):
@@ -345,7 +345,8 @@ projection_view()
 # -- the attention heads ----------------------------------------------------------------------------------------
 st.subheader("Which attention heads changed")
 if result.heads is None:
-    st.caption(f"{md(a_name)} is not a BERT (it is {md(after.kind)}): it has no attention heads to compare.")
+    st.caption(f"{md(a_name)} is not a transformer encoder (it is {md(after.kind)}): it has no attention heads to "
+               "compare.")
 else:
     ranked = result.ranked_heads(top=10)
     h1, h2 = st.columns([3, 2])
