@@ -12,8 +12,9 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   through transformers' own head classes (``AutoModelForTokenClassification`` /
   ``AutoModelForSequenceClassification`` on the base folder: ``RobertaForTokenClassification``, ...), labelled on
   each word's first piece as the model's tokenizer splits the words (WordPiece, byte-level BPE or SentencePiece).
-  The learning rates are BERT's by hidden size: these are BERT-shaped encoders, fine-tuned in their papers with
-  BERT's grid or close to it.
+  The learning rates are BERT's by hidden size (:func:`default_lr`): these are BERT-shaped encoders, and 3e-5
+  lies in the range their papers fine-tuned base-size models with (roughly 1e-5 to 5e-5; ELECTRA-base used 1e-4
+  together with a layer-wise decay, which is not applied here).
 * ELMo, ``feature``: the biLM is frozen (no dropout inside it); the scalar mix s_j, gamma and the task layer
   learn (eq. 1 of the ELMo paper). ``finetune``: the biLM trains too.
 * AdamW with weight decay 0.01 except biases, LayerNorms and the mix's scalars (the trainer's rule), linear
