@@ -211,6 +211,35 @@ def load_encoder(folder: str | Path) -> EncoderFiles:
     return EncoderFiles(model, tokenizer, kind, reason)
 
 
+#: what transformers needs to turn a SentencePiece model (spm.model, spiece.model) into a fast tokenizer:
+#: (module to import, package to install)
+SENTENCEPIECE_PACKAGES = (("sentencepiece", "sentencepiece"), ("google.protobuf", "protobuf"))
+
+
+def missing_sentencepiece_packages() -> list[str]:
+    """The packages of :data:`SENTENCEPIECE_PACKAGES` that cannot be imported here (both are dependencies of
+    ctxmodels, but an environment installed without them reads only folders that hold tokenizer.json)."""
+    import importlib
+
+    missing = []
+    for module, package in SENTENCEPIECE_PACKAGES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def _reads_as_sentencepiece(path: Path) -> bool:
+    import sentencepiece
+
+    try:
+        sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except Exception:  # noqa: BLE001 - sentencepiece raises RuntimeError, OSError, ... on a bad file
+        return False
+    return True
+
+
 def load_tokenizer(folder: Path) -> EncoderTokenizer:
     import transformers
 
@@ -221,9 +250,20 @@ def load_tokenizer(folder: Path) -> EncoderTokenizer:
             raise
         except Exception as e:  # noqa: BLE001 - tokenizer classes raise many kinds of errors on bad files
             hint = "a model folder needs tokenizer.json (or the files its tokenizer class reads)"
-            if not (folder / "tokenizer.json").exists() and any(folder.glob("*.model")):
-                hint = ("its tokenizer is a SentencePiece model without tokenizer.json (DeBERTa-v3 is published "
-                        "so): `pip install sentencepiece` lets transformers convert it")
+            spm_files = sorted(p.name for p in folder.glob("*.model"))
+            if not (folder / "tokenizer.json").exists() and spm_files:
+                what = (f"its tokenizer is a SentencePiece model ({', '.join(spm_files)}) without tokenizer.json (as "
+                        "DeBERTa-v3 is published)")
+                missing = missing_sentencepiece_packages()
+                if missing:  # transformers' own message then names the wrong package (tiktoken): not shown
+                    raise CheckpointError(f"{folder}: cannot read the tokenizer: {what}; transformers converts it "
+                                          f"only with {' and '.join(missing)} installed: run `pip install "
+                                          f"{' '.join(missing)}`") from None
+                damaged = [name for name in spm_files if not _reads_as_sentencepiece(folder / name)]
+                if damaged:  # transformers' own message then names the wrong package (tiktoken): not shown
+                    raise CheckpointError(f"{folder}: cannot read the tokenizer: {what}, and {', '.join(damaged)} "
+                                          "is not a SentencePiece model (a damaged or cut download?)") from None
+                hint = f"{what}; it could not be converted"
             raise CheckpointError(f"{folder}: cannot read the tokenizer ({type(e).__name__}: {_short(e)}); "
                                   f"{hint}") from None
     if not getattr(fast, "is_fast", False) or getattr(fast, "backend_tokenizer", None) is None:
