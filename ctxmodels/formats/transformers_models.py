@@ -11,7 +11,9 @@ its attention probabilities (the fused kernels do not).
 
 The tokenizer (:class:`EncoderTokenizer`) wraps the folder's fast tokenizer and returns
 :class:`~ctxmodels.tokenization.Encoded` like our WordPiece does, so pooling, attention and fill-in code need no
-second version:
+second version. The fast tokenizer is tokenizer.json or, where a model ships only a SentencePiece model (DeBERTa-v3's
+spm.model), the one transformers converts from it on each load with the sentencepiece and protobuf packages (quicker
+than reading the tokenizer.json it would make, so nothing is cached). What it returns:
 
 - words: for a list of words, exactly those words (byte-level BPE and SentencePiece pieces get the word-initial
   space mark on every word, as ``add_prefix_space=True`` gives, so a word is split the same wherever it stands);
