@@ -252,3 +252,14 @@ def test_a_damaged_sentencepiece_model_is_named(folders, tmp_path):
     spm_file.write_bytes(spm_file.read_bytes()[:100])
     with pytest.raises(CheckpointError, match=r"spiece\.model is not a SentencePiece model"):
         ctxmodels.load(folder)
+
+
+def test_a_folder_without_its_sentencepiece_model_is_refused(folders, tmp_path):
+    # transformers then builds a tokenizer of special tokens only, which would read every word as [UNK]
+    folder = shutil.copytree(folders["deberta-v3"], tmp_path / "no-spm")
+    (folder / "spm.model").unlink()
+    with pytest.raises(CheckpointError, match="no tokenizer vocabulary: the tokenizer built knows only its special"):
+        ctxmodels.load(folder)
+    (folder / "spm.model").mkdir()  # not a file either
+    with pytest.raises(CheckpointError, match="no tokenizer vocabulary"):
+        ctxmodels.load(folder)

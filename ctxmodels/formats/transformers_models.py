@@ -271,6 +271,11 @@ def load_tokenizer(folder: Path) -> EncoderTokenizer:
     if not getattr(fast, "is_fast", False) or getattr(fast, "backend_tokenizer", None) is None:
         raise CheckpointError(f"{folder}: only a slow tokenizer could be built; ctxmodels needs a fast one "
                               "(tokenizer.json) for word alignment")
+    added = fast.get_added_vocab()
+    if all(token in added for token in fast.get_vocab()):  # transformers builds this when no vocabulary file is there
+        raise CheckpointError(f"{folder}: no tokenizer vocabulary: the tokenizer built knows only its special tokens "
+                              f"({', '.join(sorted(added)[:6])}); the folder needs tokenizer.json or the file its "
+                              "tokenizer reads (spm.model or spiece.model, vocab.txt, vocab.json and merges.txt)")
     return EncoderTokenizer(fast)
 
 
