@@ -11,7 +11,9 @@ its attention probabilities (the fused kernels do not).
 
 The tokenizer (:class:`EncoderTokenizer`) wraps the folder's fast tokenizer and returns
 :class:`~ctxmodels.tokenization.Encoded` like our WordPiece does, so pooling, attention and fill-in code need no
-second version:
+second version. The fast tokenizer is tokenizer.json or, where a model ships only a SentencePiece model (DeBERTa-v3's
+spm.model), the one transformers converts from it on each load with the sentencepiece and protobuf packages (quicker
+than reading the tokenizer.json it would make, so nothing is cached). What it returns:
 
 - words: for a list of words, exactly those words (byte-level BPE and SentencePiece pieces get the word-initial
   space mark on every word, as ``add_prefix_space=True`` gives, so a word is split the same wherever it stands);
@@ -219,6 +221,35 @@ def fit_length(tokenizer: EncoderTokenizer, config: Any) -> None:
         tokenizer.max_length = min(tokenizer.max_length or positions, positions)
 
 
+#: what transformers needs to turn a SentencePiece model (spm.model, spiece.model) into a fast tokenizer:
+#: (module to import, package to install)
+SENTENCEPIECE_PACKAGES = (("sentencepiece", "sentencepiece"), ("google.protobuf", "protobuf"))
+
+
+def missing_sentencepiece_packages() -> list[str]:
+    """The packages of :data:`SENTENCEPIECE_PACKAGES` that cannot be imported here (both are dependencies of
+    ctxmodels, but an environment installed without them reads only folders that hold tokenizer.json)."""
+    import importlib
+
+    missing = []
+    for module, package in SENTENCEPIECE_PACKAGES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def _reads_as_sentencepiece(path: Path) -> bool:
+    import sentencepiece
+
+    try:
+        sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except Exception:  # noqa: BLE001 - sentencepiece raises RuntimeError, OSError, ... on a bad file
+        return False
+    return True
+
+
 def load_tokenizer(folder: Path) -> EncoderTokenizer:
     import transformers
 
@@ -229,14 +260,30 @@ def load_tokenizer(folder: Path) -> EncoderTokenizer:
             raise
         except Exception as e:  # noqa: BLE001 - tokenizer classes raise many kinds of errors on bad files
             hint = "a model folder needs tokenizer.json (or the files its tokenizer class reads)"
-            if not (folder / "tokenizer.json").exists() and any(folder.glob("*.model")):
-                hint = ("its tokenizer is a SentencePiece model without tokenizer.json (DeBERTa-v3 is published "
-                        "so): `pip install sentencepiece` lets transformers convert it")
+            spm_files = sorted(p.name for p in folder.glob("*.model"))
+            if not (folder / "tokenizer.json").exists() and spm_files:
+                what = (f"its tokenizer is a SentencePiece model ({', '.join(spm_files)}) without tokenizer.json (as "
+                        "DeBERTa-v3 is published)")
+                missing = missing_sentencepiece_packages()
+                if missing:  # transformers' own message then names the wrong package (tiktoken): not shown
+                    raise CheckpointError(f"{folder}: cannot read the tokenizer: {what}; transformers converts it "
+                                          f"only with {' and '.join(missing)} installed: run `pip install "
+                                          f"{' '.join(missing)}`") from None
+                damaged = [name for name in spm_files if not _reads_as_sentencepiece(folder / name)]
+                if damaged:  # transformers' own message then names the wrong package (tiktoken): not shown
+                    raise CheckpointError(f"{folder}: cannot read the tokenizer: {what}, and {', '.join(damaged)} "
+                                          "is not a SentencePiece model (a damaged or cut download?)") from None
+                hint = f"{what}; it could not be converted"
             raise CheckpointError(f"{folder}: cannot read the tokenizer ({type(e).__name__}: {_short(e)}); "
                                   f"{hint}") from None
     if not getattr(fast, "is_fast", False) or getattr(fast, "backend_tokenizer", None) is None:
         raise CheckpointError(f"{folder}: only a slow tokenizer could be built; ctxmodels needs a fast one "
                               "(tokenizer.json) for word alignment")
+    added = fast.get_added_vocab()
+    if all(token in added for token in fast.get_vocab()):  # transformers builds this when no vocabulary file is there
+        raise CheckpointError(f"{folder}: no tokenizer vocabulary: the tokenizer built knows only its special tokens "
+                              f"({', '.join(sorted(added)[:6])}); the folder needs tokenizer.json or the file its "
+                              "tokenizer reads (spm.model or spiece.model, vocab.txt, vocab.json and merges.txt)")
     return EncoderTokenizer(fast)
 
 
