@@ -479,7 +479,7 @@ def test_training_on_an_uploaded_file(server, browser, tmp_path):
 
 def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     """What a user sees first: the shipped bert-eltec, elmo-eltec and static-eltec, on the polysemy page and in
-    fill-in (screenshots for a person to look at)."""
+    fill-in, and bert-eltec-pos on the fine-tuning page (screenshots for a person to look at)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{shipped_server}/word_senses?projection=pca")
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
@@ -498,6 +498,14 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     settle(page)
     no_traceback(page)
     screenshot(page, "shipped-elmo_layers.png")
+    # the shipped fine-tuned model (bert-eltec-pos) beside its base: the comparison is there on a fresh install
+    page.goto(f"{shipped_server}/fine_tuning")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    text = page.evaluate("() => document.body.innerText")
+    assert "bert-eltec-pos" in text and "No fine-tuned model" not in text
+    screenshot(page, "shipped-fine_tuning.png")
     page.close()
 
 

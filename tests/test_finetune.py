@@ -22,7 +22,7 @@ from ctxmodels.formats.huggingface import save_pretrained
 from ctxmodels.heads import HEAD_CLASSES
 from ctxmodels.paths import assets_dir
 from ctxmodels.tokenization import WordPieceTokenizer
-from ctxmodels.training.finetune_task import FinetuneSettings, build_task, final_metrics
+from ctxmodels.training.finetune_task import FinetuneSettings, build_task, final_metrics, portable_base_path
 from ctxmodels.training.trainer import Trainer
 
 ANIMALS = ["dog", "cat", "horse", "cow", "sheep"]
@@ -286,3 +286,19 @@ def test_bert_feature_mode_trains_only_the_head(tiny_bert, tmp_path):
 
 def card_text(out: Path) -> str:
     return (out / "README.md").read_text()
+
+
+def test_a_shipped_base_is_recorded_by_its_name_and_any_other_by_its_path(tmp_path, monkeypatch):
+    """finetune.json's base_path: "" for a shipped model given by its short name (the name finds it anywhere; this
+    machine's path would mislead on another), the resolved path for anything else."""
+    assets = tmp_path / "assets"
+    (assets / "bert-eltec").mkdir(parents=True)
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    shipped = FinetuneSettings(model="bert-eltec", task="pos", model_path=str((assets / "bert-eltec").resolve()))
+    assert portable_base_path(shipped) == ""
+    own = str((tmp_path / "runs" / "bert").resolve())
+    assert portable_base_path(FinetuneSettings(model="runs/bert", task="pos", model_path=own)) == own
+    # a folder in assets/ named by its path is a path like any other
+    by_path = FinetuneSettings(model=str(assets / "bert-eltec"), task="pos",
+                               model_path=str((assets / "bert-eltec").resolve()))
+    assert portable_base_path(by_path) == str((assets / "bert-eltec").resolve())

@@ -211,3 +211,26 @@ def test_heldout_figures_measured_again(models, report, shared_data):
     got = elmo_task.heldout_metrics(elmo.model, elmo.model.vocab, corpus, eval_tokens=100_000)  # the default
     for k in ("fwd_ppl", "bwd_ppl"):
         assert got[k] == pytest.approx(expected[k], rel=1e-4), k
+
+
+def test_the_shipped_fine_tuned_model_tags_and_names_its_base():
+    """assets/bert-eltec-pos: bert-eltec fine-tuned on `pos`, so the fine-tuning page has something to show on a
+    fresh install. It names its base by short name only (no path of the machine it was trained on)."""
+    from ctxmodels.analysis.finetuning import base_model
+
+    tuned = ctxmodels.load("bert-eltec-pos")
+    info = tuned.finetune_info
+    assert info["task"] == "pos" and info["mode"] == "finetune" and info["base_model"] == "bert-eltec"
+    folder = ASSETS / "bert-eltec-pos"
+    assert info["base_path"] == "" and str(ROOT.parent) not in (folder / "README.md").read_text(encoding="utf-8")
+    assert not (folder / "run.json").exists() and not (folder / "checkpoint").exists()
+    assert tuned.kind == "bert" and tuned.has_attention and not tuned.can_fill_mask
+    assert base_model(tuned).path == ctxmodels.load("bert-eltec").path
+    words = "She walked slowly to the old bank and opened an account".split()
+    tags = dict(zip(words, (label for label, _ in tuned.task_model().predict(words))))
+    assert (tags["walked"], tags["slowly"], tags["old"], tags["bank"], tags["account"]) == (
+        "VERB", "ADV", "ADJ", "NOUN", "NOUN"), tags
+    # the card quotes the test figures that finetune.json holds
+    test = info["metrics"]["test"]
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"| test | {test['accuracy']:.4f} | {test['macro_f1']:.4f} |" in card

@@ -26,7 +26,8 @@ from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, 
 from .quality import BERT_SEQUENCES
 
 WEIGHTS = "model.safetensors"
-LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz"}  # training state and data caches
+LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz",  # training state and data caches
+               "run.json"}  # the settings --resume reads, with this machine's paths: the card has the command
 DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
 BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 

@@ -67,6 +67,7 @@ from ..formats.finetuned import (
     transformers_task_head,
 )
 from ..heads import IGNORE_INDEX, BertForSequenceClassification, BertForTokenClassification, ElmoForTask
+from ..paths import assets_dir
 from .trainer import Batch, TrainConfig, Trainer, TrainTask, hardware_description, load_model_weights
 
 if TYPE_CHECKING:
@@ -174,6 +175,15 @@ def _label_ids(example, kind: str, index: dict[str, int], n_words: int) -> list[
         if lab:
             ids[w] = index.get(lab, IGNORE_INDEX)
     return ids
+
+
+def portable_base_path(settings: FinetuneSettings) -> str:
+    """The base model's path as finetune.json and the card record it: "" for a shipped model named by its short
+    name (the name finds it on any machine; this machine's path would only mislead elsewhere), else the path."""
+    name, path = settings.model, Path(settings.model_path) if settings.model_path else None
+    if path is not None and "/" not in name and path.parent == assets_dir().resolve() and path.name == name:
+        return ""
+    return settings.model_path
 
 
 def encode_examples(examples: Sequence, kind: str, labels: Sequence[str], tokenizer=None,
@@ -536,7 +546,7 @@ class FinetuneTask(TrainTask):
         """The contents of finetune.json."""
         s = self.settings
         d: dict[str, Any] = {
-            "base_model": s.model, "base_path": s.model_path, "base_kind": self.backbone.kind,
+            "base_model": s.model, "base_path": portable_base_path(s), "base_kind": self.backbone.kind,
             "base_type": getattr(self.backbone, "model_type", self.backbone.kind),
             "task": s.task, "task_name": self.data.name, "task_kind": self.kind, "labels": self.labels,
             "mode": s.mode, "steps": steps, "metrics": metrics or {},
@@ -547,7 +557,7 @@ class FinetuneTask(TrainTask):
         if train_seconds is not None and steps is not None:
             d["train_seconds"] = round(train_seconds, 2)
             d["examples_per_second"] = round(self.examples_seen(steps) / max(train_seconds, 1e-9), 2)
-        d["settings"] = dataclasses.asdict(s)
+        d["settings"] = dataclasses.asdict(s) | {"model_path": portable_base_path(s)}
         return d
 
     def model_card(self, info: dict[str, Any]) -> str:
@@ -573,6 +583,7 @@ class FinetuneTask(TrainTask):
                f"word boundary ({self.cut_words} words not trained or scored)." if self.cut_words else
                f"No example was longer than {self.max_length} {b.unit}.")
         cfg = info.get("train_config", {})
+        where = f" (`{portable_base_path(s)}`)" if portable_base_path(s) else ""
         mix = ""
         if isinstance(self.model, ElmoForTask):
             m = self.model.scalar_mix
@@ -580,7 +591,7 @@ class FinetuneTask(TrainTask):
                    + ", ".join(f"{w:.3f}" for w in m.weights()) + f"; gamma {m.gamma:.3f}.\n")
         return f"""# {b.title} fine-tuned on {d.name} ({s.mode})
 
-Fine-tuned with ctxmodels from `{s.model}` (`{s.model_path}`): {b.trains(s.mode)}.
+Fine-tuned with ctxmodels from `{s.model}`{where}: {b.trains(s.mode)}.
 Task head: {b.head(self.kind)}. `ctxmodels.load(this folder)` gives the backbone (with `finetune_info`);
 `ctxmodels.load(this folder).task_model().predict(words)` labels text.
 
