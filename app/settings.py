@@ -4,7 +4,8 @@ not reach the teacher's disk).
 * ``CTXMODELS_APP_MODELS=path1,path2`` or ``streamlit run app/Home.py -- --models path1 path2``: extra models;
 * ``CTXMODELS_APP_CORPORA=a.txt,b.txt`` or ``--corpus a.txt b.txt``: plain-text corpora the Word senses page may
   search (besides the training novels when the shared data is present);
-* ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path;
+* ``CTXMODELS_ALLOW_PATHS=1`` or ``--allow-paths``: the Models page may load a model from a server path, or one
+  found in the server's caches, and offer it to every visitor;
 * ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
   of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
 * ``CTXMODELS_ALLOW_DOWNLOADS=1`` or ``--allow-downloads``: the Models page may download a model from the Hugging

@@ -81,7 +81,13 @@ def forget_added():
         registry()._extra[:] = [m for m in registry()._extra if m in before]
 
 
-def test_models_page_lists_the_hub_cache_and_shows_a_card(forget_added):
+def test_models_page_lists_the_hub_cache_and_shows_a_card(forget_added, monkeypatch):
+    at = page("models")
+    assert_clean(at)
+    # without --allow-paths the list is shown, but a visitor cannot load from it (it would be offered to everyone)
+    assert not [b for b in at.button if b.key == "found_load"]
+    assert any("--allow-paths" in c for c in texts(at.caption))
+    monkeypatch.setenv("CTXMODELS_ALLOW_PATHS", "1")
     at = page("models")
     assert_clean(at)
     found = next(d.value for d in at.dataframe if "source" in d.value.columns)

@@ -62,7 +62,8 @@ def facts(model) -> str:
 
 def found_listing(known: list[str]) -> None:
     """The models found on this server (shipped, installed packages, the Hugging Face cache, the project's cache);
-    a loadable one that no page offers yet can be added for every visitor. Nothing is downloaded here."""
+    where the operator allows it (``--allow-paths``), a loadable one that no page offers yet can be added for every
+    visitor. Nothing is downloaded here."""
     found = found_entries()
     with st.expander(f"Found on this server: {len(found)} model(s)", expanded=False):
         st.caption("Shipped models (`" + str(assets_dir()) + "`), installed model packages (`minilm`), the "
@@ -78,7 +79,13 @@ def found_listing(known: list[str]) -> None:
                      width="stretch")
         addable = [row["name"] for row in found if row["loadable"] and row["name"] not in known
                    and row["path"] not in known]
-        if addable:
+        if addable and not settings().allow_paths:
+            # Loading one offers it to every visitor and holds its memory for the server's life: in a room that is
+            # the operator's call, like loading from a path.
+            st.caption(f"{len(addable)} of these can be offered on every page: the operator names them when "
+                       "starting the app (`--models NAME`), or allows loading them from here with "
+                       "`--allow-paths` / `CTXMODELS_ALLOW_PATHS=1`.")
+        elif addable:
             c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
             pick = c1.selectbox("Offer on every page", addable, index=None, key="found_pick",
                                 placeholder="a model found here")
