@@ -43,3 +43,20 @@ def serving_threads() -> int:
 def umap_ready() -> bool:
     thread = umap_warm_up()
     return thread is None or not thread.is_alive()
+
+
+def usable_projection(method: str) -> str:
+    """``method``, or "pca" while UMAP is still warming up: then the page says so and reruns itself once UMAP is
+    ready (a small fragment polls every 2 s), so a visitor never waits on the compile."""
+    if method != "umap" or umap_ready():
+        return method
+    st.info("UMAP is warming up (its first use compiles code, about half a minute once per server); showing PCA "
+            "until it is ready. The page switches by itself.")
+
+    @st.fragment(run_every=2)
+    def _switch_when_ready() -> None:
+        if umap_ready():
+            st.rerun()
+
+    _switch_when_ready()
+    return "pca"

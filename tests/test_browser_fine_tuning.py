@@ -8,10 +8,13 @@ import re
 
 import pytest
 
+from tests import test_browser
 from tests.app_fixtures import build_tiny_assets, finetune_tiny, write_tag_task
-from tests.test_browser import CHROMIUM_ARGS, chromium_path, no_traceback, screenshot, settle, start_server
+from tests.test_browser import no_traceback, screenshot, settle, start_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+browser = test_browser.browser  # the one Chromium fixture of the browser tests
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +24,6 @@ def server(tmp_path_factory):
     tuned = finetune_tiny(assets / "bert-eltec", write_tag_task(root / "tags.conll"), root / "bert-tags")
     yield from start_server(tmp_path_factory, assets, CTXMODELS_APP_MODELS=str(tuned),
                             CTXMODELS_CACHE=str(tmp_path_factory.mktemp("cache")))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    path = chromium_path()
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def figure_titles(page) -> list[str]:

@@ -26,7 +26,7 @@ from app.registry import get_model, label, model_ids, no_models_message, registr
 from app.settings import settings
 from app.shared import shared
 from app.url_state import to_url, url_state
-from app.warm_up import umap_ready
+from app.warm_up import usable_projection
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
@@ -314,17 +314,7 @@ def projection_view() -> None:
     how = p2.radio("Projection", ["pca", "umap"], key="ft_projection", horizontal=True, persist_state="session",
                    format_func=projections.DISPLAY.get)
     to_url("ft_layer", "ft_projection")
-    if how == "umap" and not umap_ready():
-        how = "pca"
-        st.info("UMAP is warming up (its first use compiles code, about half a minute once per server); showing PCA "
-                "until it is ready. The page switches by itself.")
-
-        @st.fragment(run_every=2)
-        def _switch_when_ready() -> None:
-            if umap_ready():
-                st.rerun()
-
-        _switch_when_ready()
+    how = usable_projection(how)
     with guard("Projecting"), limits.heavy("Projecting"):
         Xb, Xa = result.layer_points(layer)
         pkey = ("ft-projection", id(result), layer, how)

@@ -24,7 +24,7 @@ from app.presentation import controls, is_presenting
 from app.registry import get_model, label, require_models
 from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
-from app.warm_up import umap_ready
+from app.warm_up import usable_projection
 from ctxmodels.analysis import clusters, concordance, projections, vectors
 from ctxmodels.analysis import word_senses as ws
 
@@ -146,18 +146,7 @@ k = None if k_choice == "auto" else int(k_choice)
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
 
-use_method = method
-if method == "umap" and not umap_ready():
-    use_method = "pca"
-    st.info("UMAP is warming up (its first use compiles code, about half a minute once per server); showing PCA "
-            "until it is ready. The page switches by itself.")
-
-    @st.fragment(run_every=2)
-    def _switch_when_ready() -> None:
-        if umap_ready():
-            st.rerun()
-
-    _switch_when_ready()
+use_method = usable_projection(method)
 params = (("n_neighbors", neighbors), ("min_dist", min_dist), ("perplexity", perplexity))
 
 
