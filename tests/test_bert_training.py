@@ -567,6 +567,14 @@ def test_init_from_a_transformers_encoder(corpus_file, tokenizer_dir, tmp_path):
     assert not any(h.startswith("bert.") for h in task.fresh_heads)  # the pooler came with the encoder
     card = task.model_card({"metrics": {}})
     assert "started fresh: cls.predictions" in card and "the starting model's: 2 layers, hidden 32" in card
+    # the start is named in the card (its README's title and licence), also when the run is resumed
+    (start / "README.md").write_text("---\nlicense: apache-2.0\n---\n\n# tiny-encoder\n\nA test model.\n")
+    task = bert_task_in(tmp_path / "run2", *common, "--init-from", str(start))
+    assert task.start == "tiny-encoder (licence apache-2.0)"
+    (tmp_path / "run2" / "checkpoint").mkdir()
+    resumed = build(parse_bert_args(["--out", str(tmp_path / "run2"), "--resume"]))[0]
+    assert resumed.start == task.start and resumed.fresh_heads == task.fresh_heads
+    assert "tiny-encoder (licence apache-2.0)" in resumed.model_card({"metrics": {}})
     # a size or vocabulary other than the start's is refused with what to do
     with pytest.raises(Exception, match="does not fit --preset tiny.*leave --preset out"):
         bert_task_in(tmp_path / "r2", *common, "--preset", "tiny", "--init-from", str(start))

@@ -27,7 +27,8 @@ from .quality import BERT_SEQUENCES
 
 WEIGHTS = "model.safetensors"
 LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz",  # training state and data caches
-               "run.json"}  # the settings --resume reads, with this machine's paths: the card has the command
+               # the settings --resume reads and the --init-from record, with this machine's paths (the card has both)
+               "run.json", "start.json"}
 DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
 BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 

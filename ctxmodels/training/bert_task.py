@@ -6,6 +6,7 @@ The data it trains on (tokenised documents, masking, next-sentence pairs, batche
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 # the lower rates of the BERT papers (1e-4 for base at batch 256), as post-LayerNorm stacks diverge more easily.
 DEFAULT_LR = {"tiny": 1e-3, "mini": 1e-3, "small": 5e-4, "medium": 3e-4, "base": 1e-4, "large": 1e-4}
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")
+START_FILE = "start.json"  # a run's record of the model it started from (--init-from)
 INIT_LR = 1e-4  # continued pre-training from --init-from without --preset
 
 
@@ -188,6 +190,7 @@ class BertPretrainingTask(TrainTask):
         self.settings, self.data_meta = settings, data_meta
         self._eval_batches: list[Batch] | None = None
         self.fresh_heads: list[str] = []  # modules that --init-from did not provide (set by load_weights)
+        self.start = ""  # the --init-from model in words (describe_start)
 
     def num_batches(self, epoch: int) -> int:
         return self.train_data.num_batches
@@ -240,7 +243,8 @@ class BertPretrainingTask(TrainTask):
         s, m, cfg = self.settings, self.data_meta, self.model.config
         n_params = sum(p.numel() for p in self.model.parameters())
         card = default_model_card("BERT", info)
-        init_row = (f"| initial weights | `{s.init_from}` (continued pre-training with this run's schedule"
+        start = f"{self.start}, " if self.start else ""
+        init_row = (f"| initial weights | {start}`{s.init_from}` (continued pre-training with this run's schedule"
                     f"{'; started fresh: ' + ', '.join(self.fresh_heads) if self.fresh_heads else ''}) |\n"
                     if s.init_from else "")
         size = s.preset or "the starting model's"
@@ -372,4 +376,23 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     task = BertPretrainingTask(model, tok, train, eval_data, settings, data.meta)
     if settings.init_from and not resume:
         task.load_weights(Path(settings.init_from))  # same architecture and tokenizer, or a clear error
+        task.start = describe_start(Path(settings.init_from))
+        if info.is_main:  # what the card says about the start, also after --resume
+            (out / START_FILE).write_text(json.dumps({"start": task.start, "fresh_heads": task.fresh_heads},
+                                                     indent=1))
+    elif settings.init_from and (out / START_FILE).is_file():
+        record = read_json(out / START_FILE)
+        task.start, task.fresh_heads = record.get("start", ""), record.get("fresh_heads", [])
     return task, settings.train_config()
+
+
+def describe_start(folder: Path) -> str:
+    """The starting model in words, for the card: the title and licence its README states (a Hugging Face model
+    card: YAML front matter with ``license:``, then a ``# Title``), else the folder's name."""
+    readme = folder / "README.md"
+    text = readme.read_text(encoding="utf-8", errors="replace") if readme.is_file() else ""
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
+    front = text.split("---", 2)[1] if text.startswith("---") and text.count("---") >= 2 else ""
+    licence = next((line.split(":", 1)[1].strip() for line in front.splitlines() if line.startswith("license:")), "")
+    name = title or folder.name
+    return f"{name} (licence {licence})" if licence else name
