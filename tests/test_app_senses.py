@@ -4,6 +4,7 @@ background. Tiny random models (tests/app_fixtures.py), a tiny SemCor and corpor
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -154,3 +155,51 @@ def test_a_static_vector_shared_by_every_occurrence_shows_its_count_and_senses()
     bert = page("word_senses", projection="pca", models="bert-eltec")
     titles = [c["layout"]["title"]["text"] for c in charts(bert)[:2]]
     assert "input embeddings: word + position + segment" in titles[0] and "context-free" not in titles[0]
+
+
+# -- the defaults and whether the senses separate ----------------------------------------------------------------
+
+
+def test_the_page_opens_on_bank_with_static_elmo_and_the_shipped_bert():
+    at = page("word_senses", projection="pca")
+    assert_clean(at)
+    assert at.selectbox(key="preset").value == "bank"
+    assert at.multiselect(key="models").value == ["static-eltec", "elmo-eltec", "bert-eltec"]  # no minilm-eltec here
+
+
+def test_minilm_eltec_is_the_default_bert_where_it_is_shipped(tiny_assets, tmp_path, monkeypatch):
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    for entry in tiny_assets.iterdir():
+        (assets / entry.name).symlink_to(entry)
+    shutil.copytree(tiny_assets / "bert-eltec", assets / "minilm-eltec")  # a BERT under the new short name
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    at = page("word_senses", projection="pca")
+    assert_clean(at)
+    assert at.multiselect(key="models").value == ["static-eltec", "elmo-eltec", "minilm-eltec"]
+    assert "bert-eltec" in at.multiselect(key="models").options  # still there to choose
+    assert at.select_slider(key="layer::minilm-eltec").value == 2
+
+
+def test_a_model_whose_senses_do_not_separate_is_named_with_its_figures():
+    at = page("word_senses", projection="pca", models="static-eltec", preset="bank")
+    assert_clean(at)
+    said = [i for i in texts(at.info) if "does not separate" in i]
+    assert len(said) == 1, texts(at.info)
+    assert said[0].startswith("**static-eltec** does not separate the senses of **bank**: in its only layer")
+    assert "always guessing the most common sense gets 50%" in said[0] and "separated from 65%" in said[0]
+    assert "same vector" in said[0]  # why a static model cannot
+    assert not any("senses of **bank** separate in" in c for c in texts(at.caption))
+
+
+def test_a_model_whose_senses_separate_is_named_in_a_caption():
+    # Two forms, one per sense: even static vectors tell "run" from "ran", so the senses separate perfectly.
+    lines = ["We run to the station every morning. | now", "They run along the river. | now",
+             "I run when it rains. | now", "She ran all the way home. | then", "He ran to catch the bus. | then",
+             "The dog ran after the ball. | then"]
+    at = page("word_senses", projection="pca", models="static-eltec", source="own", sentences="\n".join(lines),
+              word="run")
+    assert_clean(at)
+    assert not any("does not separate" in i for i in texts(at.info))
+    assert any(c.startswith("The senses of **run** separate in **static-eltec** 100% (static)")
+               for c in texts(at.caption)), texts(at.caption)

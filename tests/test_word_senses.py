@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ctxmodels.analysis import vectors
@@ -135,6 +136,45 @@ def test_measure_layers_without_two_senses_or_sentences_says_what_is_missing():
     assert list(m.table.columns[:2]) == ["layer_index", "layer"] and "knn1_accuracy" in m.table.columns
     assert len(m.notes) == 1 and m.notes[0].startswith("self-similarity:")
 
+
+
+def sense_rows(*rows) -> pd.DataFrame:
+    """A measurement table: (layer_index, knn1_accuracy, knn1_macro_f1, majority_share) per layer."""
+    return pd.DataFrame([{"layer_index": i, "layer": f"layer {i}", "knn1_accuracy": a, "knn1_macro_f1": f,
+                          "majority_share": m} for i, a, f, m in rows])
+
+
+def test_sense_separation_takes_the_best_layer_and_needs_30_percent_of_the_way_to_1():
+    t = sense_rows((0, 0.50, 0.33, 0.5), (1, 0.70, 0.69, 0.5), (2, 0.66, 0.66, 0.5))
+    sep = ws.sense_separation(t)
+    assert (sep.layer_index, sep.layer, sep.accuracy, sep.majority) == (1, "layer 1", 0.70, 0.5)
+    assert sep.bar == pytest.approx(0.65) and sep.separates
+    # just below the bar: not separated; exactly on it: separated
+    assert not ws.sense_separation(sense_rows((0, 0.64, 0.64, 0.5))).separates
+    assert ws.sense_separation(sense_rows((0, 0.65, 0.65, 0.5))).separates
+    # a common sense raises the bar towards 1 but never past it
+    sep = ws.sense_separation(sense_rows((0, 0.92, 0.6, 0.9)))
+    assert sep.bar == pytest.approx(0.93) and not sep.separates
+    assert ws.sense_separation(sense_rows((0, 0.75, 0.75, 0.5)), share=0.6).bar == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        ws.sense_separation(t, share=1.5)
+
+
+def test_sense_separation_breaks_ties_by_macro_f1_then_the_lower_layer_and_skips_nan():
+    t = sense_rows((0, 0.8, 0.70, 0.5), (1, 0.8, 0.79, 0.5), (2, 0.8, 0.79, 0.5), (3, float("nan"), 0.9, 0.5))
+    assert ws.sense_separation(t).layer_index == 1
+
+
+def test_sense_separation_of_measurements_and_without_senses():
+    occ, labels, sentences = two_sense_vectors()
+    m = ws.measure_layers(occ, labels, sentences, ["static", "contextual"])
+    sep = ws.sense_separation(m.table)
+    assert sep.layer == "contextual" and sep.accuracy == 1.0 and sep.separates
+    only_static = ws.measure_layers(occ[:, :1], labels, [s[:1] for s in sentences], ["static"])
+    assert not ws.sense_separation(only_static.table).separates
+    no_senses = ws.measure_layers(occ, [None] * 6, sentences, ["a", "b"])
+    assert ws.sense_separation(no_senses.table) is None
+    assert ws.sense_separation(sense_rows((0, float("nan"), float("nan"), 0.5))) is None
 
 class OneHotModel:
     """A fake two-layer model: layer 0 is a word's one-hot vector, layer 1 adds the mean of its sentence's."""

@@ -10,7 +10,7 @@ one set of sentences, so the app, the command line and the tests share it:
 * :func:`nearest_occurrences` lists an occurrence's nearest other occurrences by cosine in the full space.
 * :func:`measure_layers` (arrays in) and :func:`measure_word` (a model in) give the per-layer table of sense
   accuracy, silhouette and self-similarity (:class:`LayerMeasurements`); :func:`majority_baseline` the line
-  to compare the accuracy with.
+  to compare the accuracy with, and :func:`sense_separation` whether the best layer is clearly above it.
 
 Occurrences are found once, with :func:`~ctxmodels.analysis.vectors.find_occurrences`, and passed in.
 """
@@ -232,3 +232,48 @@ def measure_word(model: LoadedModel, found: OccurrenceSearch, k: Sequence[int] =
         words = [words[i] for i in picked]
     by_sentence = embed_sentences(model, words)  # from the embedding cache when the sentences were just embedded
     return measure_layers(ov.vectors, ov.labels, by_sentence, model.layer_names, k=k)
+
+
+# How far above the majority share the best layer's 1-NN accuracy must be, as a share of the way from the majority
+# share to 1: with two equal senses (majority 0.5) the bar is 0.65. For 30 occurrences that is about what chance
+# alone exceeds one time in twenty (0.5 + 1.645 * sqrt(0.25 / 30) = 0.65); as a share of the gap it stays
+# reachable when one sense is common (majority 0.9: 0.93).
+SEPARATION_SHARE = 0.3
+
+
+class Separation(NamedTuple):
+    """Whether one model separates a word's senses: its best layer's leave-one-out 1-NN accuracy against the
+    majority share (the accuracy of always answering the most frequent sense)."""
+
+    layer_index: int
+    layer: str
+    accuracy: float  # LOO 1-NN sense accuracy of the best layer
+    majority: float  # the majority share of the same occurrences
+    bar: float  # the accuracy it needs to count as separating: majority + share * (1 - majority)
+
+    @property
+    def separates(self) -> bool:
+        return self.accuracy + 1e-9 >= self.bar
+
+
+def sense_separation(table: pd.DataFrame, share: float = SEPARATION_SHARE) -> Separation | None:
+    """The best layer of a :class:`LayerMeasurements` table (highest ``knn1_accuracy``; ties: higher
+    ``knn1_macro_f1``, then the lower layer) and the bar it must reach to count as separating the senses:
+    ``majority + share * (1 - majority)``. None when the table has no sense accuracy (fewer than two senses, too
+    few occurrences).
+
+    Why a bar above the majority share: with a few dozen occurrences, a 1-NN accuracy a little above it can come
+    from chance or the sentences' shared words, and a student looking at the plot sees no separation."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be between 0 and 1, got {share}")
+    if "knn1_accuracy" not in table or "majority_share" not in table:
+        return None
+    rows = [r for r in table.to_dict("records")
+            if np.isfinite(r["knn1_accuracy"]) and np.isfinite(r["majority_share"])]
+    if not rows:
+        return None
+    top = max(rows, key=lambda r: (r["knn1_accuracy"], np.nan_to_num(r.get("knn1_macro_f1", 0.0), nan=0.0),
+                                   -r["layer_index"]))
+    majority = float(top["majority_share"])
+    return Separation(int(top["layer_index"]), str(top["layer"]), float(top["knn1_accuracy"]), majority,
+                      majority + share * (1.0 - majority))
