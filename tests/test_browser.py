@@ -478,15 +478,15 @@ def test_training_on_an_uploaded_file(server, browser, tmp_path):
 
 
 def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
-    """What a user sees first: the shipped bert-eltec, elmo-eltec and static-eltec, on the polysemy page and in
-    fill-in, and bert-eltec-pos on the fine-tuning page (screenshots for a person to look at)."""
+    """What a user sees first: the shipped minilm-eltec (the default BERT), elmo-eltec and static-eltec, on the
+    polysemy page and in fill-in, and bert-eltec-pos on the fine-tuning page (screenshots for a person to look at)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{shipped_server}/word_senses?projection=pca")
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     settle(page)
     no_traceback(page)
     text = page.evaluate("() => document.body.innerText")
-    for name in ("bert-eltec", "elmo-eltec", "static-eltec"):
+    for name in ("minilm-eltec", "elmo-eltec", "static-eltec"):
         assert name in text, name
     screenshot(page, "shipped-word_senses.png")
     page.goto(f"{shipped_server}/fill_in")
