@@ -351,8 +351,9 @@ def main() -> None:
     load = os.getloadavg()
     ms = lambda what: f"{result.median(what) * 1000:.0f}"  # noqa: E731
     times = sorted(k.total for k in result.keys)
-    print(f"\nFill in the blank, bert-eltec, headless Chromium 1440x900: a keystroke until the page is idle with the "
-          f"new chart (medians of {len(result.keys)} keystrokes){' - ' + args.label if args.label else ''}\n")
+    print(f"\nFill in the blank, the page's default models, headless Chromium 1440x900: a keystroke until the page "
+          f"is idle with the new chart (medians of {len(result.keys)} keystrokes)"
+          f"{' - ' + args.label if args.label else ''}\n")
     print("| keystroke → chart, median ms | min–max ms | to the server ms | server run ms | drawing ms | "
           "server CPU s / key | kB received / key | runs / key (whole page, fragment) |")
     print("|---|---|---|---|---|---|---|---|")
