@@ -586,6 +586,21 @@ def test_init_from_a_transformers_encoder(corpus_file, tokenizer_dir, tmp_path):
                      str(tmp_path / "bare"))
 
 
+def test_init_from_a_transformers_masked_lm(corpus_file, tmp_path):
+    """A Hugging Face BertForMaskedLM (no pooler, no next-sentence classifier): its MLM head is kept, the rest fresh."""
+    from safetensors.torch import load_file
+
+    from tests.hf_tiny import build as build_hf
+
+    start = build_hf("bert", tmp_path / "mlm")
+    task = bert_task_in(tmp_path / "run", "--corpus", str(corpus_file), "--max-seq-len", "32", "--batch-size", "8",
+                        "--eval-sequences", "8", "--no-progress", "--init-from", str(start))
+    assert task.fresh_heads == ["bert.pooler.dense", "cls.seq_relationship"]
+    ours = task.model.state_dict()
+    for k, v in load_file(start / "model.safetensors").items():
+        assert torch.equal(ours[k], v), k  # the encoder and the masked-LM head as published
+
+
 def test_data_workers_give_the_same_batches_in_the_same_order(corpus_file, tokenizer_dir, tmp_path):
     import dataclasses
 

@@ -218,8 +218,10 @@ class BertPretrainingTask(TrainTask):
 
     def load_weights(self, directory: Path) -> None:
         """Start from the weights in ``directory``: a model saved by :meth:`save_model` (which writes the tied
-        decoder weight only once), or a Hugging Face BERT encoder alone (``BertModel`` keys, no ``bert.``
-        prefix), whose pre-training heads then start fresh and are listed in :attr:`fresh_heads`."""
+        decoder weight only once) or a Hugging Face BERT: an encoder alone (``BertModel`` keys, no ``bert.``
+        prefix) or one with only some heads (``BertForMaskedLM`` has no pooler and no next-sentence classifier).
+        What it lacks of the pooler and the pre-training heads starts fresh and is listed in :attr:`fresh_heads`;
+        the encoder itself must be complete."""
         path = Path(directory) / "model.safetensors"
         state = load_tensors(path)
         encoder_only = "embeddings.word_embeddings.weight" in state and not any(k.startswith("bert.") for k in state)
@@ -232,7 +234,7 @@ class BertPretrainingTask(TrainTask):
             missing, unexpected = self.model.load_state_dict(state, strict=False)
         except (RuntimeError, TypeError) as e:
             raise CheckpointError(f"{path}: does not fit this model ({e})") from e
-        fresh = [k for k in missing if encoder_only and k.startswith(("cls.", "bert.pooler."))]
+        fresh = [k for k in missing if k.startswith(("cls.", "bert.pooler."))]
         if unexpected or len(fresh) != len(missing):
             wrong = [k for k in missing if k not in fresh] + list(unexpected)
             raise CheckpointError(f"{path}: does not fit this model (missing or unexpected weights: "
