@@ -612,3 +612,17 @@ def test_data_workers_give_the_same_batches_in_the_same_order(corpus_file, token
     assert [s for s, _ in ahead] == [s for s, _ in here] == list(range(2, 7))
     for (_, a), (_, b) in zip(here, ahead):
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_init_from_takes_a_model_name(corpus_file, tmp_path, monkeypatch):
+    """--init-from takes names as every --model does (here the shipped bert-eltec); an unknown one is refused."""
+    monkeypatch.delenv("CTXMODELS_ASSETS", raising=False)
+    from ctxmodels.paths import assets_dir
+
+    common = ["--corpus", str(corpus_file), "--max-seq-len", "32", "--batch-size", "8", "--eval-sequences", "8",
+              "--no-progress"]
+    task = bert_task_in(tmp_path / "run", *common, "--init-from", "bert-eltec")
+    assert Path(task.settings.init_from) == assets_dir().resolve() / "bert-eltec"
+    assert task.fresh_heads == [] and task.model.config.num_hidden_layers == 2
+    with pytest.raises(Exception, match="cannot find a model 'no-such-model'"):
+        bert_task_in(tmp_path / "r2", *common, "--init-from", "no-such-model")

