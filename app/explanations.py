@@ -54,8 +54,17 @@ def page_header(title: str, intro: str) -> None:
 def explain(text: str, formulas: Sequence[str] = ()) -> None:
     """The page's "what am I looking at": a few sentences and the formulas it illustrates (keys of ``FORMULAS``
     or LaTeX). Formulas wider than the page scroll sideways (``app/presentation.py``)."""
-    rest = st.session_state.pop(_REST, "")
-    with st.expander("What am I looking at?", expanded=False):
+    _explanation(st.session_state.pop(_REST, ""), text, tuple(formulas))
+
+
+@st.fragment
+def _explanation(rest: str, text: str, formulas: tuple[str, ...]) -> None:
+    # Written only when opened (a fragment, so opening it reruns this box alone): a first visit's browser then
+    # has no text and formulas to typeset that nobody has asked for yet.
+    box = st.expander("What am I looking at?", key="explain_open", on_change="rerun")
+    if not box.open:
+        return
+    with box:
         if rest:
             st.markdown(rest)
         st.markdown(text)

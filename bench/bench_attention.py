@@ -1,7 +1,7 @@
 """The Attention page's layer/head change as a person feels it in a browser (issue 15; run by hand, prints a table,
 no assertions).
 
-    python bench/bench_attention.py                      # shipped bert-eltec and a random 12 x 12 BERT-base
+    python bench/bench_attention.py                      # the shipped BERTs and a random 12 x 12 BERT-base
     python bench/bench_attention.py --changes 5 --model-dir /tmp/bert-base-random   # reuse the built model
     python bench/bench_attention.py --no-big             # the shipped model only
     python bench/bench_attention.py --tokens 64 256 --extra minilm /tmp/roberta-base-random   # issue 12: more
@@ -220,7 +220,7 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--model-dir", type=Path, default=None,
                     help="where the random BERT is written (reused when there); default: a temporary folder")
-    ap.add_argument("--no-big", action="store_true", help="the shipped model only")
+    ap.add_argument("--no-big", action="store_true", help="the shipped models only")
     ap.add_argument("--redraws", type=int, default=0,
                     help="also time this many whole-page redraws (a new sentence) per input of --tokens pieces")
     ap.add_argument("--tree", type=Path, default=ROOT,
@@ -235,14 +235,15 @@ def main() -> None:
     print("uptime at the start:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     print(f"app from {args.tree}")
     workdir = Path(tempfile.mkdtemp(prefix="bench-attention-"))
-    models = ["bert-eltec"]
+    shipped = [m for m in ("minilm-eltec", "bert-eltec") if (args.tree / "assets" / m).is_dir()]  # the default first
+    models = list(shipped)
     extra = {}
     if not args.no_big:
         big = build_big_model(args.model_dir or workdir / f"bert-random-{args.layers}x{args.heads}", args.layers,
                               args.heads, args.hidden)
         models.append(str(big))
     models += args.extra
-    listed = [m for m in models[1:] if m != "minilm"]  # minilm is offered by the app itself when installed
+    listed = [m for m in models if m not in shipped and m != "minilm"]  # minilm: offered by the app when installed
     if listed:
         extra["CTXMODELS_APP_MODELS"] = ",".join(listed)
     actions: list[Change] = []

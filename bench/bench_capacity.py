@@ -187,6 +187,7 @@ class Run:
     errors: list[str] = field(default_factory=list)
     busy: int = 0  # "still computing" notices (app/limits.py)
     received: int = 0  # bytes sent by the server
+    fragment: bool = False  # a fragment's run (a widget inside an st.fragment), not the whole page's
 
     def texts(self, kind: str) -> list[str]:
         out = []
@@ -208,6 +209,8 @@ class Visitor:
         self.values: dict[str, WidgetState] = {}  # widget key -> the state this visitor set on this page
         self.last: Run | None = None
         self.ws = None
+        self.page_hash = ""  # the page's script hash, from the server (a fragment run names it)
+        self.fragment_of: dict[str, str] = {}  # widget id -> the fragment it is drawn in ("" for none)
 
     async def __aenter__(self) -> Visitor:
         self.ws = await websockets.connect(self.ws_url, subprotocols=["streamlit"], max_size=None,
@@ -234,7 +237,11 @@ class Visitor:
                 triggers[value] = WidgetState(id=self._button(value).id, trigger_value=True)
             else:
                 self.values[key] = self._state(key, value)
-        return await self._run(triggers, expect)
+        # As the frontend does: a widget drawn inside an st.fragment reruns that fragment only.
+        changed = [*triggers.values(), *(self.values[k] for k in values if k != "press")]
+        fragments = {self.fragment_of.get(s.id, "") for s in changed}
+        fragment = fragments.pop() if len(fragments) == 1 else ""
+        return await self._run(triggers, expect, fragment)
 
     async def burst(self, changes: list[dict], gap: float) -> Run:
         """Several changes ``gap`` seconds apart without waiting for the page (a slider dragged, fast clicks),
@@ -292,22 +299,27 @@ class Visitor:
             raise ValueError(f"{key}: cannot set a {kind}")
         return s
 
-    async def _send(self, triggers: dict[str, WidgetState]) -> None:
+    async def _send(self, triggers: dict[str, WidgetState], fragment: str = "") -> None:
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = self.query
         cs.page_name = self.page  # the page by its URL path, as a browser's first request names it
+        if fragment:
+            cs.fragment_id = fragment
+            cs.page_script_hash = self.page_hash
         for s in [*self.values.values(), *triggers.values()]:
             cs.widget_states.widgets.append(s)
         await self.ws.send(msg.SerializeToString())
 
-    async def _run(self, triggers: dict[str, WidgetState], expect: str | None = None) -> Run:
+    async def _run(self, triggers: dict[str, WidgetState], expect: str | None = None, fragment: str = "") -> Run:
         t0 = time.perf_counter()
-        await self._send(triggers)
-        return await self._finish(t0, expect)
+        await self._send(triggers, fragment)
+        return await self._finish(t0, expect, fragment)
 
-    async def _finish(self, t0: float, expect: str | None) -> Run:
-        run = Run(0.0)
+    async def _finish(self, t0: float, expect: str | None, fragment: str = "") -> Run:
+        # A fragment run sends only the fragment's elements: the rest of the page stays as the last run left it.
+        run = Run(0.0, elements=dict(self.last.elements) if fragment and self.last else {})
+        run.fragment = bool(fragment)
         try:
             await asyncio.wait_for(self._collect(run), self.timeout)
         except asyncio.TimeoutError:
@@ -332,15 +344,32 @@ class Visitor:
             f.ParseFromString(raw)
             kind = f.WhichOneof("type")
             if kind == "new_session":  # a script run starts (again, after an st.rerun)
-                run.elements = {}
+                self.page_hash = f.new_session.page_script_hash or self.page_hash
+                if not run.fragment:
+                    run.elements = {}
             elif kind == "delta" and f.delta.WhichOneof("type") == "new_element":
                 run.elements[tuple(f.metadata.delta_path)] = f.delta.new_element
+                element = f.delta.new_element
+                wid = getattr(getattr(element, element.WhichOneof("type")), "id", "")
+                if isinstance(wid, str) and wid:
+                    self.fragment_of[wid] = f.delta.fragment_id
             elif kind == "page_info_changed":
                 self.query = f.page_info_changed.query_string
             elif kind == "script_finished" and f.script_finished != EARLY_FOR_RERUN:
                 if f.script_finished == COMPILE_ERROR:
                     run.errors.append("the script did not compile")
                 return
+
+
+def bert_layer(v: Visitor) -> str:
+    """The key of the layer slider in Word senses' BERT row (the default BERT: minilm-eltec where shipped)."""
+    for name in ("minilm-eltec", "bert-eltec"):
+        try:
+            v._widget(f"layer::{name}")
+            return f"layer::{name}"
+        except KeyError:
+            continue
+    raise KeyError("no BERT row on Word senses")
 
 
 # -- what students type -------------------------------------------------------------------------------------------
@@ -452,7 +481,7 @@ async def per_action_costs(server: Server, probe: bool, repeat: int) -> list[Cos
         await row("Word senses: another preset word (new UMAP x3, measures)", lambda i: v.change(
             preset=words[i % len(words)]))
         await row("Word senses: BERT layer switch", lambda i: v.change(
-            **{"layer::bert-eltec": v.option("layer::bert-eltec", layers[i % 4])}))
+            **{bert_layer(v): v.option(bert_layer(v), layers[i % 4])}))
         await row("Word senses: projection switch (PCA, t-SNE, UMAP)", lambda i: v.change(
             projection=["PCA", "t-SNE", "UMAP"][i % 3]))
         await v.change(projection="UMAP")
@@ -544,8 +573,7 @@ async def lesson(url: str, i: int, seed: int, think: tuple[float, float], ramp: 
             await act("overview: view", v.open("overview"))
             word = "bank" if rng.random() < 0.5 else rng.choice(words)
             if await act("word senses: view", v.open("word_senses", preset=word)):
-                bert_layer = {"layer::bert-eltec": v.option("layer::bert-eltec", 1)}
-                await act("word senses: BERT layer", v.change(**bert_layer))
+                await act("word senses: BERT layer", v.change(**{bert_layer(v): v.option(bert_layer(v), 1)}))
                 await act("word senses: projection", v.change(projection="PCA"))
                 if i % 4 == 3:
                     text, target = own_sentences(rng, seed * 1000 + i)

@@ -17,24 +17,32 @@ once the server has every result cached (a new browser context), the layer switc
 ArrowRight on its slider), and the projection switch UMAP -> PCA -> UMAP once both are cached. Then ``--students``
 browser contexts open the same link at random moments within ``--within`` seconds (a fixed seed), each timed from
 its own start until its page is complete and idle: p50 / p95 / max, errors, and the server's memory before and
-after.
+after. What a new visitor costs the machine in CPU-seconds (the server's part, and everything else: the browser
+drawing the page) says how much of the class's time on one machine is the browsers' own.
+
+Beside the new visitor, in the same run and browser: the floor, a bare Streamlit page (a title and as many small
+Plotly scatters as the page has figures) opened the same way. No page built on Streamlit and Plotly opens faster
+here than that; what the page takes beyond it is the app's own.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_capacity import Server  # noqa: E402
+from bench.bench_capacity import Server, free_port  # noqa: E402
 from bench.bench_corpus_senses import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -54,11 +62,22 @@ def complete(s: dict, plots: int) -> bool:
     return s["plots"] >= plots and len(s["methods"]) >= 3 and not s["busy"] and not s["progress"]
 
 
-def visit(b: Browser, url: str, plots: int, action: Action) -> dict:
+def machine_cpu() -> float:
+    """CPU-seconds the whole machine has been busy (every process: /proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
+def visit(b: Browser, url: str, plots: int, action: Action, server=None, cpu: list | None = None) -> dict:
+    """A new browser context opens the page; ``cpu`` gets (server, whole machine) CPU-seconds until it is idle."""
     b.new()
+    machine0, server0 = machine_cpu(), server.cpu() if server else 0.0
     t0 = time.perf_counter()
     b.page.goto(url, wait_until="commit")
     seconds, s = b.wait(t0, lambda s: complete(s, plots) and s["methods"][0] == "UMAP", every=0.05)
+    if cpu is not None and server is not None:
+        cpu.append((server.cpu() - server0, machine_cpu() - machine0))
     full, frag = b.wire.counts(t0, time.perf_counter())
     action.times.append(seconds)
     action.full += full
@@ -91,7 +110,8 @@ def choose(b: Browser, label: str, option: str) -> None:
     b.page.keyboard.press("Enter")
 
 
-def one_visitor(server, repeat: int) -> tuple[list[Action], int]:
+def one_visitor(server, repeat: int, cpu: list) -> tuple[list[Action], int]:
+    """The one-visitor actions; ``cpu`` gets each new visitor's (server, whole machine) CPU-seconds."""
     from playwright.sync_api import sync_playwright
 
     actions = {k: Action(k, 0) for k in ("first visit (server just started)", "new visitor, results cached",
@@ -111,7 +131,7 @@ def one_visitor(server, repeat: int) -> tuple[list[Action], int]:
         actions["first visit (server just started)"].times.append(seconds)
         for _ in range(repeat):
             server_idle(server)
-            visit(b, url, plots, actions["new visitor, results cached"])
+            visit(b, url, plots, actions["new visitor, results cached"], server, cpu)
         slider = b.page.locator('[data-testid="stSlider"]').filter(has_text="Layer").first.get_by_role("slider")
         for i in range(repeat):
             key = "ArrowLeft" if i % 2 == 0 else "ArrowRight"
@@ -128,6 +148,61 @@ def one_visitor(server, repeat: int) -> tuple[list[Action], int]:
                    actions["projection switch, cached (UMAP <-> PCA)"], ELMO_RIGHT)
         browser.close()
     return list(actions.values()), plots
+
+
+FLOOR_APP = """
+import numpy as np, plotly.graph_objects as go, streamlit as st
+st.set_page_config(layout="wide")
+st.title("Floor")
+rng = np.random.default_rng(0)
+cols = st.columns(2)
+for i in range({plots}):
+    xy = rng.normal(size=(60, 2))
+    cols[i % 2].plotly_chart(go.Figure(go.Scatter(x=xy[:, 0], y=xy[:, 1], mode="markers")), key=f"p{{i}}")
+"""
+
+
+def floor(workdir: Path, plots: int, repeat: int) -> Action:
+    """New visitors to a bare Streamlit page with ``plots`` small Plotly figures, timed like the page's."""
+    from playwright.sync_api import sync_playwright
+
+    app = workdir / "floor.py"
+    app.write_text(FLOOR_APP.format(plots=plots))
+    port = free_port()
+    log = open(workdir / "floor.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true",
+                             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+                            cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    action = Action(f"floor: a bare page with {plots} small Plotly figures", 0)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.time() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url + "_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise SystemExit("the floor page's server did not start") from None
+                time.sleep(0.3)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            b = Browser(browser, None)
+            for i in range(repeat + 1):  # the first one warms the server up and is not counted
+                b.new()
+                t0 = time.perf_counter()
+                b.page.goto(url, wait_until="commit")
+                seconds, _ = b.wait(t0, lambda s: s["plots"] >= plots, every=0.05, timeout=120)
+                if i:
+                    action.times.append(seconds)
+                    action.full += b.wire.counts(t0, time.perf_counter())[0]
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+    return action
 
 
 async def student(browser, url: str, delay: float, plots: int, results: list, errors: list) -> None:
@@ -190,15 +265,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    import os
-
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"machine: {os.cpu_count()} CPUs, load average {' / '.join(load)} at the start")
     workdir = Path(tempfile.mkdtemp(prefix="bench-classroom-"))
     server = Server(workdir, cpus=None)
     try:
-        actions, plots = one_visitor(server, args.repeat)
+        cpu: list[tuple[float, float]] = []
+        actions, plots = one_visitor(server, args.repeat, cpu)
+        server_idle(server)
+        actions.insert(2, floor(workdir, plots, args.repeat))
         print(f"\nOne visitor (the page has {plots} figures; from the action until the page is idle)\n")
         print("| action | median s | n | runs s | whole-page runs | fragment runs | MB received / action |")
         print("|---|---|---|---|---|---|---|")
@@ -209,6 +285,10 @@ def main() -> None:
             for note in a.notes:
                 print(f"|   note | {note} | | | | | |")
         single = statistics.median(actions[1].times)
+        server_cpu = statistics.median(c[0] for c in cpu)
+        machine = statistics.median(c[1] for c in cpu)
+        print(f"\nA new visitor costs the machine {machine:.2f} CPU-s (median): the server {server_cpu:.2f}, "
+              f"the browser and this bench the other {machine - server_cpu:.2f}.")
         if args.students:
             server_idle(server)
             rss0, _ = server.mem()
@@ -226,8 +306,13 @@ def main() -> None:
                   f"{rss0 / 1024:.2f} -> {rss1 / 1024:.2f} GB ({peak / 1024:.2f}) |")
             for e in errors[:10]:
                 print(f"  error: {e}")
-            print(f"\nthe server used {busy:.2f} cores on average meanwhile; the rest of the machine's 2 went to the "
-                  f"{args.students} browsers rendering the page (in a class they run on the students' own machines)")
+            cores = os.cpu_count() or 1
+            print(f"\nthe server used {busy:.2f} cores on average meanwhile. The {args.students} browsers bring "
+                  f"{args.students} x {machine - server_cpu:.1f} = {args.students * (machine - server_cpu):.0f} "
+                  f"CPU-s of their own drawing, arriving within {args.within:.0f} s on a machine of {cores} cores "
+                  f"({cores * args.within:.0f} CPU-s): on one machine this part times the browsers more than the "
+                  "server (in a class they run on the students' own machines; bench_capacity.py times the server "
+                  "alone)")
     finally:
         server.stop()
     with open("/proc/loadavg") as f:

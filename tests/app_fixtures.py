@@ -61,6 +61,12 @@ def page(name: str, **query):
     return at.run()
 
 
+def open_explanation(at):
+    """Open the page's "What am I looking at?" box (written only when open) and run the page again."""
+    at.session_state["explain_open"] = True
+    return at.run()
+
+
 def texts(elements) -> list[str]:
     return [str(e.value) for e in elements]
 

@@ -16,7 +16,7 @@ from app import inputs, training
 from app.registry import registry
 from app.settings import settings
 from ctxmodels.thread_warnings import caught_warnings
-from tests.app_fixtures import assert_clean, charts, page, texts
+from tests.app_fixtures import assert_clean, charts, open_explanation, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -51,9 +51,14 @@ def test_every_page_runs_on_its_defaults(name):
     assert at.title and at.title[0].value
     if name in ("word_senses", "attention", "fill_in"):
         assert charts(at), f"{name} shows no figure"
-    # every page explains itself, formulas included
+    # every page explains itself, formulas included, in a box written when it is opened
     if name != "overview":
-        assert at.get("expander") and (at.latex or name == "models")
+        box = [e for e in at.expander if e.label == "What am I looking at?"]
+        assert box and not box[0].markdown and not box[0].latex
+        open_explanation(at)
+        assert_clean(at)
+        box = [e for e in at.expander if e.label == "What am I looking at?"]
+        assert box[0].markdown and (box[0].latex or name == "models")
 
 
 # -- word senses -----------------------------------------------------------------------------------------------
@@ -92,11 +97,19 @@ def test_word_senses_reads_its_state_from_the_url_and_writes_it_back():
 def test_word_senses_measurement_lines_per_model_with_baseline():
     at = page("word_senses", projection="pca", models=["elmo-eltec", "bert-eltec"])
     assert_clean(at)
-    # One figure of small panels (one Plotly figure draws much faster in a browser than five).
-    across = [spec for spec in charts(at) if spec["layout"].get("annotations")
-              and any("1-NN" in a.get("text", "") for a in spec["layout"]["annotations"])]
-    assert len(across) == 1
-    spec = across[0]
+
+    def across() -> list[dict]:
+        return [spec for spec in charts(at) if spec["layout"].get("annotations")
+                and any("1-NN" in a.get("text", "") for a in spec["layout"]["annotations"])]
+
+    # Drawn when its box is opened (a first visit draws the model rows and the verdicts only) ...
+    assert not across() and [e for e in at.expander if e.label.startswith("Per layer")]
+    at.session_state["layers_open"] = True
+    at.run()
+    assert_clean(at)
+    # ... as one figure of small panels (one Plotly figure draws much faster in a browser than five).
+    assert len(across()) == 1
+    spec = across()[0]
     titles = [a["text"] for a in spec["layout"]["annotations"]]
     assert any("self-similarity" in t for t in titles)
     knn = [t for t in spec["data"] if t.get("xaxis", "x") == "x"]  # the first panel: 1-NN accuracy

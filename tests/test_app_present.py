@@ -9,7 +9,7 @@ import pytest
 
 from app.cards import card_markdown
 from app.explanations import first_sentence
-from tests.app_fixtures import assert_clean, page, texts
+from tests.app_fixtures import assert_clean, open_explanation, page, texts
 
 pytestmark = pytest.mark.usefixtures("app_env")
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def test_presentation_mode_folds_the_controls_and_shortens_the_intro():
     assert not at.latex or all(_inside(at, "What am I looking at?", x) for x in at.latex)
     intro = at.main.markdown[1].value if "stSidebar" in at.main.markdown[0].value else at.main.markdown[0].value
     assert intro == "ELMo hands a task not one layer but a learned mix of all of them."
-    explained = " ".join(texts(expanders(at, "What am I looking at?")[0].markdown))
+    explained = " ".join(texts(expanders(open_explanation(at), "What am I looking at?")[0].markdown))
     assert "Train a small probe on top of the frozen model" in explained  # the rest of the intro, kept
     assert "The bars are the weights" in explained
 
@@ -154,7 +154,7 @@ def test_elmo_layers_says_the_sense_probe_is_balanced_and_warns_on_small_probes(
         in captions
     assert "on 131 test items an accuracy is uncertain by about ±8 points" in captions
     assert not [w for w in texts(at.warning) if "Too small" in w]  # 131 items, 65 senses: enough to mean something
-    explained = " ".join(texts(expanders(at, "What am I looking at?")[0].markdown))
+    explained = " ".join(texts(expanders(open_explanation(at), "What am I looking at?")[0].markdown))
     assert "sense-balanced" in explained
 
     at = run_with({"pos": probe_result("pos", 30, 5), "wsd": probe_result("wsd", 60, 65, lemmas=10)})

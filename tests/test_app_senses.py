@@ -80,6 +80,12 @@ def test_any_word_of_a_corpus_coloured_by_clusters_with_a_concordance(corpus):
     assert any("occurs 24 times in 24 sentences of 3 documents" in c for c in texts(at.caption))
     names = legend(at)
     assert names and all(n.startswith("cluster ") for n in names)
+    # The concordance is built when its box is opened (a first visit does not draw it)
+    box = [e for e in at.expander if e.label.startswith("Concordance")]
+    assert box and "24 occurrences" in box[0].label and not box[0].dataframe
+    at.session_state["kwic_open"] = True
+    at.run()
+    assert_clean(at)
     table = at.dataframe[-1].value
     assert len(table) == 24 and {"left", "word", "right", "document"} <= set(table.columns)
     assert set(table["word"]) == {"bank"}

@@ -456,6 +456,26 @@ def separation_notes(by_model: dict[str, pd.DataFrame], majority: float) -> None
                    f"(always guessing the most common sense: {majority:.0%}).")
 
 
+@st.fragment
+def layer_figure(all_rows: pd.DataFrame, majority: float | None) -> None:
+    """The measurements per layer and model, as one figure of panels. Drawn only when opened (a fragment, so
+    opening it reruns this box alone): the verdicts above it say what a first look needs."""
+    box = st.expander("Per layer: 1-NN sense accuracy, silhouette, clusters vs senses, self-similarity",
+                      key="layers_open", on_change="rerun", icon=":material/show_chart:")
+    if not box.open:
+        return
+    rows = all_rows.rename(columns={"layer": "layer_name", "layer_index": "layer"}).to_dict("records")
+    baseline = {"majority sense": majority} if majority is not None else None
+    panels = [("knn1_accuracy", "1-NN sense accuracy (leave one out)", "accuracy", baseline),
+              ("silhouette", "silhouette of the senses (cosine)", "silhouette", None),
+              ("ari", "clusters vs senses (adjusted Rand index)", "agreement (ARI)", None),
+              ("self_similarity", "self-similarity (mean cosine between occurrences)", "mean cosine", None),
+              ("self_similarity_adjusted", "self-similarity − anisotropy baseline", "mean cosine − baseline", None)]
+    with box, guard("The measurements' figure"):
+        fig = figures.layer_panels(rows, panels, colours=figures.model_colours([label(m) for m in chosen_models]))
+        plot(fig, f"across-layers-{target}", key="lines::across", data=all_rows)
+
+
 st.subheader("Across the layers")
 tables, notes = [], []
 by_model: dict[str, pd.DataFrame] = {}
@@ -467,19 +487,10 @@ for model_id, model in models.items():
         notes += [f"{label(model_id)}: {n}" for n in extra]
 if tables:
     all_rows = pd.concat(tables, ignore_index=True)
-    rows = all_rows.rename(columns={"layer": "layer_name", "layer_index": "layer"}).to_dict("records")
     majority = ws.majority_baseline(labels)
-    baseline = {"majority sense": majority} if majority is not None else None
-    panels = [("knn1_accuracy", "1-NN sense accuracy (leave one out)", "accuracy", baseline),
-              ("silhouette", "silhouette of the senses (cosine)", "silhouette", None),
-              ("ari", "clusters vs senses (adjusted Rand index)", "agreement (ARI)", None),
-              ("self_similarity", "self-similarity (mean cosine between occurrences)", "mean cosine", None),
-              ("self_similarity_adjusted", "self-similarity − anisotropy baseline", "mean cosine − baseline", None)]
-    with guard("The measurements' figure"):
-        fig = figures.layer_panels(rows, panels, colours=figures.model_colours([label(m) for m in chosen_models]))
-        plot(fig, f"across-layers-{target}", key="lines::across", data=all_rows)
     if majority is not None:
         separation_notes(by_model, majority)
+    layer_figure(all_rows, majority)
     if not has_senses:
         st.info("Sense accuracy, silhouette and the agreement of clusters with senses need sense labels (at least "
                 "two senses): use a preset or SemCor, or add `| label` to your sentences.")
@@ -490,7 +501,16 @@ if tables:
 # -- the occurrences as a concordance ------------------------------------------------------------------------
 @st.fragment
 def concordance_view() -> None:
-    st.subheader("Concordance")
+    # Built only when opened: the table is most of what a first visit's browser draws below the figures.
+    box = st.expander(f"Concordance: the {n_occ:,} occurrences in context", key="kwic_open", on_change="rerun",
+                      icon=":material/format_list_bulleted:")
+    if not box.open:
+        return
+    with box:
+        concordance_table()
+
+
+def concordance_table() -> None:
     st.caption("Every occurrence in its context (keyword in context), grouped by sense or by the clusters of one "
                "model's layer. Filter the groups, sort by a column, or download the table.")
     c1, c2, c3 = st.columns(3)
