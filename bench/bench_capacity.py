@@ -12,7 +12,8 @@ BackMsg/ForwardMsg protobufs a browser exchanges with the server) from one async
 the server's machine, as none does when students use their own laptops, and one light client plays a whole
 class (its own CPU time is reported). A browser would add only its own rendering, on the student's machine.
 Each client session does what the page's code in a browser does: it opens a page, and for an interaction sends
-the page's widget states with the one changed value, then waits for the run to finish (``script_finished``):
+the page's widget states with the one changed value (naming the fragment when the widget is drawn inside an
+``st.fragment``, so that only the fragment reruns), then waits for the run to finish (``script_finished``):
 "response time" is from the click or keystroke to the page being idle again, as the server sees it (the
 network of a classroom comes on top).
 
@@ -486,7 +487,7 @@ async def per_action_costs(server: Server, probe: bool, repeat: int) -> list[Cos
             projection=["PCA", "t-SNE", "UMAP"][i % 3]))
         await v.change(projection="UMAP")
         await row("Word senses: switch to own sentences (empty box)", lambda i: v.change(
-            source="my own sentences", expect="Your sentences"), 1)
+            source="my own sentences", expect="no sentences"), 1)
         own = [own_sentences(random.Random(k), k) for k in range(r)]
         await row("Word senses: own 13 sentences (new UMAP x3, measures)", lambda i: v.change(
             sentences=own[i][0], word=own[i][1]))
@@ -517,7 +518,7 @@ async def drag_slider(server: Server, changes: int, gap: float) -> tuple[Run, fl
     every model): (the last run, seconds until the server is idle again, server CPU-seconds until then)."""
     async with Visitor(server.url) as v:
         await wait_for_umap(v)
-        await v.change(source="my own sentences", expect="Your sentences")
+        await v.change(source="my own sentences", expect="no sentences")
         await v.change(sentences="\n".join(all_preset_lines()), word="the", projection="t-SNE")
         await settled(server)
         c0, t0 = server.cpu(), time.perf_counter()
@@ -578,7 +579,7 @@ async def lesson(url: str, i: int, seed: int, think: tuple[float, float], ramp: 
                 if i % 4 == 3:
                     text, target = own_sentences(rng, seed * 1000 + i)
                     if await act("word senses: own sentences box", v.change(source="my own sentences",
-                                                                            expect="Your sentences")):
+                                                                            expect="no sentences")):
                         await act("word senses: own sentences", v.change(sentences=text, word=target))
             sentence = rng.choice(preset_lines(rng.choice(words))).split(" | ")[0]
             if await act("attention: view", v.open("attention", sentence=sentence)):

@@ -495,6 +495,14 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     text = page.evaluate("() => document.body.innerText")
     for name in ("minilm-eltec", "elmo-eltec", "static-eltec"):
         assert name in text, name
+    # the measurements per layer are drawn when their box is opened: one more figure
+    plots = page.locator(".js-plotly-plot")
+    before = plots.count()
+    page.get_by_text("Per layer: 1-NN sense accuracy").click()
+    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length > {before}", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert plots.count() == before + 1
     screenshot(page, "shipped-word_senses.png")
     page.goto(f"{shipped_server}/fill_in")
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)

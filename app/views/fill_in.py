@@ -57,7 +57,7 @@ if not mlm_ids:
                "an ELECTRA generator, DeBERTa) on the **Models** page.")
     st.stop()
 
-DEBOUNCE_MS = 40  # the keystroke box waits this long after a key before it reports (a burst of keys: one run)
+DEBOUNCE_MS = 20  # the keystroke box waits this long after a key before it reports (keys closer together: one run)
 TOP_K = dict(min_value=1, max_value=20)
 MODES = {"masks": "the blanks I write", "word": "a word I hide"}
 
