@@ -52,6 +52,9 @@ def test_semcor_occurrences_are_named_by_their_glosses(semcor_data):
     river, money = legend(at)[1], legend(at)[0]
     assert river == GLOSSES[RIVER]
     assert money.startswith("a financial institution that accepts") and money.endswith("…") and len(money) <= 60
+    at.session_state["layers_open"] = True  # the per-layer figure, drawn when its box is opened
+    at.run()
+    assert_clean(at)
     titles = [a["text"] for c in charts(at) for a in c["layout"].get("annotations", [])]
     assert "clusters vs senses (adjusted Rand index)" in titles
     assert at.query_params["source"] == "semcor" and at.query_params["lemma"] == "bank.n"

@@ -502,7 +502,8 @@ if tables:
 @st.fragment
 def concordance_view() -> None:
     # Built only when opened: the table is most of what a first visit's browser draws below the figures.
-    box = st.expander(f"Concordance: the {n_occ:,} occurrences in context", key="kwic_open", on_change="rerun",
+    counted = f"the {n_occ:,} occurrences" if n_occ != 1 else "the one occurrence"
+    box = st.expander(f"Concordance: {counted} in context", key="kwic_open", on_change="rerun",
                       icon=":material/format_list_bulleted:")
     if not box.open:
         return
