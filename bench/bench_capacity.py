@@ -124,9 +124,10 @@ def snapshot(workdir: Path, source: Path = ROOT) -> Path:
 
 
 class Server:
-    """``streamlit run app/Home.py`` from the snapshot, optionally pinned with taskset."""
+    """``streamlit run app/Home.py`` (or another ``script``) from the snapshot, optionally pinned with taskset."""
 
-    def __init__(self, workdir: Path, cpus: str | None, source: Path = ROOT, **extra_env: str) -> None:
+    def __init__(self, workdir: Path, cpus: str | None, source: Path = ROOT, script: str = "app/Home.py",
+                 **extra_env: str) -> None:
         self.port = free_port()
         tree = snapshot(workdir, source)
         env = dict(os.environ, CTXMODELS_ASSETS=str(tree / "assets"), CTXMODELS_APP_RUNS=str(workdir / "runs"),
@@ -136,7 +137,7 @@ class Server:
                     "CTXMODELS_ALLOW_TRAINING", "CTXMODELS_HEAVY_PER_SESSION"):
             env.pop(var, None)
         env.update(extra_env)
-        cmd = [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(self.port),
+        cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(self.port),
                "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
         if cpus:
             cmd = ["taskset", "-c", cpus, *cmd]

@@ -32,17 +32,15 @@ import asyncio
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_capacity import Server, free_port  # noqa: E402
+from bench.bench_capacity import Server, machine_busy  # noqa: E402
 from bench.bench_corpus_senses import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -62,22 +60,15 @@ def complete(s: dict, plots: int) -> bool:
     return s["plots"] >= plots and len(s["methods"]) >= 3 and not s["busy"] and not s["progress"]
 
 
-def machine_cpu() -> float:
-    """CPU-seconds the whole machine has been busy (every process: /proc/stat)."""
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
-
-
 def visit(b: Browser, url: str, plots: int, action: Action, server=None, cpu: list | None = None) -> dict:
     """A new browser context opens the page; ``cpu`` gets (server, whole machine) CPU-seconds until it is idle."""
     b.new()
-    machine0, server0 = machine_cpu(), server.cpu() if server else 0.0
+    machine0, server0 = machine_busy(), server.cpu() if server else 0.0
     t0 = time.perf_counter()
     b.page.goto(url, wait_until="commit")
     seconds, s = b.wait(t0, lambda s: complete(s, plots) and s["methods"][0] == "UMAP", every=0.05)
     if cpu is not None and server is not None:
-        cpu.append((server.cpu() - server0, machine_cpu() - machine0))
+        cpu.append((server.cpu() - server0, machine_busy() - machine0))
     full, frag = b.wire.counts(t0, time.perf_counter())
     action.times.append(seconds)
     action.full += full
@@ -168,40 +159,23 @@ def floor(workdir: Path, plots: int, repeat: int) -> Action:
 
     app = workdir / "floor.py"
     app.write_text(FLOOR_APP.format(plots=plots))
-    port = free_port()
-    log = open(workdir / "floor.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-                            cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
     action = Action(f"floor: a bare page with {plots} small Plotly figures", 0)
+    server = Server(workdir, cpus=None, script=str(app))  # the same snapshot's server settings
     try:
-        url = f"http://127.0.0.1:{port}/"
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise SystemExit("the floor page's server did not start") from None
-                time.sleep(0.3)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            b = Browser(browser, None)
+            b = Browser(browser, server)
             for i in range(repeat + 1):  # the first one warms the server up and is not counted
                 b.new()
                 t0 = time.perf_counter()
-                b.page.goto(url, wait_until="commit")
+                b.page.goto(server.url + "/", wait_until="commit")
                 seconds, _ = b.wait(t0, lambda s: s["plots"] >= plots, every=0.05, timeout=120)
                 if i:
                     action.times.append(seconds)
                     action.full += b.wire.counts(t0, time.perf_counter())[0]
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        server.stop()
     return action
 
 
