@@ -626,3 +626,39 @@ def test_init_from_takes_a_model_name(corpus_file, tmp_path, monkeypatch):
     assert task.fresh_heads == [] and task.model.config.num_hidden_layers == 2
     with pytest.raises(Exception, match="cannot find a model 'no-such-model'"):
         bert_task_in(tmp_path / "r2", *common, "--init-from", "no-such-model")
+
+
+def test_add_text_trains_on_more_documents_and_keeps_the_heldout_split(corpus_file, tokenizer_dir, tmp_path):
+    """--add-text puts every document of its file on the training side: the held-out documents, and so the held-out
+    figures, are those a run on --corpus alone holds out."""
+    from ctxmodels.text import read_documents
+
+    added = tmp_path / "added.txt"
+    added.write_text("A first added paragraph.\nAnd a second one.\n\nAnother added document.\n", encoding="utf-8")
+    common = ["--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), *TINY]
+    alone = bert_task_in(tmp_path / "alone", *common)
+    more = bert_task_in(tmp_path / "more", *common, "--add-text", str(added))
+    assert more.data_meta["heldout_indices"] == alone.data_meta["heldout_indices"]
+    assert more.data_meta["heldout_tokens"] == alone.data_meta["heldout_tokens"]
+    assert more.data_meta["documents"] == len(read_documents(corpus_file))
+    assert more.data_meta["added_documents"] == 2
+    assert more.data_meta["train_tokens"] > alone.data_meta["train_tokens"]
+    assert "the 2 documents of `added.txt`" in more.model_card({"metrics": {}})
+    assert "--add-text" not in alone.model_card({"metrics": {}})
+    stored = json.loads((tmp_path / "more" / "run.json").read_text())
+    assert Path(stored["settings"]["add_text"]) == added.resolve()
+
+
+def test_add_text_that_changed_or_is_missing_is_refused(corpus_file, tokenizer_dir, tmp_path, capsys):
+    added = tmp_path / "added.txt"
+    added.write_text("An added paragraph.\n", encoding="utf-8")
+    out = tmp_path / "run"
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir),
+                       "--add-text", str(added), "--steps", "1", "--eval-every", "0", "--out", str(out), *TINY], capsys)
+    assert rc == 0, err
+    added.write_text("A changed paragraph.\n", encoding="utf-8")
+    rc, err = run_cli(["train", "bert", "--out", str(out), "--resume", "--steps", "2"], capsys)
+    assert rc != 0 and "added text changed since this run started" in err
+    rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir),
+                       "--add-text", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "other"), *TINY], capsys)
+    assert rc != 0 and "missing.txt" in err and "Traceback" not in err

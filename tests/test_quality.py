@@ -119,6 +119,14 @@ def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
     assert bert["weights_sha256"] == file_sha256(assets / "bert-eltec" / "model.safetensors")
     assert 0 <= bert["heldout"]["mlm_accuracy"] <= bert["heldout"]["mlm_top5_accuracy"] <= 1
     assert bert["cloze"]["n"] == len(quality.read_cloze()) == 50
+    classroom = bert["classroom"]
+    assert [r["answers"] for r in classroom["rows"]] == [["bank"], ["banks"], ["paris"]]
+    for r in bert["cloze"]["rows"] + classroom["rows"]:
+        # the rank is where the best answer stands among the guesses; within the top 5 exactly when counted there
+        assert (r["rank"] is not None and r["rank"] <= 5) == r["in_top_k"]
+        assert r["rank"] is None or 1 <= r["rank"] <= quality.RANK_DEPTH
+    card = measured_section("bert-eltec", report, "ctxmodels quality ...")
+    assert "### The classroom sentences" in card and "| The capital of France is [MASK]. | paris |" in card
     assert len(report["models"]["static-eltec"]["neighbours"]) == 10
     records = report["senses"]["records"]
     # every model is scored on the same occurrences of each lemma

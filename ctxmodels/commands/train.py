@@ -119,6 +119,10 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                         "of noise (they still train; the checkpoint format is unchanged)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
+    p.add_argument("--add-text", default=None, metavar="FILE",
+                   help="more training text in the corpus's format (for example modern English beside the novels: "
+                        "python -m ctxmodels.release.wordnet_text); all of it is trained on and none held out, so "
+                        "the held-out documents and figures stay those of --corpus")
     p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 

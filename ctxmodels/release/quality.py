@@ -11,7 +11,8 @@
 - **held-out language modelling** with the ``--corpus`` the models were trained on: BERT's masked-token
   top-1/top-5 accuracy, MLM perplexity and NSP accuracy; ELMo's forward and backward full-softmax perplexity;
 - **the cloze check** (``assets/examples/cloze.tsv``): the share of sentences whose answer is among the top 5
-  predictions for the masked word;
+  predictions for the masked word, and the same for **the classroom sentences** (``assets/examples/classroom.tsv``),
+  with the rank of each answer;
 - **static neighbours** of ten common words.
 
 A static vector gives every occurrence of a word form the same vector, so its nearest neighbour is a tie between
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..analysis.metrics import macro_f1
 from ..analysis.senses import knn_sense_accuracy
+from ..paths import examples_dir
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -134,11 +136,13 @@ def _mean(values: list[float | None]) -> float | None:
 # cloze
 
 
+#: the first sentences a class tries (issue 13): money in a bank, a river's banks, a capital
+CLASSROOM_FILE = "classroom.tsv"
+
+
 def read_cloze(path: str | Path | None = None) -> list[tuple[str, list[str]]]:
     """``sentence<TAB>answer|answer…`` lines: the sentence has one [MASK]; any listed answer counts. The default
     file is the shipped ``assets/examples/cloze.tsv``."""
-    from ..paths import examples_dir
-
     path = examples_dir() / "cloze.tsv" if path is None else path
     items = []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -151,14 +155,20 @@ def read_cloze(path: str | Path | None = None) -> list[tuple[str, list[str]]]:
     return items
 
 
+RANK_DEPTH = 1000  # the deepest rank of an answer a cloze row records (None: further down)
+
+
 def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_k: int = 5) -> dict[str, Any]:
-    """Share of cloze sentences whose answer is among the model's ``top_k`` predictions (and top 1)."""
+    """Share of cloze sentences whose answer is among the model's ``top_k`` predictions (and top 1); each row also
+    has the ``rank`` (1 = first) of its best-placed answer among the first :data:`RANK_DEPTH` predictions."""
     from ..analysis.fill_in import fill_mask
 
     rows = []
     for sentence, answers in items:
-        top = [p["token"].lower() for p in fill_mask(model.model, model.tokenizer, sentence, top_k=top_k)[0]]
-        rows.append({"sentence": sentence, "answers": answers, "top": top,
+        ranked = [p["token"].lower() for p in fill_mask(model.model, model.tokenizer, sentence, top_k=RANK_DEPTH)[0]]
+        top = ranked[:top_k]
+        rank = min((ranked.index(a) + 1 for a in answers if a in ranked), default=None)
+        rows.append({"sentence": sentence, "answers": answers, "top": top, "rank": rank,
                      "in_top_k": any(a in top for a in answers), "top1": top[0] in answers})
     n = len(rows)
     return {"n": n, "top_k": top_k, "share_in_top_k": sum(r["in_top_k"] for r in rows) / max(n, 1),
@@ -195,6 +205,7 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
         if m.can_fill_mask:
             log(f"{m.name}: cloze check")
             entry["cloze"] = cloze_check(m, read_cloze())
+            entry["classroom"] = cloze_check(m, read_cloze(examples_dir() / CLASSROOM_FILE))
         if m.kind == "static":
             from ..static import probe_words
 

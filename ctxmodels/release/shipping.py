@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, write_text_atomic
-from .quality import BERT_SEQUENCES
+from .quality import BERT_SEQUENCES, RANK_DEPTH
 
 WEIGHTS = "model.safetensors"
 LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz",  # training state and data caches
@@ -149,7 +149,7 @@ TARGETS: dict[str, dict[str, float]] = {
     "bert": {"top1": 0.35, "top5": 0.55, "senses_gain": 10},
     "elmo": {"ppl": 200, "senses_gain": 10},
     "static": {},
-    "minilm-eltec": {"top1": 0.45, "cloze": 0.70, "senses_gain": 25},
+    "minilm-eltec": {"top1": 0.45, "cloze": 0.70, "classroom": 1.0, "senses_gain": 25},
     "elmo-eltec": {"ppl": 60, "senses_best": 0.65, "senses_gain": 10},
 }
 
@@ -218,6 +218,7 @@ def measured_section(name: str, report: dict[str, Any], command: str,
                                                      f"top {cloze['top_k']})" if fp32_cloze else "") + "."
                   + (f" The target for this model, at least {_pct(target['cloze'])} in the top {cloze['top_k']}, is "
                      f"{_verdict(cloze['share_in_top_k'] >= target['cloze'])}." if "cloze" in target else ""), ""]
+    parts += _classroom_part(entry.get("classroom"), target)
     neighbours = entry.get("neighbours")
     if neighbours:
         parts += ["### Nearest neighbours (cosine)", "", "| word | neighbours |", "|---|---|"]
@@ -232,6 +233,25 @@ def measured_section(name: str, report: dict[str, Any], command: str,
         parts += _probes_part(probes)
     parts.append(END)
     return "\n".join(parts) + "\n"
+
+
+def _classroom_part(classroom: dict[str, Any] | None, target: dict[str, float]) -> list[str]:
+    """The first sentences a class tries, with the model's top 5 and where the expected word ranks."""
+    if not classroom:
+        return []
+    k = classroom["top_k"]
+    parts = ["### The classroom sentences", "",
+             f"The first things a class types (`assets/examples/classroom.tsv`): the model's top {k}, and where the "
+             f"expected word ranks among its first {RANK_DEPTH:,} guesses.", "",
+             f"| sentence | expected | top {k} | rank |", "|---|---|---|---:|"]
+    for r in classroom["rows"]:
+        rank = r.get("rank")
+        parts.append(f"| {r['sentence']} | {' / '.join(r['answers'])} | {', '.join(r['top'])} | "
+                     f"{rank if rank is not None else f'below {RANK_DEPTH:,}'} |")
+    if "classroom" in target:
+        parts += ["", f"The target for this model, every expected word in the top {k}, is "
+                  f"{_verdict(classroom['share_in_top_k'] >= target['classroom'])}."]
+    return parts + [""]
 
 
 def _columns(dtype: str, fp32: dict[str, Any] | None) -> list[str]:

@@ -483,12 +483,14 @@ def _log(msg: str) -> None:
 
 
 def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = None, vocab_size: int = 16_000,
-                 seed: int = 0, heldout_docs: int | None = None, resume: bool = False,
-                 log: Callable[[str], None] = _log) -> PreparedData:
+                 seed: int = 0, heldout_docs: int | None = None, add_text: str | Path | None = None,
+                 resume: bool = False, log: Callable[[str], None] = _log) -> PreparedData:
     """Tokenise the corpus once and cache it in ``out/data``; later calls with the same inputs just load it.
 
     The tokenizer is loaded from ``tokenizer`` (a file or folder) or, when None, trained on the training
     documents with ``vocab_size`` pieces; ``heldout_docs`` and ``seed`` choose the held-out documents.
+    ``add_text`` (a corpus file) adds documents to the training side only, after the corpus's own: the held-out
+    documents stay those of ``corpus`` alone, so held-out figures compare with runs that had no added text.
     """
     from ..tokenization import WordPieceTokenizer
 
@@ -506,6 +508,11 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
     else:
         tok_spec = {"train_vocab_size": vocab_size}
     key = {"format": DATA_FORMAT, "corpus_sha256": file_sha256(corpus), "seed": seed, "tokenizer": tok_spec}
+    if add_text is not None:
+        add_text = Path(add_text)
+        if not add_text.is_file():
+            read_documents(add_text)  # the clear "not found" / "not a file" error, naming --add-text's file
+        key["add_text_sha256"] = file_sha256(add_text)
 
     meta_path = data_dir / "meta.json"
     if meta_path.is_file():
@@ -529,7 +536,9 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
             return cached
         if resume and isinstance(meta.get("key"), dict):
             old = meta["key"]
-            what = "corpus" if old.get("corpus_sha256") != key["corpus_sha256"] else "tokenizer or data settings"
+            what = ("corpus" if old.get("corpus_sha256") != key["corpus_sha256"]
+                    else "added text" if old.get("add_text_sha256") != key.get("add_text_sha256")
+                    else "tokenizer or data settings")
             raise ValueError(
                 f"{meta_path}: the {what} changed since this run started; exact --resume needs the same inputs "
                 f"(restore {corpus.name} or start a new run with another --out)"
@@ -540,7 +549,10 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
     held_set = set(held_idx)
     train_docs = [d for i, d in enumerate(docs) if i not in held_set]
     held_docs = [d for i, d in enumerate(docs) if i in held_set]
+    n_corpus = len(docs)
     del docs
+    added = read_documents(add_text) if add_text is not None else []
+    train_docs += added
     t_read = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -566,7 +578,9 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
     meta = {
         "key": key,
         "corpus": corpus.name,
-        "documents": len(train_docs) + len(held_docs),
+        "documents": n_corpus,
+        "add_text": add_text.name if add_text is not None else None,
+        "added_documents": len(added),
         "heldout_indices": held_idx,
         "train_tokens": train.n_tokens,
         "train_sentences": train.n_sentences,

@@ -57,7 +57,7 @@ class BertSettings(RunSettings):
 
     KIND: ClassVar[str] = "bert"
     TITLE: ClassVar[str] = "BERT"
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "tokenizer", "init_from")
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "tokenizer", "init_from", "add_text")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(len(SPECIAL_TOKENS) + 1, 250_000),
         "max_seq_len": int_range(8, 512),  # 512: every preset's max_position_embeddings
@@ -81,6 +81,7 @@ class BertSettings(RunSettings):
     sinusoidal_positions: bool = False
     init_from: str | None = None  # an earlier run's model to start from (continued pre-training)
     eval_sequences: int = 256
+    add_text: str | None = None  # more training documents, none held out (the held-out split is --corpus's)
 
     def check(self) -> None:
         super().check()
@@ -250,6 +251,8 @@ class BertPretrainingTask(TrainTask):
                     f"{'; started fresh: ' + ', '.join(self.fresh_heads) if self.fresh_heads else ''}) |\n"
                     if s.init_from else "")
         size = s.preset or "the starting model's"
+        added = (f" plus the {m['added_documents']} documents of `{m['add_text']}` (`--add-text`: trained on, none "
+                 "held out)" if m.get("add_text") else "")
         card += f"""
 ## Model
 
@@ -266,7 +269,7 @@ feed-forward {cfg.intermediate_size}, dropout {cfg.hidden_dropout_prob:g} while 
 | | |
 |---|---|
 | corpus | `{m['corpus']}` ({m['documents']} documents, blank-line separated) |
-| training text | {m['documents'] - len(m['heldout_indices'])} documents, {m['train_tokens']:,} word pieces \
+| training text | {m['documents'] - len(m['heldout_indices'])} documents{added}, {m['train_tokens']:,} word pieces \
 in {m['train_sentences']:,} sentences |
 | held-out documents | {', '.join(map(str, m['heldout_indices'])) or 'none'} (0-based, in corpus order; \
 {m['heldout_tokens']:,} word pieces) |
@@ -342,7 +345,7 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     if start is not None and settings.tokenizer is None and any((start / f).is_file() for f in TOKENIZER_FILES):
         settings.tokenizer = str(start)  # a pre-trained start is tied to its own vocabulary
     data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
-                         heldout_docs=settings.heldout_docs, resume=resume)
+                         heldout_docs=settings.heldout_docs, add_text=settings.add_text, resume=resume)
     if info.is_main:
         data = prepare_data(out, settings.corpus, **data_settings)
         settings.heldout_docs = len(data.meta["heldout_indices"])

@@ -1,0 +1,64 @@
+"""Modern English training text from WordNet's data files: paragraphs, documents, and evaluation items kept out."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxmodels.release import wordnet_text
+from ctxmodels.text import read_documents
+
+LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n"
+NOUN = (LICENCE
+        + "08420278 14 n 02 depository_financial_institution 0 bank 0 001 @ 08054721 n 0000 | a financial institution "
+          'that accepts deposits; "he cashed a check at the bank"; "she put the money in the bank"  \n'
+        + "09213565 17 n 01 bank 1 001 @ 09437454 n 0000 | sloping land (especially the slope beside a body of water); "
+          '"they pulled the canoe up on the bank"  \n'
+        + "09999999 14 n 01 club 0 000 | a formal association of people with similar interests  \n")
+VERB = LICENCE + '02343392 40 v 01 deposit 0 000 | put into a bank account; "she deposits her paycheck every month"  \n'
+ADJ = LICENCE + "00001740 00 a 01 able(p) 0 000 | having the necessary means or skill  \n"
+
+
+@pytest.fixture
+def wordnet_dir(tmp_path):
+    for pos, text in (("noun", NOUN), ("verb", VERB), ("adj", ADJ), ("adv", LICENCE)):
+        (tmp_path / f"data.{pos}").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_paragraphs_are_synsets_and_documents_lexicographer_files(wordnet_dir, tmp_path):
+    out = tmp_path / "wordnet.txt"
+    assert wordnet_text.main([str(wordnet_dir), str(out)]) == 0
+    docs = read_documents(out)
+    # in lexnames order: adj.all, noun.group, noun.object, verb.possession
+    assert [len(d) for d in docs] == [1, 2, 1, 1]
+    assert docs[0] == ["able: having the necessary means or skill."]
+    assert docs[1][0] == ("depository financial institution, bank: a financial institution that accepts deposits. "
+                          "He cashed a check at the bank. She put the money in the bank.")
+    assert docs[2] == ["bank: sloping land (especially the slope beside a body of water). "
+                       "They pulled the canoe up on the bank."]
+    assert out.read_bytes() == wordnet_text.build_text(wordnet_dir)[0].encode()  # the same bytes every time
+
+
+def test_evaluation_items_are_left_out(wordnet_dir, tmp_path):
+    cloze = tmp_path / "cloze.tsv"
+    cloze.write_text("She deposited the money in the [MASK].\tbank|vault\n", encoding="utf-8")
+    text, counts = wordnet_text.build_text(wordnet_dir, [cloze])
+    # "money in the bank" is the answer with the three words before the mask: that paragraph goes
+    assert "money in the bank" not in text and "sloping land" in text and "deposits her paycheck" in text
+    assert counts["dropped"] == 1 and counts["paragraphs"] == counts["synsets"] - 1 == 4
+
+
+def test_a_file_that_is_not_wordnet_is_a_clear_error(wordnet_dir, tmp_path, capsys):
+    (wordnet_dir / "data.verb").write_text("this is not a data line\n", encoding="utf-8")
+    assert wordnet_text.main([str(wordnet_dir), str(tmp_path / "out.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "data.verb:1: not a WordNet data line" in err and not (tmp_path / "out.txt").exists()
+    assert wordnet_text.main([str(tmp_path / "nowhere"), str(tmp_path / "out.txt")]) == 2
+    assert "apt-get install wordnet-base" in capsys.readouterr().err
+
+
+def test_a_cloze_line_without_mask_is_a_clear_error(wordnet_dir, tmp_path):
+    bad = tmp_path / "cloze.tsv"
+    bad.write_text("No mask here.\tbank\n", encoding="utf-8")
+    with pytest.raises(wordnet_text.WordnetTextError, match="cloze.tsv:1"):
+        wordnet_text.build_text(wordnet_dir, [bad])
