@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctxmodels.release import wordnet_text
+from ctxmodels import cli
 from ctxmodels.text import read_documents
+from ctxmodels.training import wordnet_text
 
 LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n"
 NOUN = (LICENCE
@@ -27,7 +28,7 @@ def wordnet_dir(tmp_path):
 
 def test_paragraphs_are_synsets_and_documents_lexicographer_files(wordnet_dir, tmp_path):
     out = tmp_path / "wordnet.txt"
-    assert wordnet_text.main([str(wordnet_dir), str(out)]) == 0
+    assert cli.main(["wordnet-text", str(wordnet_dir), str(out)]) == 0
     docs = read_documents(out)
     # in lexnames order: adj.all, noun.group, noun.object, verb.possession
     assert [len(d) for d in docs] == [1, 2, 1, 1]
@@ -50,10 +51,10 @@ def test_evaluation_items_are_left_out(wordnet_dir, tmp_path):
 
 def test_a_file_that_is_not_wordnet_is_a_clear_error(wordnet_dir, tmp_path, capsys):
     (wordnet_dir / "data.verb").write_text("this is not a data line\n", encoding="utf-8")
-    assert wordnet_text.main([str(wordnet_dir), str(tmp_path / "out.txt")]) == 2
+    assert cli.main(["wordnet-text", str(wordnet_dir), str(tmp_path / "out.txt")]) == 2
     err = capsys.readouterr().err
     assert "data.verb:1: not a WordNet data line" in err and not (tmp_path / "out.txt").exists()
-    assert wordnet_text.main([str(tmp_path / "nowhere"), str(tmp_path / "out.txt")]) == 2
+    assert cli.main(["wordnet-text", str(tmp_path / "nowhere"), str(tmp_path / "out.txt")]) == 2
     assert "apt-get install wordnet-base" in capsys.readouterr().err
 
 

@@ -18,6 +18,7 @@ from ..bounds import MAX_SEED, Bound, float_range, int_range
 # command -> (module under ctxmodels.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model from scratch on a text corpus"),
+    "wordnet-text": ("wordnet_text", "modern English training text from WordNet's definitions and examples"),
     "fill-mask": ("fill_mask", "top-k words for every [MASK] in a sentence"),
     "embed": ("embed", "per-layer word vectors of sentences, saved as .npz"),
     "neighbours": ("neighbours", "nearest neighbours of a word in a static-vector model"),

@@ -121,7 +121,7 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                    help="mask all pieces of a word together")
     p.add_argument("--add-text", default=None, metavar="FILE",
                    help="more training text in the corpus's format (for example modern English beside the novels: "
-                        "python -m ctxmodels.release.wordnet_text); all of it is trained on and none held out, so "
+                        "ctxmodels wordnet-text); all of it is trained on and none held out, so "
                         "the held-out documents and figures stay those of --corpus")
     p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))

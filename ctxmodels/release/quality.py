@@ -306,6 +306,10 @@ def format_summary(report: dict[str, Any]) -> str:
         cloze = entry.get("cloze")
         if cloze:
             figures += f"{', ' if figures else ''}cloze top-{cloze['top_k']} {cloze['share_in_top_k']:.0%}"
+        classroom = entry.get("classroom")
+        if classroom:
+            ranks = ", ".join(f"{r['answers'][0]} {r['rank'] or '-'}" for r in classroom["rows"])
+            figures += f"; classroom sentences, rank of the answer: {ranks}"
         lines.append(f"{name}: {figures or '-'}")
     for model, s in report.get("senses", {}).get("summary", {}).items():
         if "best_layer" in s:

@@ -1,6 +1,6 @@
 """Modern English training text from WordNet 3.0: every synset's words, definition and example sentences.
 
-``python -m ctxmodels.release.wordnet_text WORDNET_DIR OUT.txt [--exclude CLOZE.tsv ...]`` reads Debian's
+``ctxmodels wordnet-text WORDNET_DIR OUT.txt [--exclude CLOZE.tsv ...]`` (:func:`build_text`) reads Debian's
 ``wordnet-base`` database (``WORDNET_DIR/data.noun``, ``data.verb``, ``data.adj``, ``data.adv``; on Debian
 ``/usr/share/wordnet``) and writes a corpus in the format every trainer reads: one paragraph a line, a blank line
 between documents. A paragraph is one synset ("depository financial institution, bank: a financial institution
@@ -20,14 +20,10 @@ deterministic (synsets in file order), so the same database gives the same bytes
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from ..checkpoint import write_text_atomic
 
 POS_FILES = ("noun", "verb", "adj", "adv")
 #: WordNet's lexicographer files by number (lexnames(5WN)); a synset line names its file by this number
@@ -145,26 +141,3 @@ def build_text(wordnet_dir: str | Path, exclude: Iterable[str | Path] = ()) -> t
     counts = {"synsets": total, "dropped": dropped, "documents": len(ordered),
               "paragraphs": total - dropped, "words": len(body.split())}
     return body, counts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ctxmodels.release.wordnet_text", description=__doc__.split("\n")[0])
-    p.add_argument("wordnet_dir", help="folder of data.noun, data.verb, data.adj, data.adv (/usr/share/wordnet)")
-    p.add_argument("out", help="corpus file to write")
-    p.add_argument("--exclude", action="append", default=[], metavar="CLOZE.tsv",
-                   help="cloze items whose answer in context no paragraph may contain (repeatable)")
-    args = p.parse_args(argv)
-    try:
-        text, counts = build_text(args.wordnet_dir, args.exclude)
-    except (WordnetTextError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    write_text_atomic(Path(args.out), text)
-    print(f"{args.out}: {counts['paragraphs']:,} paragraphs in {counts['documents']} documents, "
-          f"{counts['words']:,} words; {counts['dropped']} of {counts['synsets']:,} synsets dropped as "
-          "evaluation items")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
