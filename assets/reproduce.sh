@@ -7,8 +7,9 @@
 #
 # The corpus and SemCor come from $CTXMODELS_DATA (default ../shared/data). bert-eltec's first two runs and the
 # static vectors train on the CPU, one thread each (on a 2-core machine one thread per job is much faster than two
-# competing threads), then bert-eltec's long last run with both threads. minilm-eltec and elmo-eltec were trained on
-# one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days. Every run writes
+# competing threads), then bert-eltec's long last run with both threads. minilm-eltec's first stage and elmo-eltec
+# were trained on one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days.
+# minilm-eltec's second stage (the novels with WordNet's English) needs Debian's wordnet-base. Every run writes
 # checkpoints: run the script again after an interruption and it resumes.
 # The exact recipes and wall times of the shipped models are in their cards; these are those recipes.
 set -euo pipefail
@@ -68,9 +69,18 @@ if [ "$STAGE" = all ]; then
   # LM with fresh MLM and NSP heads, at its own size and with its own tokenizer. On the H200 the first 617 steps ran
   # with --steps 1000000 (a speed probe) before the run was resumed with --steps 5131, so its decay started at step
   # 617 instead of 300; here it is one 5,131-step schedule.
-  $CLI train bert --corpus "$CORPUS" --no-progress --out "$RUNS/minilm-eltec" --init-from minilm --batch-size 256 \
+  $CLI train bert --corpus "$CORPUS" --no-progress --out "$RUNS/minilm-stage1" --init-from minilm --batch-size 256 \
     --lr 3e-4 --warmup 300 --steps 5131 --eval-every 1000 --save-every 1000 --eval-sequences 1024 "${BF16[@]}" \
-    --data-workers "$WORKERS" $(resume_flag "$RUNS/minilm-eltec")
+    --data-workers "$WORKERS" $(resume_flag "$RUNS/minilm-stage1")
+  # minilm-eltec, stage 2 (on the 2-core CPU, both threads, 80 minutes): continued with present-day English beside
+  # the novels, WordNet 3.0's definitions and examples (Debian's wordnet-base; `apt-get install wordnet-base`), with
+  # every paragraph that holds a cloze or classroom answer in its context left out. The shipped model started from
+  # stage 1's shipped fp16 weights (its fp32 weights stayed on the GPU machine); here it starts from stage 1's run.
+  $CLI wordnet-text "${WORDNET:-/usr/share/wordnet}" "$RUNS/wordnet.txt" --exclude assets/examples/cloze.tsv \
+    --exclude assets/examples/classroom.tsv
+  $CLI train bert --corpus "$CORPUS" --add-text "$RUNS/wordnet.txt" --no-progress --out "$RUNS/minilm-eltec" \
+    --init-from "$RUNS/minilm-stage1" --batch-size 32 --lr 5e-5 --warmup 100 --steps 2200 --eval-every 500 \
+    --save-every 200 --eval-sequences 256 --threads 2 $(resume_flag "$RUNS/minilm-eltec")
 
   # elmo-eltec: the small-cpu preset, batches of 256, in three segments: each resume restarts the learning-rate
   # decay from where the run stands (a warm restart). On the H200 the first segment began as a 302-step speed probe

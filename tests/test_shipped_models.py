@@ -93,8 +93,12 @@ def test_minilm_eltec_is_the_published_start_continued_here(models):
     assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.vocab_size) == (6, 384, 12, 30522)
     assert m.can_fill_mask and m.has_attention and m.n_heads == 12
     assert "all-MiniLM-L6-v2" in m.card and "Apache-2.0" in m.card and "NVIDIA H200" in m.card
+    assert "WordNet 3.0" in m.card  # stage 2's present-day English, credited
     (top,) = fill_mask(m.model, m.tokenizer, "The capital of France is [MASK].", top_k=5)
     assert "paris" in [t["token"] for t in top]
+    # what stage 2 was for: money goes into a bank, not only into pockets
+    (top,) = fill_mask(m.model, m.tokenizer, "She deposited the money in the [MASK].", top_k=5)
+    assert "bank" in [t["token"] for t in top]
 
 
 def test_static_neighbours_of_a_common_word(models):
@@ -190,6 +194,8 @@ def test_the_training_evaluation_is_the_start_of_the_measured_sequences(shared_d
 def test_cloze_share_measured_again(models, report, name):
     again = quality.cloze_check(models[name], quality.read_cloze())
     assert again["share_in_top_k"] == report["models"][name]["cloze"]["share_in_top_k"]
+    classroom = quality.cloze_check(models[name], quality.read_cloze(ASSETS / "examples" / quality.CLASSROOM_FILE))
+    assert [r["rank"] for r in classroom["rows"]] == [r["rank"] for r in report["models"][name]["classroom"]["rows"]]
 
 
 def test_static_neighbours_measured_again(models, report):
