@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pytest
 
 from ctxmodels import cli
@@ -63,3 +66,21 @@ def test_a_cloze_line_without_mask_is_a_clear_error(wordnet_dir, tmp_path):
     bad.write_text("No mask here.\tbank\n", encoding="utf-8")
     with pytest.raises(wordnet_text.WordnetTextError, match="cloze.tsv:1"):
         wordnet_text.build_text(wordnet_dir, [bad])
+
+
+INSTALLED = Path("/usr/share/wordnet")
+
+
+@pytest.mark.skipif(not (INSTALLED / "data.noun").is_file(),
+                    reason="Debian's wordnet-base is not installed (.ci/run installs it)")
+def test_the_shipped_models_wordnet_text_is_built_again_byte_for_byte():
+    """minilm-eltec's card names the sha256 of the WordNet text it trained on; the builder gives those bytes again
+    from Debian's wordnet-base, with the shipped cloze and classroom items left out."""
+    from ctxmodels.paths import examples_dir
+
+    text, counts = wordnet_text.build_text(INSTALLED, [examples_dir() / "cloze.tsv",
+                                                       examples_dir() / "classroom.tsv"])
+    card = (examples_dir().parent / "minilm-eltec" / "README.md").read_text(encoding="utf-8")
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    assert f"sha256 is `{sha[:16]}…`" in card
+    assert counts["documents"] == 45 and counts["dropped"] == 20

@@ -361,7 +361,8 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     vocab = VocabInfo.from_tokenizer(tok)
     common = dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
                   batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed)
-    train = PretrainingData(data.train, vocab, name=f"{Path(settings.corpus).name} (training documents)", **common)
+    train_name = Path(settings.corpus).name + (f" + {Path(settings.add_text).name}" if settings.add_text else "")
+    train = PretrainingData(data.train, vocab, name=f"{train_name} (training documents)", **common)
     eval_data = None
     if data.heldout.n_tokens and settings.eval_sequences:
         held_docs = int(np.count_nonzero(np.diff(data.heldout.doc_offsets)))
