@@ -658,7 +658,7 @@ def test_add_text_that_changed_or_is_missing_is_refused(corpus_file, tokenizer_d
     assert rc == 0, err
     added.write_text("A changed paragraph.\n", encoding="utf-8")
     rc, err = run_cli(["train", "bert", "--out", str(out), "--resume", "--steps", "2"], capsys)
-    assert rc != 0 and "added text changed since this run started" in err
+    assert rc != 0 and "added text changed since this run started" in err and "restore added.txt" in err
     rc, err = run_cli(["train", "bert", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir),
                        "--add-text", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "other"), *TINY], capsys)
     assert rc != 0 and "missing.txt" in err and "Traceback" not in err

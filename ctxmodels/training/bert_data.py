@@ -541,7 +541,8 @@ def prepare_data(out: Path, corpus: str | Path, tokenizer: str | Path | None = N
                     else "tokenizer or data settings")
             raise ValueError(
                 f"{meta_path}: the {what} changed since this run started; exact --resume needs the same inputs "
-                f"(restore {corpus.name} or start a new run with another --out)"
+                f"(restore {add_text.name if what == 'added text' and add_text else corpus.name} or start a new run "
+                "with another --out)"
             )
 
     t0 = time.perf_counter()
