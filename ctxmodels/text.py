@@ -235,6 +235,20 @@ class CorpusError(ValueError):
     """A corpus that cannot be used; the message names the file and says what to do."""
 
 
+def read_cloze(path: str | Path) -> list[tuple[str, list[str]]]:
+    """Cloze items, ``sentence<TAB>answer|answer…`` a line: the sentence has a [MASK]; any listed answer (lower-cased)
+    counts. Blank lines are skipped; a malformed line is a CorpusError naming the file and line."""
+    items = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        sentence, _, answers = line.partition("\t")
+        if "[MASK]" not in sentence or not answers.strip():
+            raise CorpusError(f"{path}:{n}: expected 'sentence with [MASK]<TAB>answer|answer', got {line!r}")
+        items.append((sentence, [a.strip().lower() for a in answers.split("|") if a.strip()]))
+    return items
+
+
 def read_documents(path: str | Path) -> list[Document]:
     """Read a corpus into documents: lists of paragraph lines, split at blank lines.
 

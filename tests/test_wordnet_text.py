@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxmodels import cli
-from ctxmodels.text import read_documents
+from ctxmodels.text import CorpusError, read_documents
 from ctxmodels.training import wordnet_text
 
 LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n"
@@ -64,7 +64,7 @@ def test_a_file_that_is_not_wordnet_is_a_clear_error(wordnet_dir, tmp_path, caps
 def test_a_cloze_line_without_mask_is_a_clear_error(wordnet_dir, tmp_path):
     bad = tmp_path / "cloze.tsv"
     bad.write_text("No mask here.\tbank\n", encoding="utf-8")
-    with pytest.raises(wordnet_text.WordnetTextError, match="cloze.tsv:1"):
+    with pytest.raises(CorpusError, match="cloze.tsv:1"):
         wordnet_text.build_text(wordnet_dir, [bad])
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import text
 from ..analysis.metrics import macro_f1
 from ..analysis.senses import knn_sense_accuracy
 from ..paths import examples_dir
@@ -141,18 +142,8 @@ CLASSROOM_FILE = "classroom.tsv"
 
 
 def read_cloze(path: str | Path | None = None) -> list[tuple[str, list[str]]]:
-    """``sentence<TAB>answer|answer…`` lines: the sentence has one [MASK]; any listed answer counts. The default
-    file is the shipped ``assets/examples/cloze.tsv``."""
-    path = examples_dir() / "cloze.tsv" if path is None else path
-    items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        sentence, _, answers = line.partition("\t")
-        if "[MASK]" not in sentence or not answers.strip():
-            raise ValueError(f"{path}:{n}: expected 'sentence with [MASK]<TAB>answer|answer', got {line!r}")
-        items.append((sentence, [a.strip().lower() for a in answers.split("|") if a.strip()]))
-    return items
+    """:func:`ctxmodels.text.read_cloze` of ``path``, by default the shipped ``assets/examples/cloze.tsv``."""
+    return text.read_cloze(examples_dir() / "cloze.tsv" if path is None else path)
 
 
 RANK_DEPTH = 1000  # the deepest rank of an answer a cloze row records (None: further down)

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..text import read_cloze
+
 POS_FILES = ("noun", "verb", "adj", "adv")
 #: WordNet's lexicographer files by number (lexnames(5WN)); a synset line names its file by this number
 LEXNAMES = (
@@ -107,14 +109,9 @@ def excluded_phrases(cloze_files: Iterable[str | Path]) -> set[tuple[str, ...]]:
     """For every item of the cloze files and each of its answers: the answer with the words before it."""
     phrases = set()
     for path in cloze_files:
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            sentence, _, answers = line.partition("\t")
-            if "[MASK]" not in sentence or not answers.strip():
-                raise WordnetTextError(f"{path}:{n}: expected `sentence with [MASK]<TAB>answer|answer`")
+        for sentence, answers in read_cloze(path):
             before = words(sentence.split("[MASK]", 1)[0])[-CONTEXT_WORDS:]
-            phrases |= {tuple(before + words(a)) for a in answers.split("|") if words(a)}
+            phrases |= {tuple(before + words(a)) for a in answers if words(a)}
     return phrases
 
 
