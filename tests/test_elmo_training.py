@@ -358,6 +358,42 @@ def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):
     assert "corpus changed" in capsys.readouterr().err
 
 
+def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    common = ["--corpus", str(corpus), "--batch-size", "4", "--seq-len", "8", "--n-samples", "10",
+              "--eval-tokens", "200", "--eval-every", "0"]
+    assert run_cli(*common, "--out", str(tmp_path / "first"), "--preset", "tiny", "--vocab-size", "40",
+                   "--steps", "3") == 0
+    first = load_elmo(tmp_path / "first")
+    # A learning rate too small to move the weights: the continued run starts exactly where the first ended.
+    assert run_cli(*common, "--out", str(tmp_path / "next"), "--init-from", str(tmp_path / "first"),
+                   "--lr", "1e-12", "--warmup", "0", "--steps", "1") == 0
+    after = load_elmo(tmp_path / "next")
+    assert after.vocab == first.vocab  # the start's vocabulary, not a new one
+    a, b = first.state_dict(), after.state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    first_ppl = json.loads((tmp_path / "first" / "metrics.jsonl").read_text().splitlines()[-1])["eval"]["ppl"]
+    next_ppl = json.loads((tmp_path / "next" / "metrics.jsonl").read_text().splitlines()[-1])["eval"]["ppl"]
+    assert next_ppl == pytest.approx(first_ppl, rel=1e-4)
+    settings = json.loads((tmp_path / "next" / "run.json").read_text())["settings"]
+    assert settings["vocab_size"] == len(first.vocab) - 3 and settings["init_from"] == str((tmp_path / "first").resolve())
+    assert f"Initial weights: `{(tmp_path / 'first').resolve()}`" in (tmp_path / "next" / "README.md").read_text()
+    # it resumes (the start may be gone by then: the run's checkpoint has the size and vocabulary)
+    (tmp_path / "first").rename(tmp_path / "moved")
+    assert run_cli("--out", str(tmp_path / "next"), "--resume", "--steps", "2") == 0
+    assert max(losses(tmp_path / "next")) == 2
+    capsys.readouterr()
+    # a size or vocabulary that is not the start's is refused with what to do
+    assert run_cli(*common, "--out", str(tmp_path / "bad1"), "--init-from", str(tmp_path / "moved"),
+                   "--preset", "mini") == 2
+    assert "does not fit --preset mini" in capsys.readouterr().err
+    assert run_cli(*common, "--out", str(tmp_path / "bad2"), "--init-from", str(tmp_path / "moved"),
+                   "--vocab-size", "30") == 2
+    assert "leave --vocab-size out" in capsys.readouterr().err
+    assert run_cli(*common, "--out", str(tmp_path / "bad3"), "--init-from", str(tmp_path / "nowhere")) == 2
+    assert "nowhere" in capsys.readouterr().err
+
+
 def test_a_run_started_before_run_json_resumes_from_elmo_run_json(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
     out = tmp_path / "run"

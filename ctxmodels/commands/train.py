@@ -129,15 +129,21 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
 
 def _elmo_arguments(p: argparse.ArgumentParser) -> None:
     from ..elmo import PRESETS
+    from ..training.elmo_task import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE
 
     S = settings_class("elmo")
     T = _typer(S)
     add_common_arguments(p, "elmo")
     p.add_argument("--preset", default=None, choices=list(PRESETS),
-                   help=f"model size (default {S.preset}; see ctxmodels.elmo.PRESETS)")
+                   help=f"model size (default {DEFAULT_PRESET}, or with --init-from the starting model's; see "
+                        "ctxmodels.elmo.PRESETS)")
     p.add_argument("--vocab-size", type=T("vocab_size"), default=None,
-                   help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK>"
-                        + _default(S, "vocab_size", {}))
+                   help="output vocabulary: this many most frequent training words, plus <S>, </S>, <UNK> "
+                        f"(default {DEFAULT_VOCAB_SIZE}, or with --init-from the starting model's)")
+    p.add_argument("--init-from", default=None, metavar="DIR",
+                   help="start from a trained ELMo's weights (an earlier run's model, or a name such as "
+                        "`elmo-eltec`), at its size and with its output vocabulary, with this run's own schedule: "
+                        "continued training")
     p.add_argument("--seq-len", type=T("seq_len"), default=None,
                    help="tokens per training window" + _default(S, "seq_len", {}))
     p.add_argument("--batch-size", type=T("batch_size"), default=None,
@@ -149,7 +155,7 @@ def _elmo_arguments(p: argparse.ArgumentParser) -> None:
                    help="held-out tokens scored per evaluation" + _default(S, "eval_tokens", {}))
     p.add_argument("--data-cache", default=None,
                    help="folder for the encoded corpus (default OUT/data_cache); share it between runs")
-    p.epilog = (f"ELMo defaults: --preset {S.preset} --steps {S.steps} --lr {S.lr:g} --warmup {S.warmup}: the "
+    p.epilog = (f"ELMo defaults: --preset {DEFAULT_PRESET} --steps {S.steps} --lr {S.lr:g} --warmup {S.warmup}: the "
                 "shipped recipe, about two hours on a 2-core CPU. On a busy machine --threads 1 is much faster than "
                 "the default of all cores.")
 
@@ -200,7 +206,8 @@ def build(args: argparse.Namespace):
 
         given["init_from"] = str(resolve(given["init_from"], download=False)[0])
     settings = settings_cls.resolve(given, args.out, resume=args.resume)
-    extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None)}}
+    extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None),
+                                                        "resume": args.resume}}
     task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,
                                                                          **extra.get(args.kind, {}))
     limit = None if args.time_limit is None else 60.0 * args.time_limit

@@ -37,6 +37,7 @@ forward LM's last target of a sentence and ``<S>`` as the backward LM's, the usu
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -403,6 +404,8 @@ class ElmoLMTask(TrainTask):
         s, cnn = self.config.lstm, self.config.char_cnn
         heldout = "\n".join(f"- document {i}: {title}" for i, title in c.get("heldout_docs", [])) or "- none"
         credit = f"\n{c['credit']}\n" if c.get("credit") else ""
+        start = (f"Initial weights: `{c['init_from']}` (its size and output vocabulary; continued training with this "
+                 "run's schedule).\n" if c.get("init_from") else "")
         return default_model_card(self.name, info) + f"""
 ## Model
 
@@ -412,7 +415,7 @@ ELMo preset `{c.get('preset', '?')}`: character CNN ({cnn.n_filters} filters, {c
 Trained on windows of {self.seq_len} tokens, batches of {self.batch_size},
 {f'sampled softmax with {self.n_samples} shared candidates' if self.n_samples else 'full softmax'}.
 Held-out perplexities are exact (full softmax) over {len(self._eval_starts) * self._eval_len:,} held-out tokens.
-
+{start}
 ## Data
 
 Corpus: `{c.get('corpus', '?')}` (sha256 `{c.get('corpus_sha256', '?')[:16]}…`), {c.get('n_docs', '?')} documents,
@@ -505,12 +508,17 @@ def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch
 # the run: its settings (stored in out/run.json, see .settings), the corpus, the task
 
 
+DEFAULT_PRESET = "mini"
+DEFAULT_VOCAB_SIZE = 30_000  # most frequent training words, plus <S>, </S>, <UNK>
+
+
 @dataclass
 class ElmoSettings(RunSettings):
     """An ELMo run: the common settings plus the model size, the output vocabulary, windows and the softmax."""
 
     KIND: ClassVar[str] = "elmo"
     TITLE: ClassVar[str] = "ELMo"
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "init_from")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(1, 1_000_000),
         "seq_len": int_range(1, 1024),
@@ -524,16 +532,21 @@ class ElmoSettings(RunSettings):
     steps: int | None = 4_000
     lr: float | None = 3e-3
     warmup: int | None = 100
-    preset: str = "mini"
-    vocab_size: int = 30_000  # most frequent training words, plus <S>, </S>, <UNK>
+    preset: str | None = None  # DEFAULT_PRESET, or with --init-from the starting model's own size
+    vocab_size: int | None = None  # DEFAULT_VOCAB_SIZE, or with --init-from the starting model's own vocabulary
     seq_len: int = 20  # tokens per training window
     batch_size: int = 32  # windows per batch
     n_samples: int = 1024  # distinct sampled-softmax candidates per batch; 0 = exact full softmax
     eval_tokens: int = 10_000  # held-out tokens scored per evaluation
+    init_from: str | None = None  # a trained ELMo to continue from (its size, vocabulary and weights)
 
     def check(self) -> None:
         super().check()
-        if self.preset not in PRESETS:
+        if self.preset is None and not self.init_from:
+            self.preset = DEFAULT_PRESET
+        if self.vocab_size is None and not self.init_from:
+            self.vocab_size = DEFAULT_VOCAB_SIZE
+        if self.preset is not None and self.preset not in PRESETS:
             raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
 
     @classmethod
@@ -547,41 +560,78 @@ def _is_rank0() -> bool:
 
 
 def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: int, sha: str,
-                cache_dir: Path | None) -> tuple[EncodedCorpus, dict[str, Any]]:
-    """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches."""
+                cache_dir: Path | None, vocab: Vocabulary | None = None) -> tuple[EncodedCorpus, dict[str, Any]]:
+    """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches. The output
+    vocabulary is the ``vocab_size`` most frequent training words, or ``vocab`` (a starting model's) when given."""
     docs, held = heldout_documents(corpus, heldout_docs, seed)
     info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
     key = {"version": CACHE_VERSION, "tokenizer": tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
            "vocab_size": vocab_size}
+    if vocab is not None:
+        key["vocab_sha256"] = hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
     encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
     if encoded is None:
         held_set = set(held)
         encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set],
-                                      [docs[i] for i in held], vocab_size)
+                                      [docs[i] for i in held], vocab_size, vocab=vocab)
         if cache_dir is not None and _is_rank0():
             remove_stale_temps(cache_dir, min_age_s=3600)  # runs may share the cache: only long-dead writers'
             encoded.save(cache_dir, key)
     return encoded, info
 
 
-def build_task(settings: ElmoSettings, out: str | Path,
-               data_cache: str | Path | None = None) -> tuple[ElmoLMTask, TrainConfig]:
+def load_start(settings: ElmoSettings, out: Path) -> ElmoLanguageModel:
+    """The model ``--init-from`` names, checked against the run's other settings. On --resume the run's own
+    checkpoint stands in for a start that has gone (only its size and vocabulary are read then)."""
+    from ..formats.allennlp import load_elmo
+
+    start = Path(settings.init_from or "")
+    if not start.exists() and (out / "checkpoint" / "config.json").is_file():
+        start = out / "checkpoint"
+    lm = load_elmo(start)  # CheckpointError naming the file for anything that is not a loadable ELMo
+    if not lm.has_lm_head or not lm.vocab:
+        raise CheckpointError(f"{settings.init_from}: has no language-model head (a published ELMo ships without "
+                              "one), so training cannot continue from it; start from a model trained here")
+    if settings.preset is not None:
+        shape = dataclasses.replace(lm.config, n_tokens_vocab=0, dropout=0.0)
+        if dataclasses.replace(ElmoConfig.preset(settings.preset), n_tokens_vocab=0, dropout=0.0) != shape:
+            raise CheckpointError(f"{settings.init_from}: does not fit --preset {settings.preset} (it has "
+                                  f"{lm.config.lstm.n_layers} LSTM layers of {lm.config.lstm.dim} cells); leave "
+                                  "--preset out to continue at the starting model's size")
+    own_words = len(lm.vocab) - len(SPECIAL_TOKENS)
+    if settings.vocab_size is not None and settings.vocab_size != own_words:
+        raise ValueError(f"--vocab-size {settings.vocab_size}: the starting model {settings.init_from} predicts "
+                         f"{own_words:,} words (plus <S>, </S>, <UNK>), and continued training keeps its vocabulary; "
+                         "leave --vocab-size out")
+    settings.vocab_size = own_words
+    return lm
+
+
+def build_task(settings: ElmoSettings, out: str | Path, data_cache: str | Path | None = None,
+               resume: bool = False) -> tuple[ElmoLMTask, TrainConfig]:
     """The task and trainer settings of an ELMo run in ``out``, from :meth:`ElmoSettings.resolve`'s settings;
-    the encoded corpus is cached in ``data_cache`` (default ``out/data_cache``; runs may share one)."""
+    the encoded corpus is cached in ``data_cache`` (default ``out/data_cache``; runs may share one). With
+    ``--init-from`` the model starts from a trained ELMo's weights, size and output vocabulary."""
     out, s = Path(out), settings
     corpus = Path(s.corpus)
     cache = Path(data_cache) if data_cache else out / "data_cache"
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"--data-cache {cache} is a file, not a folder")
-    encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache)
+    start = load_start(s, out) if s.init_from else None
+    vocab = Vocabulary(start.vocab) if start is not None else None
+    assert s.vocab_size is not None  # set by check() or by load_start()
+    encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache, vocab=vocab)
     s.heldout_docs = len(info["heldout_docs"])
     credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."
               if "eltec" in corpus.name.lower() else "")
+    config = start.config if start is not None else ElmoConfig.preset(s.preset)
     task = ElmoLMTask(
-        encoded, ElmoConfig.preset(s.preset), seq_len=s.seq_len, batch_size=s.batch_size,
+        encoded, config, seq_len=s.seq_len, batch_size=s.batch_size,
         n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed,
-        card_info={**info, "preset": s.preset, "corpus": corpus.name, "corpus_sha256": s.corpus_sha256,
-                   "credit": credit},
+        card_info={**info, "preset": s.preset or "of the starting model", "corpus": corpus.name,
+                   "corpus_sha256": s.corpus_sha256, "credit": credit, "init_from": s.init_from},
     )
+    if start is not None and not resume:
+        task.model.load_state_dict({k: v.float() for k, v in start.state_dict().items()})
     s.save(out)
     return task, s.train_config()
