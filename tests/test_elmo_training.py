@@ -26,6 +26,7 @@ from ctxmodels.training.elmo_task import (
     EncodedCorpus,
     LogUniformSampler,
     Vocabulary,
+    load_corpus,
     sampled_softmax_loss,
 )
 from tests.helpers import ADJS, NOUNS, generated_paragraph, write_corpus
@@ -376,7 +377,8 @@ def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsy
     next_ppl = json.loads((tmp_path / "next" / "metrics.jsonl").read_text().splitlines()[-1])["eval"]["ppl"]
     assert next_ppl == pytest.approx(first_ppl, rel=1e-4)
     settings = json.loads((tmp_path / "next" / "run.json").read_text())["settings"]
-    assert settings["vocab_size"] == len(first.vocab) - 3 and settings["init_from"] == str((tmp_path / "first").resolve())
+    assert settings["vocab_size"] == len(first.vocab) - 3
+    assert settings["init_from"] == str((tmp_path / "first").resolve())
     assert f"Initial weights: `{(tmp_path / 'first').resolve()}`" in (tmp_path / "next" / "README.md").read_text()
     # it resumes (the start may be gone by then: the run's checkpoint has the size and vocabulary)
     (tmp_path / "first").rename(tmp_path / "moved")
@@ -392,6 +394,32 @@ def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsy
     assert "leave --vocab-size out" in capsys.readouterr().err
     assert run_cli(*common, "--out", str(tmp_path / "bad3"), "--init-from", str(tmp_path / "nowhere")) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_add_text_trains_on_more_documents_and_keeps_the_heldout_split(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    added = tmp_path / "added.txt"
+    added.write_text("Zebras graze by the river.\nThe river floods its banks.\n\nAnother added document.\n",
+                     encoding="utf-8")
+    alone, _ = load_corpus(corpus, None, 0, 100, "x", None)
+    more, info = load_corpus(corpus, None, 0, 100, "x", None, add_text=added, add_text_sha="y")
+    assert [alone.types[t] for t in alone.heldout] == [more.types[t] for t in more.heldout]  # held out: the same
+    assert len(more.train) == len(alone.train) + 3 * 2 + 6 + 6 + 4  # the added sentences, each in <S> ... </S>
+    assert "Zebras" in more.vocab and info["added_documents"] == 2
+    common = ["--corpus", str(corpus), "--preset", "tiny", "--batch-size", "4", "--seq-len", "8", "--n-samples", "10",
+              "--eval-tokens", "100", "--eval-every", "0", "--steps", "1"]
+    out = tmp_path / "run"
+    assert run_cli(*common, "--add-text", str(added), "--out", str(out)) == 0
+    assert "with the 2 documents of `added.txt`" in (out / "README.md").read_text()
+    capsys.readouterr()
+    added.write_text("Changed.\n", encoding="utf-8")
+    assert run_cli("--out", str(out), "--resume", "--steps", "2") == 2
+    assert "added text changed since this run started" in capsys.readouterr().err
+    # added text cannot join (or leave) a run that started without it (or with it)
+    assert run_cli(*common, "--out", str(tmp_path / "plain")) == 0
+    capsys.readouterr()
+    assert run_cli("--out", str(tmp_path / "plain"), "--resume", "--steps", "2", "--add-text", str(added)) == 2
+    assert "--add-text" in capsys.readouterr().err
 
 
 def test_a_run_started_before_run_json_resumes_from_elmo_run_json(tmp_path, capsys):

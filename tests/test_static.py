@@ -31,6 +31,7 @@ from ctxmodels.training.static_task import (
     context_pairs,
     keep_probabilities,
     load_or_prepare,
+    prepare_data,
     tokenize,
 )
 
@@ -166,6 +167,21 @@ def test_settings_and_task_from_plain_values(tmp_path):
     assert stored["settings"]["corpus"] == str(corpus.resolve()) and len(stored["settings"]["corpus_sha256"]) == 64
     with pytest.raises(ValueError, match="--batch-size must be a whole number between 1 and 1048576, got 0"):
         StaticSettings.resolve({"corpus": corpus, "batch_size": 0}, tmp_path / "other")
+
+
+def test_add_text_trains_on_more_documents_and_keeps_the_heldout_split(tmp_path):
+    corpus = write_two_group_corpus(tmp_path / "corpus.txt", docs=4, paragraphs=6)
+    added = tmp_path / "added.txt"
+    added.write_text("zebras zebras zebras graze\n\nzebras graze again\n", encoding="utf-8")
+    settings = dict(heldout_docs=None, seed=0, lowercase=True, min_count=1, vocab_size=1000)
+    alone = prepare_data(corpus, **settings)
+    more = prepare_data(corpus, add_text=added, **settings)
+    assert [alone.words[i] for i in alone.heldout.ids] == [more.words[i] for i in more.heldout.ids]
+    assert more.info["train_tokens"] == alone.info["train_tokens"] + 7 and "zebras" in more.words
+    assert more.info["added_documents"] == 2 and more.info["heldout_documents"] == alone.info["heldout_documents"]
+    task = _task(tmp_path, corpus, "--add-text", str(added))
+    assert "plus the 2 documents of `added.txt`" in task.model_card({"metrics": {}})
+    assert "zebras" in task.data.words
 
 
 def _task(tmp_path: Path, corpus: Path, *extra: str) -> StaticTask:

@@ -57,6 +57,10 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
     T = _typer(S)
     p.add_argument("--corpus", default=None,
                    help="plain text: one paragraph a line, blank lines between documents (not needed with --resume)")
+    p.add_argument("--add-text", default=None, metavar="FILE",
+                   help="more training text in the corpus's format (for example modern English beside the novels: "
+                        "ctxmodels wordnet-text); all of it is trained on and none held out, so "
+                        "the held-out documents and figures stay those of --corpus")
     p.add_argument("--out", required=True, help="output directory (model, run.json, metrics.jsonl, checkpoint/)")
     p.add_argument("--steps", type=T("steps"), default=None,
                    help="optimizer steps in all" + _default(S, "steps", d) + "; with --resume, a new end for the "
@@ -119,10 +123,6 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                         "of noise (they still train; the checkpoint format is unchanged)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
-    p.add_argument("--add-text", default=None, metavar="FILE",
-                   help="more training text in the corpus's format (for example modern English beside the novels: "
-                        "ctxmodels wordnet-text); all of it is trained on and none held out, so "
-                        "the held-out documents and figures stay those of --corpus")
     p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 

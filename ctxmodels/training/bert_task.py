@@ -57,7 +57,7 @@ class BertSettings(RunSettings):
 
     KIND: ClassVar[str] = "bert"
     TITLE: ClassVar[str] = "BERT"
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "tokenizer", "init_from", "add_text")
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "add_text", "tokenizer", "init_from")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(len(SPECIAL_TOKENS) + 1, 250_000),
         "max_seq_len": int_range(8, 512),  # 512: every preset's max_position_embeddings
@@ -81,7 +81,6 @@ class BertSettings(RunSettings):
     sinusoidal_positions: bool = False
     init_from: str | None = None  # an earlier run's model to start from (continued pre-training)
     eval_sequences: int = 256
-    add_text: str | None = None  # more training documents, none held out (the held-out split is --corpus's)
 
     def check(self) -> None:
         super().check()

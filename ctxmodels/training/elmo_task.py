@@ -56,7 +56,7 @@ from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
 from ..checkpoint import CheckpointError, atomic_file, read_json, remove_stale_temps, write_json, write_text_atomic
 from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
 from ..formats.allennlp import save_elmo
-from ..text import sentences, tokenizer_fingerprint
+from ..text import read_documents, sentences, tokenizer_fingerprint
 from .corpus import heldout_documents
 from .settings import RunSettings
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card
@@ -404,6 +404,8 @@ class ElmoLMTask(TrainTask):
         s, cnn = self.config.lstm, self.config.char_cnn
         heldout = "\n".join(f"- document {i}: {title}" for i, title in c.get("heldout_docs", [])) or "- none"
         credit = f"\n{c['credit']}\n" if c.get("credit") else ""
+        added = (f" (with the {c['added_documents']} documents of `{c['add_text']}`: `--add-text`, trained on, none "
+                 "held out)" if c.get("add_text") else "")
         start = (f"Initial weights: `{c['init_from']}` (its size and output vocabulary; continued training with this "
                  "run's schedule).\n" if c.get("init_from") else "")
         return default_model_card(self.name, info) + f"""
@@ -419,7 +421,7 @@ Held-out perplexities are exact (full softmax) over {len(self._eval_starts) * se
 ## Data
 
 Corpus: `{c.get('corpus', '?')}` (sha256 `{c.get('corpus_sha256', '?')[:16]}…`), {c.get('n_docs', '?')} documents,
-{self.corpus.n_train_tokens:,} training tokens with sentence boundaries; held-out documents (never trained on,
+{self.corpus.n_train_tokens:,} training tokens with sentence boundaries{added}; held-out documents (never trained on,
 out-of-vocabulary rate {100 * self.corpus.oov_rate(self.corpus.heldout):.2f}%):
 
 {heldout}
@@ -518,7 +520,7 @@ class ElmoSettings(RunSettings):
 
     KIND: ClassVar[str] = "elmo"
     TITLE: ClassVar[str] = "ELMo"
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "init_from")
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "add_text", "init_from")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(1, 1_000_000),
         "seq_len": int_range(1, 1024),
@@ -560,19 +562,25 @@ def _is_rank0() -> bool:
 
 
 def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: int, sha: str,
-                cache_dir: Path | None, vocab: Vocabulary | None = None) -> tuple[EncodedCorpus, dict[str, Any]]:
+                cache_dir: Path | None, vocab: Vocabulary | None = None, add_text: Path | None = None,
+                add_text_sha: str = "") -> tuple[EncodedCorpus, dict[str, Any]]:
     """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches. The output
-    vocabulary is the ``vocab_size`` most frequent training words, or ``vocab`` (a starting model's) when given."""
+    vocabulary is the ``vocab_size`` most frequent training words, or ``vocab`` (a starting model's) when given.
+    The documents of ``add_text`` join the training side, after the corpus's own; none of them is held out."""
     docs, held = heldout_documents(corpus, heldout_docs, seed)
-    info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held]}
+    added = read_documents(add_text) if add_text is not None else []
+    info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held],
+            "add_text": add_text.name if add_text is not None else None, "added_documents": len(added)}
     key = {"version": CACHE_VERSION, "tokenizer": tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
            "vocab_size": vocab_size}
+    if add_text is not None:
+        key["add_text_sha256"] = add_text_sha
     if vocab is not None:
         key["vocab_sha256"] = hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
     encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
     if encoded is None:
         held_set = set(held)
-        encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set],
+        encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set] + added,
                                       [docs[i] for i in held], vocab_size, vocab=vocab)
         if cache_dir is not None and _is_rank0():
             remove_stale_temps(cache_dir, min_age_s=3600)  # runs may share the cache: only long-dead writers'
@@ -620,7 +628,8 @@ def build_task(settings: ElmoSettings, out: str | Path, data_cache: str | Path |
     start = load_start(s, out) if s.init_from else None
     vocab = Vocabulary(start.vocab) if start is not None else None
     assert s.vocab_size is not None  # set by check() or by load_start()
-    encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache, vocab=vocab)
+    encoded, info = load_corpus(corpus, s.heldout_docs, s.seed, s.vocab_size, s.corpus_sha256, cache, vocab=vocab,
+                                add_text=Path(s.add_text) if s.add_text else None, add_text_sha=s.add_text_sha256)
     s.heldout_docs = len(info["heldout_docs"])
     credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."
               if "eltec" in corpus.name.lower() else "")

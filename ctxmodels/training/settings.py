@@ -48,7 +48,9 @@ class RunSettings:
     #: settings that may differ from the stored run's on --resume (see the module docstring)
     CHANGEABLE: ClassVar[frozenset[str]] = frozenset({"steps", "save_every", "eval_every", "log_every"})
     #: settings holding file paths: compared and stored as absolute paths
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus",)
+    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "add_text")
+    #: the digests measured from the files of these settings, not given: the content a --resume must find again
+    DIGESTS: ClassVar[dict[str, str]] = {"corpus_sha256": "corpus", "add_text_sha256": "add_text"}
     #: the allowed range of each numeric setting, checked by :meth:`check` and, through the same Bound, by the
     #: command line while parsing (commands/train.py); a subclass adds its own (see :meth:`bounds`)
     BOUNDS: ClassVar[dict[str, Bound]] = {
@@ -65,6 +67,9 @@ class RunSettings:
 
     corpus: str = ""
     corpus_sha256: str = ""
+    # more training documents, none held out: the held-out split (and so every held-out figure) is --corpus's
+    add_text: str | None = None
+    add_text_sha256: str = ""
     heldout_docs: int | None = None  # None: 2, or 1 for corpora under 10 documents
     seed: int = 0
     steps: int | None = None
@@ -78,8 +83,8 @@ class RunSettings:
 
     @classmethod
     def names(cls) -> list[str]:
-        """The settings that can be given (everything but the corpus digest, which is measured)."""
-        return [f.name for f in dataclasses.fields(cls) if f.name != "corpus_sha256"]
+        """The settings that can be given (everything but the files' digests, which are measured)."""
+        return [f.name for f in dataclasses.fields(cls) if f.name not in cls.DIGESTS]
 
     @classmethod
     def resolve(cls: type[S], given: dict[str, Any], out: str | Path, resume: bool = False) -> S:
@@ -106,8 +111,10 @@ class RunSettings:
             settings = cls(**given)
         else:
             stored = cls._stored(out)
+            # A file's path may change (its content is checked below), but not whether there is one.
             conflicts = [_conflict(k, v, stored[k]) for k, v in given.items()
-                         if k in stored and v != stored[k] and k not in cls.CHANGEABLE and k != "corpus"]
+                         if k in stored and v != stored[k] and k not in cls.CHANGEABLE
+                         and not (k in cls.DIGESTS.values() and stored[k] is not None)]
             if conflicts:
                 raise ValueError(
                     f"{out}: --resume continues the run with its stored settings ({RUN_FILE}), but these options "
@@ -119,17 +126,22 @@ class RunSettings:
                                  f"nothing to train; give --steps above {reached} to train longer")
             # No conflict left: a given value equals the run's, may change, is one the run lacks, or is the
             # corpus (checked by its content below).
-            known = {k: v for k, v in stored.items() if k in cls.names() or k == "corpus_sha256"}
+            known = {k: v for k, v in stored.items() if k in cls.names() or k in cls.DIGESTS}
             settings = cls(**{**known, **given})
             if not settings.corpus:
                 raise ValueError(f"{out}: the run does not record its corpus; pass --corpus")
-        if not Path(settings.corpus).is_file():
-            read_documents(settings.corpus)  # the corpus module's clear "not found" / "not a file" error
-        sha = file_sha256(settings.corpus)
-        if resume and settings.corpus_sha256 and settings.corpus_sha256 != sha:
-            raise ValueError(f"{settings.corpus}: the corpus changed since this run started (sha256 differs), so it "
-                             "cannot be resumed exactly; restore the file or train into a new --out")
-        settings.corpus_sha256 = sha
+        for digest, name in cls.DIGESTS.items():
+            path = getattr(settings, name)
+            if path is None:
+                continue
+            if not Path(path).is_file():
+                read_documents(path)  # the corpus module's clear "not found" / "not a file" error
+            sha = file_sha256(path)
+            if resume and getattr(settings, digest) and getattr(settings, digest) != sha:
+                what = "corpus" if name == "corpus" else "added text"
+                raise ValueError(f"{path}: the {what} changed since this run started (sha256 differs), so it cannot "
+                                 f"be resumed exactly; restore {Path(path).name} or train into a new --out")
+            setattr(settings, digest, sha)
         settings.check()
         return settings
 
@@ -138,7 +150,7 @@ class RunSettings:
         defaults that follow from other settings (ValueError naming the option). Subclasses extend it; it must
         leave complete settings as they are."""
         for name, value in dataclasses.asdict(self).items():
-            if value is None or name == "corpus_sha256":
+            if value is None or name in self.DIGESTS:
                 continue
             if name in self.bounds():
                 self.bounds()[name].check(option_name(name), value)

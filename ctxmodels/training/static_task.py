@@ -100,9 +100,13 @@ def build_vocab(type_counts: np.ndarray, type_words: list[str], min_count: int,
 
 
 def prepare_data(corpus: str | Path, heldout_docs: int | None, seed: int, lowercase: bool, min_count: int,
-                 vocab_size: int) -> StaticData:
+                 vocab_size: int, add_text: str | Path | None = None) -> StaticData:
+    """The vocabulary and the encoded training and held-out text; the documents of ``add_text`` join the
+    training side (none of them held out, so the held-out split is the corpus's alone)."""
     docs = read_documents(corpus)
     train_docs, heldout = split_documents(docs, heldout_docs, seed)
+    added = read_documents(add_text) if add_text is not None else []
+    train_docs += added
     types: dict[str, int] = {}
     train_types, train_para = _encode_documents(train_docs, types, lowercase)
     n_train_types = len(types)
@@ -124,6 +128,8 @@ def prepare_data(corpus: str | Path, heldout_docs: int | None, seed: int, lowerc
     train, held = encode(train_types, train_para), encode(held_types, held_para)
     info = {
         "corpus": Path(corpus).name,
+        "add_text": Path(add_text).name if add_text is not None else None,
+        "added_documents": len(added),
         "documents": len(docs),
         "train_documents": len(train_docs),
         "heldout_documents": len(heldout),
@@ -137,7 +143,7 @@ def prepare_data(corpus: str | Path, heldout_docs: int | None, seed: int, lowerc
 
 
 def load_or_prepare(out: str | Path, corpus: str | Path, heldout_docs: int | None = None,
-                    **settings: Any) -> StaticData:
+                    add_text: str | Path | None = None, **settings: Any) -> StaticData:
     """:func:`prepare_data`, cached in ``out/static-data.npz`` under a key of the corpus digest and settings.
 
     The held-out count is compared resolved (None: the default for the corpus), so a run that stored the count
@@ -146,7 +152,10 @@ def load_or_prepare(out: str | Path, corpus: str | Path, heldout_docs: int | Non
     corpus = Path(corpus)
     if not corpus.is_file():
         read_documents(corpus)  # raises the corpus module's clear error
-    key = json.dumps({"version": CACHE_VERSION, "corpus_sha256": file_sha256(corpus), **settings}, sort_keys=True)
+    digests = {"corpus_sha256": file_sha256(corpus)}
+    if add_text is not None:
+        digests["add_text_sha256"] = file_sha256(add_text)
+    key = json.dumps({"version": CACHE_VERSION, **digests, **settings}, sort_keys=True)
     path = Path(out) / CACHE_NAME
     if path.is_file():
         try:
@@ -163,7 +172,7 @@ def load_or_prepare(out: str | Path, corpus: str | Path, heldout_docs: int | Non
                     return data
         except Exception as e:  # damaged (numpy fails in many ways: zipfile, zlib, EOF, ...): rebuilt, not fatal
             warnings.warn(f"{path}: unreadable cache ({e}); rebuilding it", stacklevel=2)
-    data = prepare_data(corpus, heldout_docs=heldout_docs, **settings)
+    data = prepare_data(corpus, heldout_docs=heldout_docs, add_text=add_text, **settings)
     arrays = dict(key=np.array(key), words=np.array(data.words, dtype=str), counts=data.counts,
                   train_ids=data.train.ids, train_para=data.train.para,
                   heldout_ids=data.heldout.ids, heldout_para=data.heldout.para, info=np.array(json.dumps(data.info)))
@@ -325,12 +334,14 @@ class StaticTask(TrainTask):
         if "eltec" in d["corpus"].lower():
             credit = ("\nCorpus credit: English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, "
                       "DOI 10.5281/zenodo.3533868.\n")
+        added = (f" plus the {d['added_documents']} documents of `{d['add_text']}` (`--add-text`: trained on, none "
+                 "held out)" if d.get("add_text") else "")
         training = f"""## Training
 
 | | |
 |---|---|
 | command | `{info.get('command', '')}` |
-| corpus | {d['corpus']}: {d['train_documents']} training documents, {d['train_tokens']:,} tokens \
+| corpus | {d['corpus']}{added}: {d['train_documents']} training documents, {d['train_tokens']:,} tokens \
 ({d['train_tokens_in_vocab']:,} in the vocabulary); {d['heldout_documents']} held-out documents |
 | steps | {info.get('steps')} of {info.get('max_steps')} |
 | centre tokens seen | {info.get('tokens_seen', 0):,} (after subsampling) |
@@ -400,7 +411,8 @@ def build_task(settings: StaticSettings, out: str | Path) -> tuple[StaticTask, T
     """The task and trainer settings of a static-vector run in ``out``, from :meth:`StaticSettings.resolve`'s
     settings; the steps and warm-up left to the data are filled in here."""
     s = settings
-    data = load_or_prepare(out, s.corpus, heldout_docs=s.heldout_docs, seed=s.seed, lowercase=not s.cased,
+    data = load_or_prepare(out, s.corpus, heldout_docs=s.heldout_docs, add_text=s.add_text, seed=s.seed,
+                           lowercase=not s.cased,
                            min_count=s.min_count, vocab_size=s.vocab_size)
     s.heldout_docs = data.info["heldout_documents"]
     config = StaticConfig(vocab_size=len(data.words), dim=s.dim, window=s.window, negatives=s.negatives,
