@@ -8,8 +8,8 @@ schedule. Each kind declares them as a subclass of :class:`RunSettings`, with it
 * A resumed run reads the stored settings, so no option needs repeating. A setting given again must equal the
   run's own, except those in :attr:`RunSettings.CHANGEABLE`: ``steps`` (a new end for the run; the learning-rate
   decay stretches from where it stands to it) and the bookkeeping that does not change the numbers (how often
-  to save, evaluate and log). The corpus must still have the content (sha256) the run started with; its path
-  may change.
+  to save, evaluate and log). The corpus (and the ``--add-text`` file) must still have the content (sha256) the
+  run started with; its path may change.
 
 :meth:`RunSettings.resolve` applies the rule; a kind's ``build_task(settings, out, ...)`` fills in what only the
 data can tell (the number of held-out documents, the static vectors' one-epoch default) and calls
@@ -124,8 +124,8 @@ class RunSettings:
             if reached is not None and given.get("steps") is not None and given["steps"] <= reached:
                 raise ValueError(f"{out}: the run is at step {reached} already, so --steps {given['steps']} leaves "
                                  f"nothing to train; give --steps above {reached} to train longer")
-            # No conflict left: a given value equals the run's, may change, is one the run lacks, or is the
-            # corpus (checked by its content below).
+            # No conflict left: a given value equals the run's, may change, is one the run lacks, or names a
+            # file (checked by its content below).
             known = {k: v for k, v in stored.items() if k in cls.names() or k in cls.DIGESTS}
             settings = cls(**{**known, **given})
             if not settings.corpus:
