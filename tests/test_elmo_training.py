@@ -379,7 +379,8 @@ def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsy
     settings = json.loads((tmp_path / "next" / "run.json").read_text())["settings"]
     assert settings["vocab_size"] == len(first.vocab) - 3
     assert settings["init_from"] == str((tmp_path / "first").resolve())
-    assert f"Initial weights: `{(tmp_path / 'first').resolve()}`" in (tmp_path / "next" / "README.md").read_text()
+    card = (tmp_path / "next" / "README.md").read_text()
+    assert f"Initial weights: `{(tmp_path / 'first').resolve()}`" in card and "at the starting model's size" in card
     # it resumes (the start may be gone by then: the run's checkpoint has the size and vocabulary)
     (tmp_path / "first").rename(tmp_path / "moved")
     assert run_cli("--out", str(tmp_path / "next"), "--resume", "--steps", "2") == 0

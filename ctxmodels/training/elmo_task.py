@@ -406,12 +406,13 @@ class ElmoLMTask(TrainTask):
         credit = f"\n{c['credit']}\n" if c.get("credit") else ""
         added = (f" (with the {c['added_documents']} documents of `{c['add_text']}`: `--add-text`, trained on, none "
                  "held out)" if c.get("add_text") else "")
+        size = f"preset `{c['preset']}`" if c.get("preset") else "at the starting model's size"
         start = (f"Initial weights: `{c['init_from']}` (its size and output vocabulary; continued training with this "
                  "run's schedule).\n" if c.get("init_from") else "")
         return default_model_card(self.name, info) + f"""
 ## Model
 
-ELMo preset `{c.get('preset', '?')}`: character CNN ({cnn.n_filters} filters, {cnn.n_highway} highway),
+ELMo {size}: character CNN ({cnn.n_filters} filters, {cnn.n_highway} highway),
 {s.n_layers} LSTM layers of {s.dim} cells projected to {s.projection_dim}; output vocabulary of
 {len(self.corpus.vocab):,} words (`vocab.txt`: `<S>`, `</S>`, `<UNK>`, then the most frequent training words).
 Trained on windows of {self.seq_len} tokens, batches of {self.batch_size},
@@ -590,12 +591,11 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
 
 def load_start(settings: ElmoSettings, out: Path) -> ElmoLanguageModel:
     """The model ``--init-from`` names, checked against the run's other settings. On --resume the run's own
-    checkpoint stands in for a start that has gone (only its size and vocabulary are read then)."""
+    checkpoint stands in for it (only its size and vocabulary are read then): the start may have gone or changed."""
     from ..formats.allennlp import load_elmo
 
-    start = Path(settings.init_from or "")
-    if not start.exists() and (out / "checkpoint" / "config.json").is_file():
-        start = out / "checkpoint"
+    own = out / "checkpoint"
+    start = own if (own / "config.json").is_file() else Path(settings.init_from or "")
     lm = load_elmo(start)  # CheckpointError naming the file for anything that is not a loadable ELMo
     if not lm.has_lm_head or not lm.vocab:
         raise CheckpointError(f"{settings.init_from}: has no language-model head (a published ELMo ships without "
@@ -637,7 +637,7 @@ def build_task(settings: ElmoSettings, out: str | Path, data_cache: str | Path |
     task = ElmoLMTask(
         encoded, config, seq_len=s.seq_len, batch_size=s.batch_size,
         n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed,
-        card_info={**info, "preset": s.preset or "of the starting model", "corpus": corpus.name,
+        card_info={**info, "preset": s.preset, "corpus": corpus.name,
                    "corpus_sha256": s.corpus_sha256, "credit": credit, "init_from": s.init_from},
     )
     if start is not None and not resume:

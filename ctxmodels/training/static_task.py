@@ -412,8 +412,7 @@ def build_task(settings: StaticSettings, out: str | Path) -> tuple[StaticTask, T
     settings; the steps and warm-up left to the data are filled in here."""
     s = settings
     data = load_or_prepare(out, s.corpus, heldout_docs=s.heldout_docs, add_text=s.add_text, seed=s.seed,
-                           lowercase=not s.cased,
-                           min_count=s.min_count, vocab_size=s.vocab_size)
+                           lowercase=not s.cased, min_count=s.min_count, vocab_size=s.vocab_size)
     s.heldout_docs = data.info["heldout_documents"]
     config = StaticConfig(vocab_size=len(data.words), dim=s.dim, window=s.window, negatives=s.negatives,
                           min_count=s.min_count, subsample=s.subsample, lowercase=not s.cased)
