@@ -57,7 +57,7 @@ class BertSettings(RunSettings):
 
     KIND: ClassVar[str] = "bert"
     TITLE: ClassVar[str] = "BERT"
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "add_text", "tokenizer", "init_from")
+    PATHS: ClassVar[tuple[str, ...]] = (*RunSettings.PATHS, "tokenizer", "init_from")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(len(SPECIAL_TOKENS) + 1, 250_000),
         "max_seq_len": int_range(8, 512),  # 512: every preset's max_position_embeddings

@@ -521,7 +521,7 @@ class ElmoSettings(RunSettings):
 
     KIND: ClassVar[str] = "elmo"
     TITLE: ClassVar[str] = "ELMo"
-    PATHS: ClassVar[tuple[str, ...]] = ("corpus", "add_text", "init_from")
+    PATHS: ClassVar[tuple[str, ...]] = (*RunSettings.PATHS, "init_from")
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "vocab_size": int_range(1, 1_000_000),
         "seq_len": int_range(1, 1024),
@@ -591,7 +591,7 @@ def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: i
 
 def load_start(settings: ElmoSettings, out: Path) -> ElmoLanguageModel:
     """The model ``--init-from`` names, checked against the run's other settings. On --resume the run's own
-    checkpoint stands in for it (only its size and vocabulary are read then): the start may have gone or changed."""
+    checkpoint stands in for it (only its size and vocabulary are used then): the start may have gone or changed."""
     from ..formats.allennlp import load_elmo
 
     own = out / "checkpoint"
