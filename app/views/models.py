@@ -37,8 +37,9 @@ cfg = settings()
 
 
 @st.cache_data(ttl=60, show_spinner=False)
-def found_entries() -> list[dict]:
-    """Everything found on this server without a path: shipped, packaged, Hugging Face cache, project cache."""
+def found_entries(places: tuple[str, ...]) -> list[dict]:
+    """Everything found on this server without a path: shipped, packaged, Hugging Face cache, project cache.
+    ``places`` (the folders searched) is only the cache key: a listing made for other folders is not reused."""
     return found_models()
 
 
@@ -64,7 +65,7 @@ def found_listing(known: list[str]) -> None:
     """The models found on this server (shipped, installed packages, the Hugging Face cache, the project's cache);
     where the operator allows it (``--allow-paths``), a loadable one that no page offers yet can be added for every
     visitor. Nothing is downloaded here."""
-    found = found_entries()
+    found = found_entries(tuple(str(d) for d in (assets_dir(), cache_dir(), *hf_cache_dirs())))
     with st.expander(f"Found on this server: {len(found)} model(s)", expanded=False):
         st.caption("Shipped models (`" + str(assets_dir()) + "`), installed model packages (`minilm`), the "
                    "Hugging Face cache (" + ", ".join(f"`{d}`" for d in hf_cache_dirs()) + ") and the project's "
