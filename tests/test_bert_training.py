@@ -260,6 +260,11 @@ def test_masks_are_fresh_each_epoch_and_reproducible():
     same = sum(m0[c] == m1[c] for c in m0)
     assert same < 0.1 * len(m0), "masks (and pair splits) are drawn afresh each epoch"
     assert not np.array_equal(a.epoch_order(0), a.epoch_order(1))
+    # --data-seed: another order and other masks, the same sequences and the same fixed evaluation set
+    c = PretrainingData(docs, vocab, max_seq_len=48, max_predictions=7, batch_size=16, seed=0, data_seed=3)
+    assert not np.array_equal(a.epoch_order(0), c.epoch_order(0))
+    assert sorted(c.epoch_order(0)) == sorted(a.epoch_order(0)) and np.array_equal(c.chunks, a.chunks)
+    assert all(torch.equal(x[k], y[k]) for x, y in zip(a.fixed_batches(20, 8), c.fixed_batches(20, 8)) for k in x)
 
 
 def test_over_long_sentence_is_truncated_with_a_warning():
@@ -517,11 +522,12 @@ def test_init_from_an_earlier_run(corpus_file, tokenizer_dir, tmp_path):
     common = ["--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), *TINY]
     first = bert_task_in(tmp_path / "a", *common, "--seed", "1")
     first.save_model(tmp_path / "a")
-    second = bert_task_in(tmp_path / "b", *common, "--init-from", str(tmp_path / "a"))
+    second = bert_task_in(tmp_path / "b", *common, "--init-from", str(tmp_path / "a"), "--data-seed", "4")
     for (k, a), b in zip(first.model.state_dict().items(), second.model.state_dict().values()):
         assert torch.equal(a, b), k
     card = second.model_card({"metrics": {}})
-    assert "continued pre-training" in card
+    assert "continued pre-training" in card and "| training order | `--data-seed 4`" in card
+    assert second.settings.order_seed == 4 and second.settings.train_config().seed == 4
     with pytest.raises(Exception, match="does not fit"):
         bert_task_in(tmp_path / "c", *common, "--preset", "mini", "--init-from", str(tmp_path / "a"))
 

@@ -170,6 +170,23 @@ def test_batches_are_pure_functions_with_right_targets():
     assert len(a["candidates"]) == 16 and len(set(a["candidates"].tolist())) == 16
 
 
+def test_data_seed_changes_the_order_only():
+    rng = random.Random(2)
+    train = [[generated_paragraph(rng) for _ in range(10)] for _ in range(2)]
+    held = [[generated_paragraph(rng)]]
+    base = make_task(train, held, seed=5)
+    same = make_task(train, held, seed=5, data_seed=5)
+    other = make_task(train, held, seed=5, data_seed=6)
+    assert torch.equal(base.get_batch(0, 0)["char_ids"], same.get_batch(0, 0)["char_ids"])
+    assert not np.array_equal(base._epoch_starts(0), other._epoch_starts(0))
+    assert len(other._epoch_starts(0)) == len(base._epoch_starts(0))  # as many windows, in another order
+    assert not torch.equal(base.get_batch(0, 0)["candidates"], other.get_batch(0, 0)["candidates"])
+    # the initial weights and the held-out windows stay the seed's
+    assert all(torch.equal(a, b) for a, b in zip(base.model.state_dict().values(),
+                                                 other.model.state_dict().values()))
+    assert np.array_equal(base._eval_starts, other._eval_starts)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the softmax
 
@@ -395,6 +412,14 @@ def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsy
     assert "leave --vocab-size out" in capsys.readouterr().err
     assert run_cli(*common, "--out", str(tmp_path / "bad3"), "--init-from", str(tmp_path / "nowhere")) == 2
     assert "nowhere" in capsys.readouterr().err
+    # a new training order for the continuation: stored, named in the card, fixed on --resume
+    assert run_cli(*common, "--out", str(tmp_path / "reordered"), "--init-from", str(tmp_path / "moved"),
+                   "--data-seed", "7", "--steps", "1") == 0
+    assert json.loads((tmp_path / "reordered" / "run.json").read_text())["settings"]["data_seed"] == 7
+    assert "Training order: `--data-seed 7`" in (tmp_path / "reordered" / "README.md").read_text()
+    capsys.readouterr()
+    assert run_cli("--out", str(tmp_path / "reordered"), "--resume", "--data-seed", "8", "--steps", "2") == 2
+    assert "data-seed" in capsys.readouterr().err
 
 
 def test_add_text_trains_on_more_documents_and_keeps_the_heldout_split(tmp_path, capsys):

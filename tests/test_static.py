@@ -202,6 +202,12 @@ def test_batches_are_a_pure_function_of_seed_epoch_and_index(tmp_path):
     assert not torch.equal(a.get_batch(0, 2)["center"], a.get_batch(1, 2)["center"])
     assert len(first["center"]) == len(first["context"]) == len(first["negatives"])
     assert first["negatives"].shape[1] == 3 and first["negatives"].max() < len(a.model)
+    # --data-seed draws other batches; the held-out pairs and the initial vectors stay --seed's
+    c = _task(tmp_path, corpus, "--subsample", "0.01", "--data-seed", "9")
+    assert not torch.equal(c.get_batch(1, 2)["center"], first["center"])
+    held_a, held_c = a._heldout_batch(), c._heldout_batch()
+    assert held_a is not None and all(torch.equal(held_a[k], held_c[k]) for k in held_a)
+    assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), c.model.state_dict().values()))
 
 
 def test_context_pairs_stay_in_their_window_and_paragraph():

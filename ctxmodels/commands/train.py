@@ -74,6 +74,11 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
                    help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
     p.add_argument("--seed", type=T("seed"), default=None, help="seed of the data order and the initial weights"
                    + _default(S, "seed", d))
+    p.add_argument("--data-seed", type=T("data_seed"), default=None,
+                   help="seed of the training order only (which examples come when, their masks and dropout); "
+                        "the held-out documents and initial weights stay --seed's. Give a new one when continuing a "
+                        "model with --init-from, so that the run does not walk its start's order again "
+                        "(default: --seed)")
     p.add_argument("--save-every", type=T("save_every"), default=None,
                    help="checkpoint every N steps (and on Ctrl-C)" + _default(S, "save_every", d))
     p.add_argument("--eval-every", type=T("eval_every"), default=None,

@@ -297,6 +297,8 @@ class PretrainingData:
 
     ``random_pool``: where "random next" segments come from (default: the same documents, never the example's
     own document). The held-out set of a run with a single held-out document draws them from the training text.
+    ``data_seed`` (default ``seed``) seeds the epochs' order and the training batches' masks and pairs; ``seed``
+    the packing into sequences and the fixed evaluation set.
     """
 
     def __init__(
@@ -312,6 +314,7 @@ class PretrainingData:
         mlm_probability: float = MLM_PROBABILITY,
         short_seq_prob: float = SHORT_SEQ_PROB,
         name: str = "corpus",
+        data_seed: int | None = None,
     ):
         if max_seq_len < 5:
             raise ValueError(f"--max-seq-len must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_len}")
@@ -320,6 +323,7 @@ class PretrainingData:
         self.docs, self.vocab = docs, vocab
         self.max_seq_len, self.max_predictions, self.batch_size = max_seq_len, max_predictions, batch_size
         self.whole_word_masking, self.seed, self.mlm_probability = whole_word_masking, seed, mlm_probability
+        self.order_seed = seed if data_seed is None else data_seed
         self.max_tokens = max_seq_len - 3
         self.pool = docs if random_pool is None else random_pool
         self._exclude_own = random_pool is None
@@ -354,7 +358,7 @@ class PretrainingData:
 
     def epoch_order(self, epoch: int) -> np.ndarray:
         if self._order_epoch != epoch:
-            self._order = np.random.default_rng([self.seed, _ORDER, epoch]).permutation(self.num_chunks)
+            self._order = np.random.default_rng([self.order_seed, _ORDER, epoch]).permutation(self.num_chunks)
             self._order_epoch = epoch
         return self._order
 
@@ -421,7 +425,7 @@ class PretrainingData:
         chunks = order[index * self.batch_size : (index + 1) * self.batch_size]
         if len(chunks) == 0:
             raise IndexError(f"batch {index} is past the end of epoch {epoch} ({self.num_batches} batches)")
-        rng = np.random.default_rng([self.seed, _TRAIN, epoch, index])
+        rng = np.random.default_rng([self.order_seed, _TRAIN, epoch, index])
         return [self.example(int(c), rng) for c in chunks]
 
     def batch(self, epoch: int, index: int) -> Batch:

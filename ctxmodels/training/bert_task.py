@@ -250,6 +250,8 @@ class BertPretrainingTask(TrainTask):
                     f"{'; started fresh: ' + ', '.join(self.fresh_heads) if self.fresh_heads else ''}) |\n"
                     if s.init_from else "")
         size = s.preset or "the starting model's"
+        order_row = (f"| training order | `--data-seed {s.data_seed}` (held-out documents and evaluation set: `--seed "
+                     f"{s.seed}`) |\n" if s.data_seed is not None and s.data_seed != s.seed else "")
         added = (f" plus the {m['added_documents']} documents of `{m['add_text']}` (`--add-text`: trained on, none "
                  "held out)" if m.get("add_text") else "")
         card += f"""
@@ -275,7 +277,7 @@ in {m['train_sentences']:,} sentences |
 | sequences | up to {s.max_seq_len} pieces, batch {s.batch_size}, {MLM_PROBABILITY:.0%} masked (at most \
 {s.max_predictions} a sequence; 80% [MASK] / 10% random / 10% kept){', whole-word masking' * s.whole_word_masking} |
 | held-out evaluation | {s.eval_sequences} fixed sequences from the held-out documents, masked as in training |
-"""
+{order_row}"""
         if "eltec" in m["corpus"].lower():
             card += ("\nCorpus credit: English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, "
                      "DOI 10.5281/zenodo.3533868 (texts public domain; ELTeC markup CC BY 4.0).\n")
@@ -361,7 +363,8 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     common = dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
                   batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed)
     train_name = Path(settings.corpus).name + (f" + {Path(settings.add_text).name}" if settings.add_text else "")
-    train = PretrainingData(data.train, vocab, name=f"{train_name} (training documents)", **common)
+    train = PretrainingData(data.train, vocab, name=f"{train_name} (training documents)",
+                            data_seed=settings.data_seed, **common)
     eval_data = None
     if data.heldout.n_tokens and settings.eval_sequences:
         held_docs = int(np.count_nonzero(np.diff(data.heldout.doc_offsets)))

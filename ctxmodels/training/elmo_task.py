@@ -311,12 +311,13 @@ class ElmoLMTask(TrainTask):
 
     def __init__(self, corpus: EncodedCorpus, config: ElmoConfig, seq_len: int = 20, batch_size: int = 32,
                  n_samples: int = 1024, eval_tokens: int = 10_000, seed: int = 0,
-                 card_info: dict[str, Any] | None = None):
+                 card_info: dict[str, Any] | None = None, data_seed: int | None = None):
         if seq_len < 1 or batch_size < 1:
             raise ValueError(f"--seq-len and --batch-size must be at least 1, got {seq_len} and {batch_size}")
         if n_samples < 0:
             raise ValueError(f"--n-samples must be 0 (full softmax) or more, got {n_samples}")
         self.corpus, self.seq_len, self.batch_size, self.seed = corpus, seq_len, batch_size, seed
+        self.order_seed = seed if data_seed is None else data_seed  # the windows' order and softmax samples
         V = len(corpus.vocab)
         self.config = dataclasses.replace(config, n_tokens_vocab=V)
         self.n_samples = n_samples if 0 < n_samples < V else 0
@@ -343,7 +344,7 @@ class ElmoLMTask(TrainTask):
     def _epoch_starts(self, epoch: int) -> np.ndarray:
         """Window starts of an epoch in training order: a fresh offset and shuffle per epoch."""
         if self._epoch_cache is None or self._epoch_cache[0] != epoch:
-            rng = np.random.default_rng([self.seed, epoch, _ORDER])
+            rng = np.random.default_rng([self.order_seed, epoch, _ORDER])
             offset = int(rng.integers(self.seq_len))
             starts = 1 + offset + self.seq_len * rng.permutation(self._windows)
             self._epoch_cache = (epoch, starts)
@@ -353,7 +354,7 @@ class ElmoLMTask(TrainTask):
         starts = self._epoch_starts(epoch)[index * self.batch_size : (index + 1) * self.batch_size]
         batch = window_batch(self.corpus, self.corpus.train, starts, self.seq_len)
         if self.sampler is not None:
-            rng = np.random.default_rng([self.seed, epoch, index, _SAMPLES])
+            rng = np.random.default_rng([self.order_seed, epoch, index, _SAMPLES])
             candidates, tries = self.sampler.sample(self.n_samples, rng)
             batch["candidates"] = candidates
             batch["candidate_log_q"] = self.sampler.log_expected_count(candidates, tries)
@@ -409,6 +410,9 @@ class ElmoLMTask(TrainTask):
         size = f"preset `{c['preset']}`" if c.get("preset") else "at the starting model's size"
         start = (f"Initial weights: `{c['init_from']}` (its size and output vocabulary; continued training with this "
                  "run's schedule).\n" if c.get("init_from") else "")
+        if self.order_seed != self.seed:
+            start += (f"Training order: `--data-seed {self.order_seed}` (the held-out split and initial weights: "
+                      f"`--seed {self.seed}`).\n")
         return default_model_card(self.name, info) + f"""
 ## Model
 
@@ -636,7 +640,7 @@ def build_task(settings: ElmoSettings, out: str | Path, data_cache: str | Path |
     config = start.config if start is not None else ElmoConfig.preset(s.preset)
     task = ElmoLMTask(
         encoded, config, seq_len=s.seq_len, batch_size=s.batch_size,
-        n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed,
+        n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed, data_seed=s.data_seed,
         card_info={**info, "preset": s.preset, "corpus": corpus.name,
                    "corpus_sha256": s.corpus_sha256, "credit": credit, "init_from": s.init_from},
     )

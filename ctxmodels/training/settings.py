@@ -56,6 +56,7 @@ class RunSettings:
     BOUNDS: ClassVar[dict[str, Bound]] = {
         "heldout_docs": int_range(0, 100_000),
         "seed": int_range(0, MAX_SEED),
+        "data_seed": int_range(0, MAX_SEED),
         "steps": int_range(1, MAX_STEPS),
         "lr": float_range(0, 10, lo_open=True),
         "warmup": int_range(0, MAX_STEPS),
@@ -72,6 +73,10 @@ class RunSettings:
     add_text_sha256: str = ""
     heldout_docs: int | None = None  # None: 2, or 1 for corpora under 10 documents
     seed: int = 0
+    # The order of the training examples (and their masks, samples and dropout); None: seed's. The held-out split
+    # and the initial weights stay seed's, so a continuation (--init-from) can take a new order and keep its
+    # held-out figures comparable with its start's.
+    data_seed: int | None = None
     steps: int | None = None
     lr: float | None = None
     warmup: int | None = None
@@ -212,13 +217,18 @@ class RunSettings:
         if int(os.environ.get("RANK", "0")) == 0:
             write_json(Path(out) / RUN_FILE, {"kind": self.KIND, "settings": dataclasses.asdict(self)})
 
+    @property
+    def order_seed(self) -> int:
+        """The seed of the training order: ``data_seed``, else ``seed``."""
+        return self.seed if self.data_seed is None else self.data_seed
+
     def train_config(self) -> TrainConfig:
         """The trainer's settings (the steps, learning rate and warm-up must be known by now)."""
         if self.steps is None or self.lr is None or self.warmup is None:
             raise ValueError("the schedule is not complete: steps, lr and warmup must be set")
         return TrainConfig(max_steps=self.steps, lr=self.lr, warmup_steps=self.warmup,
                            weight_decay=self.weight_decay, bf16=self.bf16, save_every=self.save_every,
-                           eval_every=self.eval_every, log_every=self.log_every, seed=self.seed)
+                           eval_every=self.eval_every, log_every=self.log_every, seed=self.order_seed)
 
 
 #: what a run writes into its folder (any kind, older runs included); a new run refuses a folder holding anything

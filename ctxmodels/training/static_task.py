@@ -4,11 +4,11 @@ The corpus is read once, split into train and held-out documents (the convention
 tokenised like the other models, counted on the training documents only, and stored as integer arrays in
 ``out/static-data.npz`` so that ``--resume`` and later runs skip that work.
 
-Each epoch draws word2vec's frequent-word subsampling (seeded by seed and epoch) and shuffles the surviving
-tokens; batch i takes the next slice of those shuffled centre words, draws a window 1..W for each (seeded by
-seed, epoch and i), pairs it with every surviving word within that distance in the same paragraph, and adds K noise
-words per pair from the unigram distribution raised to 3/4. Everything is a pure function of (seed, epoch, index), as
-the trainer's exact resume needs.
+Each epoch draws word2vec's frequent-word subsampling (seeded by the data seed and epoch) and shuffles the
+surviving tokens; batch i takes the next slice of those shuffled centre words, draws a window 1..W for each (seeded
+by the data seed, epoch and i), pairs it with every surviving word within that distance in the same paragraph, and
+adds K noise words per pair from the unigram distribution raised to 3/4. Everything is a pure function of (data
+seed, epoch, index), as the trainer's exact resume needs; the data seed is ``--data-seed``, else ``--seed``.
 """
 
 from __future__ import annotations
@@ -234,10 +234,12 @@ def context_pairs(ids: np.ndarray, para: np.ndarray, centers: np.ndarray, window
 class StaticTask(TrainTask):
     name = "static"
 
-    def __init__(self, model: StaticVectors, data: StaticData, batch_size: int = 4096, seed: int = 0):
+    def __init__(self, model: StaticVectors, data: StaticData, batch_size: int = 4096, seed: int = 0,
+                 data_seed: int | None = None):
         if batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, got {batch_size}")
         self.model, self.data, self.seed = model, data, seed
+        self.order_seed = seed if data_seed is None else data_seed  # subsampling and batches; held-out pairs: seed
         cfg = model.config
         self.window, self.negatives = cfg.window, cfg.negatives
         # A centre word yields window+1 pairs on average (its window is uniform in 1..W on each side).
@@ -255,7 +257,7 @@ class StaticTask(TrainTask):
         if self._epoch_data is not None and self._epoch_data[0] == epoch:
             return self._epoch_data[1:]
         text = self.data.train
-        rng = np.random.default_rng([self.seed, _SUBSAMPLE, epoch])
+        rng = np.random.default_rng([self.order_seed, _SUBSAMPLE, epoch])
         kept = np.flatnonzero(rng.random(len(text), dtype=np.float32) < self.keep_prob[text.ids])
         order = rng.permutation(len(kept)).astype(np.int32)
         self._epoch_data = (epoch, text.ids[kept], text.para[kept], order)
@@ -270,7 +272,7 @@ class StaticTask(TrainTask):
     def get_batch(self, epoch: int, index: int) -> dict[str, torch.Tensor]:
         ids, para, order = self._epoch(epoch)
         centers = order[index * self.centers_per_batch:(index + 1) * self.centers_per_batch]
-        rng = np.random.default_rng([self.seed, _BATCH, epoch, index])
+        rng = np.random.default_rng([self.order_seed, _BATCH, epoch, index])
         return self._pairs_batch(ids, para, centers, rng)
 
     def _pairs_batch(self, ids, para, centers, rng) -> dict[str, torch.Tensor]:
@@ -420,7 +422,7 @@ def build_task(settings: StaticSettings, out: str | Path) -> tuple[StaticTask, T
         warnings.warn("the held-out documents hold no vocabulary words: no held-out evaluation", stacklevel=2)
     torch.manual_seed(s.seed)
     model = StaticVectors(config, data.words, data.counts.tolist())
-    task = StaticTask(model, data, batch_size=s.batch_size, seed=s.seed)
+    task = StaticTask(model, data, batch_size=s.batch_size, seed=s.seed, data_seed=s.data_seed)
     if task.num_batches(0) == 0:
         raise ValueError(f"{s.corpus}: the training documents yield no batches; use a bigger corpus")
     if s.steps is None:
