@@ -72,8 +72,9 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
     p.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast")
     p.add_argument("--heldout-docs", type=T("heldout_docs"), default=None,
                    help="whole documents held out for evaluation (default 2, or 1 under 10 documents)")
-    p.add_argument("--seed", type=T("seed"), default=None, help="seed of the data order and the initial weights"
-                   + _default(S, "seed", d))
+    p.add_argument("--seed", type=T("seed"), default=None,
+                   help="seed of the held-out documents, the initial weights and (unless --data-seed) the training "
+                        "order" + _default(S, "seed", d))
     p.add_argument("--data-seed", type=T("data_seed"), default=None,
                    help="seed of the training order only (which examples come when, their masks and dropout); "
                         "the held-out documents and initial weights stay --seed's. Give a new one when continuing a "
