@@ -103,6 +103,20 @@ def test_models_page_lists_the_hub_cache_and_shows_a_card(forget_added, monkeypa
     assert "licence mit" in " ".join(texts(at.markdown))
 
 
+def test_models_page_lists_the_cache_it_is_pointed_at_now(hub_folders, tmp_path, monkeypatch):
+    """The listing is cached for a minute, but per searched folders: a server pointed at another Hugging Face cache
+    (or another test's) lists that one at once."""
+    def listed() -> set[str]:
+        at = page("models")
+        assert_clean(at)
+        found = next(d.value for d in at.dataframe if "source" in d.value.columns)
+        return set(found["name"])
+
+    assert "someone/tiny-deberta" in listed()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    assert "someone/tiny-deberta" not in listed()
+
+
 def test_attention_overview_as_head_summaries(hub_folders):
     roberta = str(hub_folders[1]["tiny-roberta"])
     at = page("attention", att_model=roberta)
