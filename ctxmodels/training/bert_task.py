@@ -251,7 +251,7 @@ class BertPretrainingTask(TrainTask):
                     if s.init_from else "")
         size = s.preset or "the starting model's"
         order_row = (f"| training order | `--data-seed {s.data_seed}` (held-out documents and evaluation set: `--seed "
-                     f"{s.seed}`) |\n" if s.data_seed is not None and s.data_seed != s.seed else "")
+                     f"{s.seed}`) |\n" if s.order_seed != s.seed else "")
         added = (f" plus the {m['added_documents']} documents of `{m['add_text']}` (`--add-text`: trained on, none "
                  "held out)" if m.get("add_text") else "")
         card += f"""
