@@ -355,6 +355,32 @@ def test_cli_resume_equals_uninterrupted_run(tmp_path):
     assert (tmp_path / "cut" / "data_cache" / "key.json").is_file()
 
 
+def test_stop_at_pauses_on_the_full_schedule_and_resumes_exactly(tmp_path, capsys):
+    """--stop-at N stops at step N with a checkpoint while the learning rate follows --steps' schedule, so a resume
+    replays the uninterrupted run; a run already at N is told so."""
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    common = ["--corpus", str(corpus), "--preset", "tiny", "--steps", "6", "--batch-size", "4", "--seq-len", "8",
+              "--n-samples", "10", "--log-every", "1", "--eval-every", "0", "--save-every", "100",
+              "--eval-tokens", "200"]
+    assert run_cli(*common, "--out", str(tmp_path / "full")) == 0
+    capsys.readouterr()
+    assert run_cli(*common, "--out", str(tmp_path / "cut"), "--stop-at", "3") == 0
+    out = capsys.readouterr().out
+    assert "stopped at step 3 of 6" in out and "--resume" in out and "done:" not in out
+    assert max(losses(tmp_path / "cut")) == 3
+    records = {name: [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+               for name in ("full", "cut")}
+    lrs = {name: {r["step"]: r["lr"] for r in recs if "lr" in r} for name, recs in records.items()}
+    assert [lrs["cut"][s] for s in (1, 2, 3)] == [lrs["full"][s] for s in (1, 2, 3)]  # the 6-step schedule
+    assert run_cli("--out", str(tmp_path / "cut"), "--resume", "--stop-at", "2") == 2
+    assert "already at step 3; give --stop-at above it" in capsys.readouterr().err
+    assert run_cli("--out", str(tmp_path / "cut"), "--resume") == 0
+    full, cut = losses(tmp_path / "full"), losses(tmp_path / "cut")
+    assert sorted(cut) == list(range(1, 7)) and all(cut[s] == pytest.approx(full[s], abs=1e-6) for s in full)
+    a, b = (load_tensors(tmp_path / name / "model.safetensors") for name in ("full", "cut"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
     out = tmp_path / "run"

@@ -321,6 +321,9 @@ def _train_option_case(world, kind: str, option: str, value: str) -> None:
         if option == "--time-limit":
             assert seen["cfg"].time_limit_s == pytest.approx(60 * expected)
             return
+        if option == "--stop-at":  # where this session stops, not a setting of the run
+            assert seen["cfg"].stop_at == expected
+            return
         if option == "--data-workers":  # how batches are built, not a setting of the run: run.json leaves it out
             assert seen["cfg"].data_workers == expected
             return

@@ -23,6 +23,7 @@ from . import THREADS, bounded
 
 #: --time-limit, in minutes (0: stop after the first step, with a checkpoint)
 TIME_LIMIT = float_range(0, 10_000_000)
+STOP_AT = int_range(1, 1_000_000_000)
 DATA_WORKERS = int_range(0, 64)
 
 # kind -> (task module, its settings class, one-line help)
@@ -88,6 +89,10 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
                    help="log every N steps" + _default(S, "log_every", d))
     p.add_argument("--time-limit", type=bounded(TIME_LIMIT), default=None, metavar="MINUTES",
                    help="stop cleanly with a checkpoint after this many minutes; continue with --resume")
+    p.add_argument("--stop-at", type=bounded(STOP_AT), default=None, metavar="STEP",
+                   help="stop cleanly with a checkpoint on reaching this step, the learning-rate schedule still "
+                        "running to --steps; continue with --resume (with a new --steps, this replays a run that "
+                        "was stopped there and given a new end)")
     p.add_argument("--resume", action="store_true",
                    help="continue exactly where the run in --out stopped, with the settings it stored in run.json: "
                         "no option needs repeating; one given again must equal the run's, except --steps and "
@@ -217,7 +222,7 @@ def build(args: argparse.Namespace):
     task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,
                                                                          **extra.get(args.kind, {}))
     limit = None if args.time_limit is None else 60.0 * args.time_limit
-    return task, dataclasses.replace(cfg, time_limit_s=limit, progress=not args.no_progress,
+    return task, dataclasses.replace(cfg, time_limit_s=limit, stop_at=args.stop_at, progress=not args.no_progress,
                                      data_workers=args.data_workers)
 
 
@@ -236,7 +241,10 @@ def run(args: argparse.Namespace) -> int:
     except (TrainingDiverged, TrainingInterrupted) as e:
         print(f"ctxmodels: {e}", file=sys.stderr)
         return 1 if isinstance(e, TrainingDiverged) else 130
-    if trainer.info.is_main:
+    if trainer.info.is_main and trainer.step < cfg.max_steps:  # --time-limit or --stop-at
+        print(f"stopped at step {trainer.step} of {cfg.max_steps}; checkpoint saved in {trainer.checkpoint_dir}. "
+              f"Continue with: ctxmodels train {args.kind} --out {shlex.quote(str(args.out))} --resume")
+    elif trainer.info.is_main:
         shown = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
         print(f"done: {trainer.step} steps, model in {args.out}" + (f"; held-out {shown}" if shown else ""))
     return 0

@@ -89,6 +89,9 @@ class TrainConfig:
     seed: int = 0
     # Stop cleanly (with a checkpoint) after this many seconds; continue later with resume.
     time_limit_s: float | None = None
+    # Stop cleanly (with a checkpoint) on reaching this step, the schedule still running to max_steps: with a
+    # resume that moves the end, it replays a run that was stopped there by hand and given a new end.
+    stop_at: int | None = None
     progress: bool = True
     # Processes that build batches ahead of the training step (0 = built in the training process). Batches are
     # pure functions of their position, so the run is the same either way; on a GPU the step is faster than
@@ -450,6 +453,8 @@ class Trainer:
                     f"{self.out}: the run already took its {self.step} steps (--steps {cfg.max_steps}); to train "
                     f"longer, resume with --steps above {self.step}"
                 )
+            if cfg.stop_at is not None and self.step >= cfg.stop_at:
+                raise ValueError(f"{self.out}: the run is already at step {self.step}; give --stop-at above it")
         model: nn.Module = task.model
         if info.world_size > 1:
             model = nn.parallel.DistributedDataParallel(
@@ -514,7 +519,8 @@ class Trainer:
                     self._evaluate(model)
                 out_of_time = (cfg.time_limit_s is not None
                                and time.perf_counter() - session_start >= cfg.time_limit_s)
-                stop = _any_rank(self._stop_signal is not None or out_of_time, info)
+                at_stop_step = cfg.stop_at is not None and self.step >= cfg.stop_at
+                stop = _any_rank(self._stop_signal is not None or out_of_time or at_stop_step, info)
                 if stop or (cfg.save_every and self.step % cfg.save_every == 0):
                     self.save_checkpoint(optimizer, scheduler)
                 if stop:
@@ -525,7 +531,7 @@ class Trainer:
                             f"stopped at step {self.step}; checkpoint saved in {self.checkpoint_dir}. "
                             "Continue with the same command plus --resume."
                         )
-                    self.log({"event": "time_limit", "step": self.step})
+                    self.log({"event": "stop_at" if at_stop_step else "time_limit", "step": self.step})
                     return self.last_eval
         bar.close()
         self._evaluate(model)
