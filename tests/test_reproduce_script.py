@@ -1,0 +1,93 @@
+"""assets/reproduce.sh, the recipe of the shipped models and their cards: every ``ctxmodels`` command in it must be
+one the command line takes (each option exists, each value is in range), so the recipe cannot rot while the CLI
+changes, and every ``--resume`` continues a run that an earlier command of the script starts."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ctxmodels import cli
+from ctxmodels.commands import COMMANDS
+
+SCRIPT = Path(__file__).resolve().parents[1] / "assets" / "reproduce.sh"
+#: the script's scalar variables, as a run with the defaults sets them
+SCALARS = {"CLI": "ctxmodels", "CORPUS": "data/corpus/eltec-eng.txt", "DATA": "data", "RUNS": "runs",
+           "WORKERS": "0", "end": "2733", "name": "elmo-eltec", "MEASURE": "ctxmodels quality"}
+EMPTY_ARRAYS = {"BF16", "TOKENIZER"}  # on a CPU, and before the vocabulary exists
+
+
+def logical_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.replace("\\\n", " ").splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def arrays(lines: list[str]) -> dict[str, str]:
+    """NAME=(...) assignments, as the text the array expands to."""
+    return {m[1]: m[2] for line in lines if (m := re.fullmatch(r"([A-Z_0-9]+)=\((.*)\)", line))}
+
+
+def expand(command: str, arrays_: dict[str, str]) -> list[str]:
+    command = re.sub(r"\$\{WORDNET:-([^}]*)\}", r"\1", command)
+    for _ in range(3):  # arrays may name variables
+        command = re.sub(r'"\$\{([A-Z_0-9]+)\[[@*]\]\}"|\$\{([A-Z_0-9]+)\[[@*]\]\}',
+                         lambda m: "" if (m[1] or m[2]) in EMPTY_ARRAYS else arrays_[m[1] or m[2]], command)
+    command = re.sub(r"\$\{?([A-Za-z_]+)\}?", lambda m: SCALARS[m[1]], command)
+    return shlex.split(command)
+
+
+def cli_commands() -> list[list[str]]:
+    lines = logical_lines(SCRIPT.read_text(encoding="utf-8"))
+    found = arrays(lines)
+    commands = []
+    for line in lines:
+        if "$CLI " not in line:
+            continue
+        command = re.sub(r"\$\((resume_flag|\[ -f)[^)]*\)", "", line)  # --resume only where a run exists
+        command = command[command.index("$CLI "):]
+        if command.count(")") > command.count("("):  # the end of a ( ... ) & group
+            command = re.sub(r"\)\s*&?\s*$", "", command)
+        argv = expand(command, found)
+        assert argv[0] == "ctxmodels", line
+        commands.append(argv[1:])
+    return commands
+
+
+COMMANDS_IN_SCRIPT = cli_commands()
+
+
+def test_the_script_trains_ships_and_measures_every_shipped_model():
+    names = ("minilm-eltec", "bert-eltec", "elmo-eltec", "static-eltec")
+    outs = {argv[argv.index("--out") + 1] for argv in COMMANDS_IN_SCRIPT if argv[0] == "train"}
+    assert {f"runs/{name}" for name in names} <= outs
+    cards = next(argv for argv in COMMANDS_IN_SCRIPT if argv[:2] == ["ship", "--cards"])
+    assert [f"assets/{name}" for name in names] == cards[-4:]
+
+
+@pytest.mark.parametrize("argv", COMMANDS_IN_SCRIPT, ids=lambda a: " ".join(a[:2] + a[a.index("--out") + 1:][:1]
+                                                                            if "--out" in a else a[:2]))
+def test_every_command_is_one_the_cli_takes(argv, monkeypatch, capsys):
+    seen = []
+    module = importlib.import_module(f"ctxmodels.commands.{COMMANDS[argv[0]][0]}")
+    monkeypatch.setattr(module, "run", lambda args: seen.append(args) or 0)
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert seen, argv
+
+
+def test_every_resume_continues_a_run_the_script_starts():
+    started: set[str] = set()
+    for argv in COMMANDS_IN_SCRIPT:
+        if argv[0] != "train":
+            continue
+        out = argv[argv.index("--out") + 1]
+        if "--resume" in argv:
+            assert out in started, f"--resume of {out} before a command starts it"
+            assert "--corpus" not in argv and "--init-from" not in argv  # the run's stored settings are used
+        started.add(out)
+        if "--init-from" in argv:
+            start = argv[argv.index("--init-from") + 1]
+            assert start == "minilm" or start in started, f"{out} starts from {start}, which nothing trains first"
