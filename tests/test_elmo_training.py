@@ -379,6 +379,12 @@ def test_stop_at_pauses_on_the_full_schedule_and_resumes_exactly(tmp_path, capsy
     assert sorted(cut) == list(range(1, 7)) and all(cut[s] == pytest.approx(full[s], abs=1e-6) for s in full)
     a, b = (load_tensors(tmp_path / name / "model.safetensors") for name in ("full", "cut"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # --stop-at on the last step (or beyond it) is a finished run: evaluated, with a "done" event
+    capsys.readouterr()
+    assert run_cli(*common, "--out", str(tmp_path / "last"), "--stop-at", "6") == 0
+    assert "done: 6 steps" in capsys.readouterr().out
+    events = [json.loads(line).get("event") for line in (tmp_path / "last" / "metrics.jsonl").read_text().splitlines()]
+    assert events[-1] == "done" and "stop_at" not in events
 
 
 def test_cli_refuses_conflicting_resume_and_overwriting(tmp_path, capsys):

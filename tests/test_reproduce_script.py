@@ -72,8 +72,12 @@ def test_the_script_trains_ships_and_measures_every_shipped_model():
     assert [f"assets/{name}" for name in names] == cards[-4:]
 
 
-@pytest.mark.parametrize("argv", COMMANDS_IN_SCRIPT, ids=lambda a: " ".join(a[:2] + a[a.index("--out") + 1:][:1]
-                                                                            if "--out" in a else a[:2]))
+def command_id(argv: list[str]) -> str:
+    """``train elmo runs/elmo-eltec``: the command and, where it has one, its run."""
+    return " ".join(argv[:2] + ([argv[argv.index("--out") + 1]] if "--out" in argv else []))
+
+
+@pytest.mark.parametrize("argv", COMMANDS_IN_SCRIPT, ids=command_id)
 def test_every_command_is_one_the_cli_takes(argv, monkeypatch, capsys):
     seen = []
     module = importlib.import_module(f"ctxmodels.commands.{COMMANDS[argv[0]][0]}")

@@ -520,7 +520,9 @@ class Trainer:
                 out_of_time = (cfg.time_limit_s is not None
                                and time.perf_counter() - session_start >= cfg.time_limit_s)
                 at_stop_step = cfg.stop_at is not None and self.step >= cfg.stop_at
-                stop = _any_rank(self._stop_signal is not None or out_of_time or at_stop_step, info)
+                # on the last step the run ends as a finished run does: final evaluation, card, "done"
+                stop = (_any_rank(self._stop_signal is not None or out_of_time or at_stop_step, info)
+                        and self.step < cfg.max_steps)
                 if stop or (cfg.save_every and self.step % cfg.save_every == 0):
                     self.save_checkpoint(optimizer, scheduler)
                 if stop:
