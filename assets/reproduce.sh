@@ -145,8 +145,10 @@ $CLI ship --cards assets/quality.json --command "$MEASURE" assets/minilm-eltec a
 # The fine-tuned example for the "What fine-tuning changes" page: the shipped BERT fine-tuned on SemCor's coarse
 # parts of speech (`pos`), from the shipped assets/bert-eltec (named by its short name, so finetune.json records no
 # path of this machine). Its card holds the dev/test figures the run measured on SemCor's held-out Brown files.
+# (a started fine-tuning run is marked by its run.json, which it writes before its first checkpoint)
 if [ "$STAGE" = all ]; then
-  $CLI finetune --model bert-eltec --task pos --out "$RUNS/bert-eltec-pos" --steps 1500 --batch-size 32 --seed 0 \
-    --threads 1 --no-progress $([ -f "$RUNS/bert-eltec-pos/run.json" ] && echo --resume || true)
+  finished "$RUNS/bert-eltec-pos" \
+    || $CLI finetune --model bert-eltec --task pos --out "$RUNS/bert-eltec-pos" --steps 1500 --batch-size 32 --seed 0 \
+      --threads 1 --no-progress $([ -f "$RUNS/bert-eltec-pos/run.json" ] && echo --resume || true)
 fi
 $CLI ship --fp32 "$RUNS/bert-eltec-pos" assets/bert-eltec-pos

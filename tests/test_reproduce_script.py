@@ -122,3 +122,18 @@ def test_a_finished_run_is_left_alone_and_an_unfinished_one_resumed(tmp_path):
     assert ask(run) == "unfinished --resume"
     (run / "checkpoint" / "train_config.json").write_text(json.dumps({"step": 2000}))
     assert ask(run) == "finished"
+
+
+def test_every_run_is_skipped_once_it_has_taken_its_steps():
+    """A training or fine-tuning command run again on its finished run is refused, and the script runs under
+    ``set -e``: each one must be guarded by ``finished`` or by a ``reached`` check on its own run."""
+    lines = logical_lines(SCRIPT.read_text(encoding="utf-8"))
+    checked = 0
+    for before, line in zip([""] + lines, lines):
+        if not re.search(r"\$CLI (train|finetune) ", line):
+            continue
+        out = re.search(r'--out ("\$RUNS/[^"]+")', line)[1]
+        guard = before + " " + line[:line.index("$CLI ")]
+        assert f"finished {out}" in guard or f"reached {out}" in guard, f"{out} has no guard for a rerun: {line}"
+        checked += 1
+    assert checked == sum(argv[0] in ("train", "finetune") for argv in COMMANDS_IN_SCRIPT)
