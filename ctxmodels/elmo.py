@@ -225,7 +225,10 @@ class CharCNNTokenEncoder(nn.Module):
         """char_ids [N, C] -> token vectors [N, P]."""
         x = self.char_embedding(char_ids).transpose(1, 2)  # [N, D, C]: Conv1d wants channels first
         # Max over positions, then the activation: the order bilm-tf uses (equal anyway for monotone ones).
-        h = self.activation(torch.cat([conv(x).amax(dim=-1) for conv in self.convs], dim=-1))
+        # max(), not amax(): the same values, and its backward scatters to one index where amax's compares the
+        # whole conv output against the max (a fifth of a training step). Ties are windows of padding only,
+        # identical inputs, so the weight gradients are the same either way.
+        h = self.activation(torch.cat([conv(x).max(dim=-1).values for conv in self.convs], dim=-1))
         for highway in self.highways:
             h = highway(h)
         return self.projection(h)
@@ -282,12 +285,14 @@ def _run_lstm_pair(
     fwd, bwd = layers
     H = fwd.cell_dim
     # The input half of every gate for all time steps in one matmul; the loop only adds the recurrent half.
-    # Time-major and unbound once, so each step reads a contiguous slice and autograd stacks the step
-    # gradients in one go (indexing x_gates[t] in the loop would make every step's backward zero-fill it all).
+    # The input is made time-major before the matmul (a copy of D-wide rows, not of the 4H-wide gates), and the
+    # gates are unbound once, so autograd stacks the step gradients in one go (indexing x_gates[t] in the
+    # loop would make every step's backward zero-fill it all).
     w_in = torch.stack([fwd.input_linear.weight, bwd.input_linear.weight]).transpose(1, 2)  # [2, D, 4H]
     b_in = torch.stack([fwd.input_linear.bias, bwd.input_linear.bias])[:, None, :]  # [2, 1, 4H]
-    x_gates = torch.baddbmm(b_in, x.flatten(1, 2), w_in).view(2, x.shape[1], x.shape[2], 4 * H)
-    x_gates = x_gates.permute(2, 0, 1, 3).contiguous().unbind(0)  # T x [2, B, 4H]
+    B, T = x.shape[1], x.shape[2]
+    x_tm = x.transpose(1, 2).reshape(2, T * B, x.shape[3])  # [2, T*B, D]
+    x_gates = torch.baddbmm(b_in, x_tm, w_in).view(2, T, B, 4 * H).unbind(1)  # T x [2, B, 4H]
     # Contiguous once per call, so the per-step batched matmuls never copy their weights.
     w_rec = torch.stack([fwd.recurrent_weight.t(), bwd.recurrent_weight.t()])  # [2, P, 4H]
     w_proj = torch.stack([fwd.projection.weight.t(), bwd.projection.weight.t()])  # [2, H, P]
@@ -308,7 +313,7 @@ def _run_lstm_pair(
         h, c = new_h, new_c
         outputs.append(h)
     if not outputs:  # a batch of empty rows
-        return x.new_zeros(2, x.shape[1], 0, h.shape[-1]), h, c
+        return x.new_zeros(2, B, 0, h.shape[-1]), h, c
     return torch.stack(outputs, dim=2), h, c
 
 

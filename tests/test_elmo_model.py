@@ -283,3 +283,36 @@ def test_model_without_head_says_so():
     assert not lm.has_lm_head
     with pytest.raises(ValueError, match="no language-model head.*perplexity"):
         lm.full_softmax_logits(torch.zeros(1, lm.config.lstm.projection_dim))
+
+
+def test_char_cnn_gradients_equal_an_even_split_over_tied_maxima():
+    """The encoder max-pools with max(), whose backward gives a tied maximum's gradient to one position, where
+    amax() splits it evenly. Short words tie over their windows of padding only, identical windows, so the
+    weight gradients must come out the same (float64: only rounding may differ)."""
+    torch.manual_seed(0)
+    encoder = ElmoBiLM(ElmoConfig.preset("tiny")).token_encoder.double()
+    char_ids, mask = batch_to_char_ids([["a", "to", "bank", "riverside", "", "overflowed"]])
+    char_ids = char_ids[mask]
+    weights = torch.randn(len(char_ids), encoder.projection.out_features, dtype=torch.float64)
+
+    def grads(pool) -> list[torch.Tensor]:
+        encoder.zero_grad()
+        x = encoder.char_embedding(char_ids).transpose(1, 2)
+        h = encoder.activation(torch.cat([pool(conv(x)) for conv in encoder.convs], dim=-1))
+        for highway in encoder.highways:
+            h = highway(h)
+        (encoder.projection(h) * weights).sum().backward()
+        return [p.grad.clone() for p in encoder.parameters()]
+
+    with torch.no_grad():  # the case is there: some maxima are tied
+        x = encoder.char_embedding(char_ids).transpose(1, 2)
+        assert any(((y := conv(x)) == y.amax(dim=-1, keepdim=True)).sum(-1).gt(1).any() for conv in encoder.convs)
+    encoder.zero_grad()
+    (encoder(char_ids) * weights).sum().backward()
+    ours = [p.grad.clone() for p in encoder.parameters()]
+    even_split = grads(lambda y: y.amax(dim=-1))
+    for a, b in zip(ours, even_split):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    # The check has teeth: the gradients of the first position alone (no max at all) are different ones.
+    first = grads(lambda y: y[..., 0])
+    assert not all(torch.allclose(a, b) for a, b in zip(ours, first))
