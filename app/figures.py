@@ -11,6 +11,7 @@ shows as typed.
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,14 @@ def highlight(sentence: str, span: tuple[int, int] | None, width: int = 70) -> s
         out.append(word)
         line += visible
     return "".join(out)
+
+
+def wrapped_title(title: str, width: int = 44) -> tuple[str, int]:
+    """``title`` broken into lines of at most ``width`` characters (Plotly never wraps a title: a long one runs
+    under the next panel), escaped, and the number of lines. 44 characters fit a half-width panel at the
+    presentation mode's title size."""
+    lines = textwrap.wrap(str(title), width=width, break_on_hyphens=False) or [""]
+    return "<br>".join(plain(line) for line in lines), len(lines)
 
 
 WEBGL_FROM = 400  # points from which a scatter is drawn with WebGL
@@ -113,8 +122,10 @@ def sense_scatter(
     axis = dict(showticklabels=False, title=None, zeroline=False)
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
-    layout = dict(title=dict(text=plain(title)), legend=dict(title=dict(text=plain(legend_title))),
-                  margin=dict(l=10, r=10, t=40, b=10), height=420, clickmode="event+select", xaxis=axis, yaxis=axis)
+    title_text, title_lines = wrapped_title(title)
+    layout = dict(title=dict(text=title_text), legend=dict(title=dict(text=plain(legend_title))),
+                  margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10), height=420 + 22 * (title_lines - 1),
+                  clickmode="event+select", xaxis=axis, yaxis=axis)
     return go.Figure(dict(data=traces, layout=layout))
 
 

@@ -112,3 +112,21 @@ def test_layer_panels_one_figure_one_colour_and_legend_entry_per_model():
     assert figures.model_colours(["bert", "elmo"])["bert"] == figures.model_colours(["bert"])["bert"]
     with pytest.raises(ValueError, match="no measurement"):
         figures.layer_panels(rows, [("empty", "never drawn", "nothing", None)])
+
+
+def test_a_long_scatter_title_wraps_instead_of_running_under_the_next_panel():
+    """Plotly never wraps a title: a half-width panel's long one ran under its neighbour."""
+    title = "minilm-eltec · embeddings (input embeddings: word + position + segment)"
+    fig = figures.sense_scatter(np.zeros((2, 2)), ["a", "b"], ["x", "y"], title=title)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) == 2 and all(len(line) <= 44 for line in lines)
+    assert " ".join(lines) == title
+    short = figures.sense_scatter(np.zeros((2, 2)), ["a", "b"], ["x", "y"], title="elmo-eltec · layer 2 (LSTM)")
+    hyphens = figures.sense_scatter(np.zeros((1, 2)), ["a"], ["x"],
+                                    title="elmo-eltec · layer 0 (char CNN) (context-free)")
+    assert hyphens.layout.title.text == "elmo-eltec · layer 0 (char CNN)<br>(context-free)"  # not "(context-"
+    assert "<br>" not in short.layout.title.text
+    # the plot area keeps its height: the figure grows by the extra line
+    assert fig.layout.margin.t - short.layout.margin.t == fig.layout.height - short.layout.height > 0
+    unbroken = figures.sense_scatter(np.zeros((1, 2)), ["a"], ["x"], title="runs/" + "x" * 80)
+    assert all(len(line) <= 44 for line in unbroken.layout.title.text.split("<br>"))
