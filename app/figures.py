@@ -300,35 +300,51 @@ HEAD_MEASURES = {"to_prev": "previous token", "to_next": "next token", "to_self"
                  "to_sep": "[SEP]", "entropy": "spread (entropy)"}
 
 
+#: the width a page's content has at a laptop's 1280 px with the sidebar open (Plotly sizes heights in px)
+NOMINAL_CONTENT_PX = 800
+
+
 def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -> go.Figure:
     """Every head at a glance as a few small layer x head heatmaps, one per measure of ``summary`` (the table of
     :func:`ctxmodels.analysis.attention.head_summaries`): where a model's previous-token, [SEP] or broad heads
-    are. Shares in 0..1; entropy on its own scale. A few hundred numbers, however many heads."""
+    are. Shares in 0..1; entropy on its own scale. A few hundred numbers, however many heads.
+
+    The grids sit in rows of three with square cells, and the figure is as tall as such rows are at
+    :data:`NOMINAL_CONTENT_PX`: six grids in one row left a strip a few pixels high with blank space around it."""
     L, H = int(summary["layer"].max()), int(summary["head"].max())
-    cols = len(measures)
-    gap = 0.02
-    width = (1 - gap * (cols - 1)) / cols
+    per_row = min(3, len(measures))
+    rows = -(-len(measures) // per_row)
+    gap, title_px, between_px = 0.04, 34, 76  # between rows: the x tick labels above, the next titles below
+    width = (1 - gap * (per_row - 1)) / per_row
+    row_px = min(320.0, max(60.0, (NOMINAL_CONTENT_PX - 50) * width * L / H))
+    plot_px = rows * row_px + (rows - 1) * between_px
     traces, layout, annotations = [], {}, []
     for k, measure in enumerate(measures):
         z = np.full((L, H), np.nan)
         z[summary["layer"].to_numpy() - 1, summary["head"].to_numpy() - 1] = summary[measure].to_numpy(float)
-        n = k + 1
+        n, row, col = k + 1, k // per_row, k % per_row
         xname, yname = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
-        x0 = k * (width + gap)
+        x0 = col * (width + gap)
+        top = min(1.0, round(1 - row * (row_px + between_px) / plot_px, 6))
+        # On a wider page the squares leave the grid narrower than its slot: keep it by its layer labels.
         layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=[x0, x0 + width], anchor=yname, showgrid=False,
-                                                     tickvals=list(range(1, H + 1, max(1, H // 4))), zeroline=False)
-        layout[f"yaxis{n if n > 1 else ''}"] = dict(anchor=xname, autorange="reversed", showgrid=False,
-                                                     zeroline=False, showticklabels=k == 0, scaleanchor=xname,
+                                                     tickvals=list(range(1, H + 1, max(1, H // 4))), zeroline=False,
+                                                     constrain="domain", constraintoward="left")
+        bottom = max(0.0, round(top - row_px / plot_px, 6))  # the last row ends at 0, not at -5e-17
+        layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=[bottom, top], anchor=xname,
+                                                     autorange="reversed", showgrid=False, zeroline=False,
+                                                     showticklabels=col == 0, scaleanchor=xname, constrain="domain",
                                                      tickvals=list(range(1, L + 1, max(1, L // 6))),
-                                                     tickprefix="L" if k == 0 else "")
-        annotations.append(dict(text=HEAD_MEASURES.get(measure, measure), x=x0 + width / 2, y=1.0, xref="paper",
-                                yref="paper", xanchor="center", yanchor="bottom", showarrow=False))
+                                                     tickprefix="L" if col == 0 else "")
+        annotations.append(dict(text=HEAD_MEASURES.get(measure, measure), x=x0, y=top, xref="paper",
+                                yref="paper", xanchor="left", yanchor="bottom", showarrow=False))
         share = measure != "entropy"
         traces.append(dict(type="heatmap", z=z, x=list(range(1, H + 1)), y=list(range(1, L + 1)), xaxis=xname,
                            yaxis=yname, colorscale="Blues" if share else "Greens", showscale=False,
                            zmin=0 if share else None, zmax=1 if share else None,
                            hovertemplate=f"layer %{{y}}, head %{{x}}: {measure} %{{z:.2f}}<extra></extra>"))
-    layout.update(height=int(90 + min(260, 30 * L)), margin=dict(l=40, r=10, t=40, b=20), annotations=annotations)
+    layout.update(height=int(plot_px + title_px + 25), margin=dict(l=40, r=10, t=title_px, b=25),
+                  annotations=annotations)
     return go.Figure(dict(data=traces, layout=layout))
 
 

@@ -130,3 +130,23 @@ def test_a_long_scatter_title_wraps_instead_of_running_under_the_next_panel():
     assert fig.layout.margin.t - short.layout.margin.t == fig.layout.height - short.layout.height > 0
     unbroken = figures.sense_scatter(np.zeros((1, 2)), ["a"], ["x"], title="runs/" + "x" * 80)
     assert all(len(line) <= 44 for line in unbroken.layout.title.text.split("<br>"))
+
+
+@pytest.mark.parametrize("layers,heads", [(1, 1), (2, 2), (3, 4), (6, 12), (12, 12), (24, 16), (7, 3)])
+def test_head_summary_grid_rows_of_square_cells_for_any_model_size(layers, heads):
+    """Rows of three grids whose height fits square cells (one row of six left a strip a few pixels high), and a
+    figure that Plotly accepts for every size (a domain a rounding error below 0 was refused)."""
+    import pandas as pd
+
+    cells = [(lay, h) for lay in range(1, layers + 1) for h in range(1, heads + 1)]
+    summary = pd.DataFrame({"layer": [c[0] for c in cells], "head": [c[1] for c in cells],
+                            **{m: np.linspace(0, 1, len(cells)) for m in figures.HEAD_MEASURES}})
+    fig = figures.head_summary_grid(summary)
+    domains = [fig.layout[f"yaxis{n if n > 1 else ''}"].domain for n in range(1, 7)]
+    assert len({d for d in domains}) == 2  # two rows
+    top, bottom = sorted(set(domains), reverse=True)
+    assert top[1] == 1 and bottom[0] == 0 and bottom[1] < top[0]
+    plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    row_px = (top[1] - top[0]) * plot_px
+    grid_px = (figures.NOMINAL_CONTENT_PX - 50) * fig.layout.xaxis.domain[1]
+    assert row_px == pytest.approx(min(320, max(60, grid_px * layers / heads)), rel=1e-3)
