@@ -226,7 +226,7 @@ class CharCNNTokenEncoder(nn.Module):
         x = self.char_embedding(char_ids).transpose(1, 2)  # [N, D, C]: Conv1d wants channels first
         # Max over positions, then the activation: the order bilm-tf uses (equal anyway for monotone ones).
         # max(), not amax(): the same values, and its backward scatters to one index where amax's compares the
-        # whole conv output against the max (a fifth of a training step). Ties are windows of padding only,
+        # whole conv output against the max (up to a fifth of a training step). Ties are windows of padding only,
         # identical inputs, so the weight gradients are the same either way.
         h = self.activation(torch.cat([conv(x).max(dim=-1).values for conv in self.convs], dim=-1))
         for highway in self.highways:
