@@ -7,12 +7,14 @@ Model loading and the analysis caches are per process, so later tests reuse what
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 from app import inputs, training
+from app.places import home_short, source_of
 from app.registry import registry
 from app.settings import settings
 from ctxmodels.thread_warnings import caught_warnings
@@ -343,23 +345,39 @@ def test_models_page_lists_models_and_keeps_paths_off():
     assert_clean(at)
     listed = at.dataframe[0].value
     assert {"bert-eltec", "elmo-eltec", "static-eltec"} <= set(listed["model"])
+    # where each came from, not the server's absolute paths
+    assert "path" not in listed.columns
+    assert set(listed.set_index("model").loc[["bert-eltec", "elmo-eltec", "static-eltec"], "from"]) == {"shipped"}
     assert any("Loading from a server path is off" in i for i in texts(at.info))
     assert any("Training from the app is off" in i for i in texts(at.info))
     assert not [b for b in at.get("form_submit_button") if b.label == "Start training"]
 
 
-def test_models_page_loads_a_path_when_allowed(tiny_assets, monkeypatch):
+def test_models_page_loads_a_path_when_allowed(tiny_assets, tmp_path, monkeypatch):
     monkeypatch.setenv("CTXMODELS_ALLOW_PATHS", "1")
+    mine = shutil.copytree(tiny_assets / "bert-no-mlm", tmp_path / "mine")
     at = page("models")
-    at.text_input[0].set_value(str(tiny_assets / "bert-no-mlm"))
+    at.text_input[0].set_value(str(mine))
     at.get("form_submit_button")[0].click()
     at.run()
     assert not at.exception
     assert any("now selectable" in s for s in texts(at.success))
+    at.run()  # the next run lists it by the path it came from
+    listed = at.dataframe[0].value.set_index("model")
+    assert listed.loc["mine", "from"] == f"path {mine}"
     at.text_input[0].set_value("/no/such/model")
     at.get("form_submit_button")[0].click()
     at.run()
     assert not at.exception and any("cannot find a model" in e for e in texts(at.error))
+
+
+def test_a_server_path_is_shown_by_where_it_came_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert home_short(tmp_path / "models" / "mine") == "~/models/mine" and home_short(tmp_path) == "~"
+    assert home_short("/srv/models/mine") == "/srv/models/mine"
+    found = [{"path": str(tmp_path / "assets" / "elmo-eltec"), "source": "shipped"}]
+    assert source_of(tmp_path / "assets" / "." / "elmo-eltec", found) == "shipped"
+    assert source_of(tmp_path / "runs" / "mine", found) == "path ~/runs/mine"
 
 
 @pytest.mark.slow

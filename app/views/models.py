@@ -16,6 +16,7 @@ from app.downloads import download_panel
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import md
+from app.places import home_short, source_of
 from app.plots import plot
 from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, model_ids, no_models_message, registry
@@ -43,6 +44,11 @@ def found_entries(places: tuple[str, ...]) -> list[dict]:
     return found_models()
 
 
+def found_here() -> list[dict]:
+    """The models found on this server, listed for the folders searched now."""
+    return found_entries(tuple(str(d) for d in (assets_dir(), cache_dir(), *hf_cache_dirs())))
+
+
 def facts(model) -> str:
     """One line of what a model is: parameters, layers x heads, width, vocabulary, licence, which code reads it."""
     d = model.describe()
@@ -65,12 +71,12 @@ def found_listing(known: list[str]) -> None:
     """The models found on this server (shipped, installed packages, the Hugging Face cache, the project's cache);
     where the operator allows it (``--allow-paths``), a loadable one that no page offers yet can be added for every
     visitor. Nothing is downloaded here."""
-    found = found_entries(tuple(str(d) for d in (assets_dir(), cache_dir(), *hf_cache_dirs())))
+    found = found_here()
     with st.expander(f"Found on this server: {len(found)} model(s)", expanded=False):
-        st.caption("Shipped models (`" + str(assets_dir()) + "`), installed model packages (`minilm`), the "
-                   "Hugging Face cache (" + ", ".join(f"`{d}`" for d in hf_cache_dirs()) + ") and the project's "
-                   f"cache (`{cache_dir()}`). BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA and DeBERTa-v2 encoders "
-                   "load; this page downloads nothing.")
+        st.caption("Shipped models (`" + home_short(assets_dir()) + "`), installed model packages (`minilm`), the "
+                   "Hugging Face cache (" + ", ".join(f"`{home_short(d)}`" for d in hf_cache_dirs()) + ") and the "
+                   f"project's cache (`{home_short(cache_dir())}`). BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA and "
+                   "DeBERTa-v2 encoders load; this page downloads nothing.")
         if not found:
             st.write("*Nothing found.*")
             return
@@ -107,13 +113,15 @@ ids = model_ids()
 if not ids:
     no_models_message()
 rows = []
+found = found_here() if ids else []
 for mid in ids:
     with guard(f"Loading {label(mid)}"):
         d = get_model(mid).describe()
         kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
         rows.append({"model": label(mid), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
                      "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
-                     "attention": d["has_attention"], "language model": d["has_lm"], "path": d["path"]})
+                     "attention": d["has_attention"], "language model": d["has_lm"],
+                     "from": source_of(d["path"], found)})
 if rows:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for i, mid in enumerate(ids):
