@@ -319,6 +319,7 @@ def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -
     row_px = min(320.0, max(60.0, (NOMINAL_CONTENT_PX - 50) * width * L / H))
     plot_px = rows * row_px + (rows - 1) * between_px
     traces, layout, annotations = [], {}, []
+    layers = list(range(1, L + 1, max(1, L // 6)))
     for k, measure in enumerate(measures):
         z = np.full((L, H), np.nan)
         z[summary["layer"].to_numpy() - 1, summary["head"].to_numpy() - 1] = summary[measure].to_numpy(float)
@@ -327,15 +328,15 @@ def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -
         x0 = col * (width + gap)
         top = min(1.0, round(1 - row * (row_px + between_px) / plot_px, 6))
         # On a wider page the squares leave the grid narrower than its slot: keep it by its layer labels.
+        heads = list(range(1, H + 1, max(1, H // 4)))
         layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=[x0, x0 + width], anchor=yname, showgrid=False,
-                                                     tickvals=list(range(1, H + 1, max(1, H // 4))), zeroline=False,
-                                                     constrain="domain", constraintoward="left")
+                                                     tickvals=heads, ticktext=[f"H{h}" for h in heads],
+                                                     zeroline=False, constrain="domain", constraintoward="left")
         bottom = max(0.0, round(top - row_px / plot_px, 6))  # the last row ends at 0, not at -5e-17
         layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=[bottom, top], anchor=xname,
                                                      autorange="reversed", showgrid=False, zeroline=False,
                                                      showticklabels=col == 0, scaleanchor=xname, constrain="domain",
-                                                     tickvals=list(range(1, L + 1, max(1, L // 6))),
-                                                     tickprefix="L" if col == 0 else "")
+                                                     tickvals=layers, ticktext=[f"L{i}" for i in layers])
         annotations.append(dict(text=HEAD_MEASURES.get(measure, measure), x=x0, y=top, xref="paper",
                                 yref="paper", xanchor="left", yanchor="bottom", showarrow=False))
         share = measure != "entropy"

@@ -67,6 +67,9 @@ def test_head_summary_grid_one_layer_by_head_grid_per_measure():
         assert z.shape == (3, 4)
         row = summary[(summary["layer"] == 2) & (summary["head"] == 3)].iloc[0]
         assert z[1, 2] == pytest.approx(row[measure])
+    # labelled as layers and heads (a tickprefix on tickvals did not show in the browser)
+    assert list(fig.layout.yaxis.ticktext) == ["L1", "L2", "L3"] and fig.layout.yaxis.showticklabels
+    assert list(fig.layout.xaxis.ticktext) == ["H1", "H2", "H3", "H4"] and not fig.layout.yaxis2.showticklabels
 
 
 def test_fill_bars_best_on_top_and_truth_highlighted():
