@@ -80,12 +80,15 @@ def sense_scatter(
     marker_size: int | None = None,
     stacks: Sequence[Sequence[int]] = (),
     legend_title: str = "sense",
+    ranges: tuple[list[float], list[float]] | None = None,
 ) -> go.Figure:
     """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
 
     ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence. From
     :data:`WEBGL_FROM` points on, 2-D traces are drawn with WebGL (``scattergl``): SVG slows panning and hovering
     down to a crawl at a few thousand points, and the markers shrink so that the crowd stays readable.
+    ``ranges`` (x and y, as :func:`shared_ranges` gives them) fixes a 2-D figure's axes, so that panels fitted
+    jointly share them.
     """
     coords = np.asarray(coords, dtype=float)
     if coords.ndim != 2 or coords.shape[1] not in (2, 3):
@@ -118,21 +121,25 @@ def sense_scatter(
             trace["z"] = coords[idx, 2]
         traces.append(trace)
     if stacks and not three_d:
-        traces.append(_stack_trace(coords, stacks, names, kind))
+        traces.append(_stack_trace(coords, stacks, names, kind, ranges))
     axis = dict(showticklabels=False, title=None, zeroline=False)
+    xaxis, yaxis = (axis, axis) if ranges is None or three_d else (
+        dict(axis, range=ranges[0], autorange=False), dict(axis, range=ranges[1], autorange=False))
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
     title_text, title_lines = wrapped_title(title)
     layout = dict(title=dict(text=title_text), legend=dict(title=dict(text=plain(legend_title))),
                   margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10), height=420 + 22 * (title_lines - 1),
-                  clickmode="event+select", xaxis=axis, yaxis=axis)
+                  clickmode="event+select", xaxis=xaxis, yaxis=yaxis)
     return go.Figure(dict(data=traces, layout=layout))
 
 
-def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray, kind: str) -> dict:
+def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray, kind: str,
+                 ranges: tuple[list[float], list[float]] | None) -> dict:
     """A ring with a count over each point that several occurrences share, listing their senses: otherwise the
     colour drawn last would hide that, say, a static vector is the same for every sense."""
     xs, ys, sizes, counts, hovers = [], [], [], [], []
+    stacks = sorted(stacks, key=len, reverse=True)  # the largest rings choose their label's place first
     for st in stacks:
         senses: dict[str, int] = {}
         for i in st:
@@ -144,11 +151,56 @@ def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray,
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
     # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
+    places = label_places(ranges or shared_ranges([coords]) or ([0, 1], [0, 1]), np.column_stack([xs, ys]), sizes, counts)
     return dict(type="scatter", name="shared points", mode="markers+text", x=xs, y=ys, text=counts,
                 customdata=[st[0] for st in stacks],
-                textposition="top center", hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+                textposition=places, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)),
                 showlegend=True)
+
+
+#: the plot area of a half-width Word senses panel at a laptop's width, in px (where labels would collide)
+PANEL_PLOT_PX = (330, 370)
+_PLACES = ("top center", "middle right", "bottom center", "middle left")
+
+
+def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndarray, sizes: Sequence[float],
+                 texts: Sequence[str], plot_px: tuple[int, int] = PANEL_PLOT_PX) -> list[str]:
+    """A Plotly ``textposition`` for each ring's label (rings in order of preference) that keeps it off the other
+    rings and the labels placed before it, where one of four places around its ring does; else the place that
+    overlaps least. Plotly never moves a label itself: rings a few pixels apart wrote their counts over each
+    other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel scale is
+    estimated for a panel of ``plot_px``."""
+    lo = np.array([ranges[0][0], ranges[1][0]], dtype=float)
+    span = np.array([ranges[0][1], ranges[1][1]], dtype=float) - lo
+    span = np.where(span > 0, span, 1.0)
+    centre = (np.asarray(rings, dtype=float).reshape(-1, 2) - lo) / span * np.array(plot_px)
+    centre[:, 1] = plot_px[1] - centre[:, 1]  # screen y runs down
+    radii = np.asarray(sizes, dtype=float) / 2 + 1
+
+    def box(k: int, place: str) -> tuple[float, float, float, float]:
+        w, h, (cx, cy), r = 7.0 * len(texts[k]) + 2, 13.0, centre[k], radii[k]
+        if place == "top center":
+            return cx - w / 2, cy - r - h, cx + w / 2, cy - r
+        if place == "bottom center":
+            return cx - w / 2, cy + r, cx + w / 2, cy + r + h
+        if place == "middle right":
+            return cx + r, cy - h / 2, cx + r + w, cy + h / 2
+        return cx - r - w, cy - h / 2, cx - r, cy + h / 2
+
+    def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    ring_boxes = [(cx - r, cy - r, cx + r, cy + r) for (cx, cy), r in zip(centre, radii)]
+    placed: list[tuple[float, float, float, float]] = []
+    places = []
+    for k in range(len(centre)):
+        others = ring_boxes[:k] + ring_boxes[k + 1:] + placed
+        cost = {p: sum(overlap(box(k, p), o) for o in others) for p in _PLACES}
+        best = min(_PLACES, key=lambda p: (cost[p], _PLACES.index(p)))
+        places.append(best)
+        placed.append(box(k, best))
+    return places
 
 
 def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:
@@ -449,15 +501,6 @@ def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06) -> tuple[
     span = np.where(hi - lo > 0, hi - lo, 1.0)
     lo, hi = lo - pad * span, hi + pad * span
     return [float(lo[0]), float(hi[0])], [float(lo[1]), float(hi[1])]
-
-
-def set_ranges(fig: go.Figure, ranges: tuple[list[float], list[float]] | None) -> go.Figure:
-    """Fix a 2-D figure's axes, so panels that share a projection also share their axes."""
-    if ranges is not None:
-        fig.update_xaxes(range=ranges[0], autorange=False)
-        fig.update_yaxes(range=ranges[1], autorange=False)
-    return fig
-
 
 
 # -- what fine-tuning changes ----------------------------------------------------------------------------------

@@ -153,3 +153,22 @@ def test_head_summary_grid_rows_of_square_cells_for_any_model_size(layers, heads
     row_px = (top[1] - top[0]) * plot_px
     grid_px = (figures.NOMINAL_CONTENT_PX - 50) * fig.layout.xaxis.domain[1]
     assert row_px == pytest.approx(min(320, max(60, grid_px * layers / heads)), rel=1e-3)
+
+
+def test_shared_point_labels_keep_off_each_others_rings():
+    """Rings a few pixels apart: the label of the lower one goes beside it, not onto the ring above it."""
+    rings = np.array([[5.0, 5.0], [5.0, 5.6], [9.0, 1.0]])  # the second ring sits 22 px above the first
+    places = figures.label_places(([0, 10], [0, 10]), rings, [18, 18, 18], ["×9", "×4", "×3"])
+    assert places[2] == "top center"  # alone: its label above it, as before
+    assert places[1] == "top center" and places[0] != "top center"
+    # and in a figure: one label place per ring, the largest ring first
+    coords = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.2], [0.0, 0.2], [0.0, 0.2], [9.0, 9.0]])
+    fig = figures.sense_scatter(coords, ["a"] * 6, ["h"] * 6, stacks=[[0, 1], [2, 3, 4]])
+    ring = fig.data[-1]
+    assert list(ring.text) == ["×3", "×2"] and list(ring.customdata) == [2, 0]
+    assert list(ring.textposition) == ["top center", "bottom center"]
+    # panels that share wider axes draw the rings further apart: both labels fit above them
+    wide = figures.sense_scatter(coords, ["a"] * 6, ["h"] * 6, stacks=[[0, 1], [2, 3, 4]],
+                                 ranges=([-1, 10], [-0.2, 0.5]))
+    assert list(wide.data[-1].textposition) == ["top center", "top center"]
+    assert list(wide.layout.yaxis.range) == [-0.2, 0.5] and wide.layout.yaxis.autorange is False

@@ -367,9 +367,8 @@ def model_row(model_id: str) -> None:
                 groups, colours, legend = cluster_of, figures.sense_colours(cluster_of), "cluster"
                 title += f" · {c.k} clusters" if k is None else ""
         fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours,
-                                    stacks=same_vector(ws.layer_vectors(ov.vectors, lay, mix)))
-        fig.update_layout(legend_title_text=legend)
-        figures.set_ranges(fig, ranges)
+                                    stacks=same_vector(ws.layer_vectors(ov.vectors, lay, mix)), ranges=ranges,
+                                    legend_title=legend)
         def data(xy=xy, layer_name=names[lay], cluster_of=cluster_of) -> pd.DataFrame:
             return pd.DataFrame({"model": name, "layer": layer_name, "occurrence": range(n_occ),
                                  "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
