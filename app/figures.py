@@ -151,7 +151,8 @@ def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray,
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
     # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
-    places = label_places(ranges or shared_ranges([coords]) or ([0, 1], [0, 1]), np.column_stack([xs, ys]), sizes, counts)
+    panel = ranges or shared_ranges([coords]) or ([0, 1], [0, 1])
+    places = label_places(panel, np.column_stack([xs, ys]), sizes, counts)
     return dict(type="scatter", name="shared points", mode="markers+text", x=xs, y=ys, text=counts,
                 customdata=[st[0] for st in stacks],
                 textposition=places, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
