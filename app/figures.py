@@ -390,6 +390,8 @@ def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -
                                                      autorange="reversed", showgrid=False, zeroline=False,
                                                      showticklabels=col == 0, scaleanchor=xname, constrain="domain",
                                                      tickvals=layers, ticktext=[f"L{i}" for i in layers])
+        if col:  # labels only on the first grid of a row; without this the theme still draws the bare tick marks
+            layout[f"yaxis{n if n > 1 else ''}"]["ticks"] = ""
         annotations.append(dict(text=HEAD_MEASURES.get(measure, measure), x=x0, y=top, xref="paper",
                                 yref="paper", xanchor="left", yanchor="bottom", showarrow=False))
         share = measure != "entropy"

@@ -17,6 +17,7 @@ from app import inputs, training
 from app.places import home_short, source_of
 from app.registry import registry
 from app.settings import settings
+from ctxmodels.analysis import attention as att
 from ctxmodels.thread_warnings import caught_warnings
 from tests.app_fixtures import assert_clean, charts, open_explanation, page, texts
 
@@ -254,6 +255,22 @@ def test_attention_pair_views_and_ranking():
     at.selectbox(key="rank_by").set_value("entropy").run()
     ranked = at.dataframe[-1].value
     assert list(ranked["entropy"]) == sorted(ranked["entropy"], reverse=True)
+
+
+def test_a_head_picked_in_the_ranking_opens_in_the_detail():
+    """The ranking table's row pick (a browser click, see test_browser) hands (layer, head) to the next run, which
+    shows that head alone in the detail, even from the mean-over-heads view."""
+    at = page("attention", view="mean")
+    ranked = at.dataframe[-1].value
+    assert list(ranked.columns) == ["layer", "head", *att.SUMMARY_COLUMNS]
+    layer, head = int(ranked["layer"].iloc[1]), int(ranked["head"].iloc[1])
+    at.session_state["_att_pick"] = (layer, head)
+    at.run()
+    assert_clean(at)
+    assert at.radio(key="view").value == "head"
+    assert (at.slider(key="att_layer").value, at.slider(key="att_head").value) == (layer, head)
+    assert charts(at)[1]["layout"]["title"]["text"].endswith(f"layer {layer}, head {head}")
+    assert "_att_pick" not in at.session_state
 
 
 def test_attention_long_input_stays_light():

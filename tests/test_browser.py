@@ -8,6 +8,7 @@ it the test is skipped on a developer machine and fails in CI (``CI`` set). Scre
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -371,6 +372,39 @@ def test_attention_head_change_updates_the_link_and_the_figure(server, browser):
     assert other_head.get_attribute("aria-valuetext") == "2"
     no_traceback(other)
     other.close()
+    page.close()
+
+
+def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, browser):
+    """A click on a row's box in "Heads ranked" shows that head in the detail and puts it in the link; moving the
+    head slider afterwards is not pulled back to the picked row."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/attention?merge=0&view=mean")
+    settle(page)
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    row_px = 35  # Streamlit's data grid: a 35 px header, then 35 px rows; the selection box is the first column
+    page.mouse.click(box["x"] + 12, box["y"] + row_px + 1.5 * row_px)  # the second row
+    deadline = time.time() + 60
+    while time.time() < deadline and "view=head" not in page.url:
+        time.sleep(0.2)
+    settle(page)
+    layer, head = (int(re.search(f"att_{k}=(\\d+)", page.url).group(1)) for k in ("layer", "head"))
+    assert (layer, head) != (1, 1), page.url  # the top rows of this sentence are not layer 1, head 1
+    assert detail_heatmap(page)[0] == f"layer {layer}, head {head}"
+    head_slider = page.locator('[data-testid="stSlider"]').filter(has_text="Head").first.get_by_role("slider")
+    assert head_slider.get_attribute("aria-valuetext") == str(head)
+    head_slider.focus()
+    head_slider.press("ArrowLeft" if head > 1 else "ArrowRight")
+    moved = head - 1 if head > 1 else head + 1
+    deadline = time.time() + 60
+    while time.time() < deadline and detail_heatmap(page)[0] != f"layer {layer}, head {moved}":
+        time.sleep(0.2)
+    page.get_by_text("Hide [CLS] and [SEP]").click()  # a whole-page rerun with the row still ticked
+    settle(page)
+    assert detail_heatmap(page)[0] == f"layer {layer}, head {moved}"
+    no_traceback(page)
     page.close()
 
 

@@ -61,6 +61,12 @@ url_state("att_threshold", 0.05, kind=float, **THRESHOLD)
 OVERVIEWS = {"auto": "automatic", "maps": "every head's map", "summary": "head summaries"}
 url_state("overview", "auto", options=list(OVERVIEWS))
 
+# A head picked in the ranking table (at the end of the page) on the last run: shown in the detail as one head.
+pick = st.session_state.pop("_att_pick", None)
+if pick is not None:
+    st.session_state["att_layer"], st.session_state["att_head"] = pick
+    st.session_state["view"] = "head"
+
 box = controls()  # a collapsed expander in presentation mode: the first screen shows the maps
 c1, c2 = box.columns([1, 3])
 model_id = c1.selectbox("Model", ids, key="att_model", persist_state="session", format_func=label)
@@ -206,23 +212,51 @@ detail_view(detail, view)
 
 
 # -- heads ranked -------------------------------------------------------------------------------------------
+SHARES = ("to_cls", "to_sep", "to_self", "to_prev", "to_next")
+RANK_COLUMNS = {  # the ranking table's columns as a student reads them; shares as bars in per cent
+    "layer": st.column_config.NumberColumn("layer", width="small"),
+    "head": st.column_config.NumberColumn("head", width="small"),
+    "entropy": st.column_config.NumberColumn(
+        "spread", format="%.2f", width="small",
+        help="How widely a head spreads its attention, in nats, averaged over the rows: 0 = each token looks at "
+             "one token only; log(T) = evenly at all T tokens."),
+    **{c: st.column_config.ProgressColumn(
+        f"→ {figures.HEAD_MEASURES[c].removesuffix(' token')}", min_value=0, max_value=100, format="%.0f%%",
+        width="small", help=f"The share of each row's attention that goes to {what}, averaged over the rows.")
+       for c, what in zip(SHARES, ("[CLS]", "[SEP]", "the token itself", "the previous token", "the next token"))},
+}
+
+
 @st.fragment
 def ranking(base: att.AttentionMaps) -> None:
+    """The heads sorted by one measure; a row picked in the table opens that head in the detail above."""
     st.subheader("Heads ranked")
     r1, r2 = st.columns([1, 3])
-    by = r1.selectbox("by", list(att.SUMMARY_COLUMNS), key="rank_by", persist_state="session",
-                      format_func={"entropy": "entropy (spread)", "to_cls": "attention to [CLS]",
-                                   "to_sep": "attention to [SEP]", "to_self": "attention to itself",
-                                   "to_prev": "attends to the previous token",
-                                   "to_next": "attends to the next token"}.get)
+    by = r1.selectbox("Rank by what a head attends to", list(att.SUMMARY_COLUMNS), key="rank_by",
+                      persist_state="session", format_func=figures.HEAD_MEASURES.get)
     ascending = r1.checkbox("lowest first", key="rank_ascending", persist_state="session")
     to_url("rank_by", "rank_ascending")
     with guard("Ranking"):
         summary = att.head_summaries(base)
         ranked = att.rank_heads(summary, by=by, ascending=ascending, top=12)
-        r2.dataframe(ranked.drop(columns=["head_name"]).round(3), hide_index=True, width="stretch")
+        table = ranked.drop(columns=["head_name"]).assign(**{c: 100 * ranked[c] for c in SHARES})
+        # The measure ranked by comes first after the head, so it is on show however narrow the page.
+        order = ["layer", "head", by, *(c for c in att.SUMMARY_COLUMNS if c != by)]
+        event = r2.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3,
+                             column_config=RANK_COLUMNS, column_order=order, on_select="rerun",
+                             selection_mode="single-row", key="rank_pick")
+        r1.caption("Pick a row (the box at its left) to see that head in detail above.")
         if summary[by].isna().all():
             r2.caption("Nothing to rank by: the tokens it measures are hidden.")
+        picked = list(event.selection.rows)
+        # A selection stays in the table across reruns: act on it only when it changes, so a head chosen later
+        # with the sliders is not pulled back to the picked row.
+        if picked and picked != st.session_state.get("_rank_seen"):
+            st.session_state["_rank_seen"] = picked
+            row = ranked.iloc[picked[0]]
+            st.session_state["_att_pick"] = (int(row["layer"]), int(row["head"]))
+            st.rerun(scope="app")  # the detail is another fragment: the whole page redraws it
+        st.session_state["_rank_seen"] = picked
 
 
 ranking(base)
