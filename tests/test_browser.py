@@ -408,6 +408,30 @@ def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, brow
     page.close()
 
 
+def test_a_row_picked_in_the_changed_heads_table_shows_that_head(shipped_server, browser):
+    """What fine-tuning changes (the shipped bert-eltec-pos against bert-eltec): a click on a row of "Which attention
+    heads changed" shows that head's maps, before and after, and puts it in the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{shipped_server}/fine_tuning")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    caption = page.get_by_text(re.compile(r"^Layer \d+, head \d+ on one sentence"))
+    first = caption.inner_text()
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 12, box["y"] + 35 + 2.5 * 35)  # the third row's selection box
+    deadline = time.time() + 60
+    while time.time() < deadline and caption.inner_text() == first:
+        time.sleep(0.2)
+    settle(page)
+    layer, head = (int(re.search(f"ft_att_{k}=(\\d+)", page.url).group(1)) for k in ("layer", "head"))
+    assert caption.inner_text().startswith(f"Layer {layer}, head {head} on"), (caption.inner_text(), page.url)
+    assert caption.inner_text() != first
+    no_traceback(page)
+    page.close()
+
+
 def test_a_corpus_view_of_2000_points_renders_and_a_click_lists_neighbours(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&limit=2000&projection=pca&models=bert-eltec")

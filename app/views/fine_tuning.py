@@ -344,7 +344,20 @@ else:
         plot(figures.head_change_heatmap(result.heads, title="mean Jensen–Shannon divergence, before vs after"),
              f"heads-{a_name}", key="ft::heads", data=result.ranked_heads())
     with h2:
-        st.dataframe(ranked.round(4), hide_index=True, width="stretch")
+        event = st.dataframe(
+            ranked, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+            key="ft_head_pick", column_config={"js_divergence": st.column_config.NumberColumn(
+                "change (JS div.)", format="%.4f",
+                help="Jensen–Shannon divergence between a head's attention rows before and after fine-tuning, "
+                     "averaged over the rows of the sentences: 0 = unchanged.")})
+        st.caption("Pick a row (the box at its left) to see that head's maps below.")
+    # A selection stays in the table across reruns: act on it only when it changes, so a head chosen later with
+    # the sliders is not pulled back to the picked row. The sliders are drawn below, so they can still be set.
+    picked = list(event.selection.rows)
+    if picked and picked != st.session_state.get("_ft_head_seen"):
+        st.session_state["ft_att_layer"] = int(ranked.loc[picked[0], "layer"])
+        st.session_state["ft_att_head"] = int(ranked.loc[picked[0], "head"])
+    st.session_state["_ft_head_seen"] = picked
     by_layer = result.heads.mean(axis=1)
     if by_layer.max() < 1e-6:
         st.markdown("No head's attention changed.")
