@@ -123,7 +123,11 @@ for mid in ids:
                      "attention": d["has_attention"], "language model": d["has_lm"],
                      "from": source_of(d["path"], found)})
 if rows:
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    # The yes/no columns are narrow so that "from" (a package or a path) is read whole.
+    ticks = {c: st.column_config.CheckboxColumn(c, width="small" if len(c) < 10 else 115)
+             for c in ("fill in", "attention", "language model")}
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                 column_config={**ticks, "from": st.column_config.TextColumn("from", width="large")})
     for i, mid in enumerate(ids):
         try:
             m = get_model(mid)
