@@ -69,6 +69,7 @@ def wrapped_title(title: str, width: int = 44) -> tuple[str, int]:
 
 
 WEBGL_FROM = 400  # points from which a scatter is drawn with WebGL
+LEGEND_BESIDE_CHARS = 24  # legend entries longer than this go below a scatter, not beside it
 
 
 def sense_scatter(
@@ -99,62 +100,104 @@ def sense_scatter(
     names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
     text = np.array(hover, dtype=object)
     three_d = coords.shape[1] == 3
-    stacks = [list(st) for st in stacks if len(st) > 1]
+    stacks = sorted((list(st) for st in stacks if len(st) > 1), key=len, reverse=True)  # largest ring first
+    kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
+    if marker_size is None:
+        marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
+    centres, spreads = [], []
     if stacks and not three_d:  # points with the same vector are drawn exactly on top of each other
         coords = coords.copy()
         for st in stacks:
             coords[st] = np.nanmean(coords[st], axis=0)
-    kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
-    if marker_size is None:
-        marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
+        centres = [coords[st[0]].copy() for st in stacks]
+        panel = ranges or shared_ranges([coords], margin_px=RING_MARGIN_PX) or ([0, 1], [0, 1])
+        dot_sizes = np.full(len(coords), float(marker_size))
+        spreads = [_spread_senses(coords, st, names, panel, dot_sizes) for st in stacks]
+        ranges = panel  # fixed: autoscaling would zoom in on a sunflower that is all there is (a static model)
     outline = dict(width=0.5, color="white") if len(coords) < WEBGL_FROM else dict(width=0)
     traces = []
+    spread = any(spreads)
     for name in sorted(set(names)):
         idx = np.flatnonzero(names == name)
         trace = dict(
             type=kind, name=plain(name), mode="markers", customdata=idx,
             text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
             hovertemplate="%{text}<extra>" + plain(name) + "</extra>",
-            marker=dict(size=marker_size, color=colours.get(name, "#333"), line=outline),
+            # opacity: Plotly draws markers with sizes per point ("bubbles") at 0.7 unless told
+            marker=dict(size=dot_sizes[idx] if spread else marker_size, color=colours.get(name, "#333"),
+                        line=outline, opacity=1),
         )
         if three_d:
             trace["z"] = coords[idx, 2]
         traces.append(trace)
     if stacks and not three_d:
-        traces.append(_stack_trace(coords, stacks, names, kind, ranges))
+        traces.append(_stack_trace(np.array(centres), stacks, spreads, names, panel))
     axis = dict(showticklabels=False, title=None, zeroline=False)
     xaxis, yaxis = (axis, axis) if ranges is None or three_d else (
         dict(axis, range=ranges[0], autorange=False), dict(axis, range=ranges[1], autorange=False))
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
     title_text, title_lines = wrapped_title(title)
-    layout = dict(title=dict(text=title_text), legend=dict(title=dict(text=plain(legend_title))),
-                  margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10), height=420 + 22 * (title_lines - 1),
-                  clickmode="event+select", xaxis=xaxis, yaxis=yaxis)
+    # constant: the legend's dots keep their size when a sunflower's dots are smaller
+    legend, below = dict(title=dict(text=plain(legend_title)), itemsizing="constant"), 0
+    entries = [plain(t["name"]) for t in traces]
+    if max((len(e) for e in entries), default=0) > LEGEND_BESIDE_CHARS:
+        # Long names (SemCor's senses are WordNet glosses) beside the plot squeezed it to a sliver of a
+        # half-width panel: below it, one entry a line, they take height instead.
+        legend.update(orientation="h", x=0, xanchor="left", y=0, yanchor="top", entrywidth=1, entrywidthmode="fraction")
+        below = 22 * (len(entries) + 1)
+    layout = dict(title=dict(text=title_text), legend=legend,
+                  margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10 + below),
+                  height=420 + 22 * (title_lines - 1) + below, clickmode="event+select", xaxis=xaxis, yaxis=yaxis)
     return go.Figure(dict(data=traces, layout=layout))
 
 
-def _stack_trace(coords: np.ndarray, stacks: list[list[int]], names: np.ndarray, kind: str,
-                 ranges: tuple[list[float], list[float]] | None) -> dict:
-    """A ring with a count over each point that several occurrences share, listing their senses: otherwise the
-    colour drawn last would hide that, say, a static vector is the same for every sense."""
-    xs, ys, sizes, counts, hovers = [], [], [], [], []
-    stacks = sorted(stacks, key=len, reverse=True)  # the largest rings choose their label's place first
-    for st in stacks:
+SPREAD_MAX_PX = 16  # the largest sunflower's radius
+RING_MAX_PX = 42  # the largest ring's diameter
+RING_MARGIN_PX = RING_MAX_PX / 2 + 2  # the room a panel keeps at its edges for a ring
+
+
+def _spread_senses(coords: np.ndarray, stack: list[int], names: np.ndarray,
+                   ranges: tuple[Sequence[float], Sequence[float]], dot_sizes: np.ndarray) -> float:
+    """Where a shared point's occurrences have more than one sense, draw them as a small sunflower of smaller dots
+    inside its ring, grouped by sense (in place, in ``coords`` and ``dot_sizes``), so every sense shows rather
+    than the colour drawn last; each stays hoverable and clickable. Returns the sunflower's radius in px (0: one
+    sense, left stacked). The offsets are a few pixels of the panel estimated by :data:`PANEL_PLOT_PX`, never a
+    distance in the model's space."""
+    if len(set(names[stack].tolist())) < 2:
+        return 0.0
+    order = sorted(stack, key=lambda i: (names[i], i))
+    dot = max(4.0, 0.6 * float(dot_sizes[order[0]]))
+    dot_sizes[order] = dot
+    # px between neighbouring dots: they touch, so the colours read as groups; a big stack packs them closer so
+    # that its ring stays small (SemCor's 200 occurrences of run in a static model)
+    k = np.arange(len(order))
+    step = min(0.6 * dot, SPREAD_MAX_PX / np.sqrt(len(order)))
+    radius, angle = step * np.sqrt(k + 0.5), k * np.pi * (3 - np.sqrt(5))  # Vogel's spiral: the golden angle
+    per_px = np.array([ranges[0][1] - ranges[0][0], ranges[1][1] - ranges[1][0]], dtype=float) / PANEL_PLOT_PX
+    coords[order, 0] += radius * np.cos(angle) * per_px[0]
+    coords[order, 1] += radius * np.sin(angle) * per_px[1]
+    return float(radius[-1]) + dot / 2
+
+
+def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence[float], names: np.ndarray,
+                 ranges: tuple[Sequence[float], Sequence[float]]) -> dict:
+    """A ring with a count over each point that several occurrences share (largest first), listing their senses:
+    otherwise the colour drawn last would hide that, say, a static vector is the same for every sense. A ring
+    encloses the sunflower that :func:`_spread_senses` drew its occurrences as."""
+    sizes, counts, hovers = [], [], []
+    for st, spread in zip(stacks, spreads):
         senses: dict[str, int] = {}
         for i in st:
             senses[names[i]] = senses.get(names[i], 0) + 1
         listed = "<br>".join(f"{plain(name)}: {n}" for name, n in sorted(senses.items(), key=lambda x: -x[1]))
-        xs.append(coords[st[0], 0])
-        ys.append(coords[st[0], 1])
-        sizes.append(14 + 4 * np.log2(len(st)))
+        sizes.append(min(RING_MAX_PX, max(14 + 4 * np.log2(len(st)), 2 * spread + 6)))
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
+    places = label_places(ranges, centres, sizes, counts)
     # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
-    panel = ranges or shared_ranges([coords]) or ([0, 1], [0, 1])
-    places = label_places(panel, np.column_stack([xs, ys]), sizes, counts)
-    return dict(type="scatter", name="shared points", mode="markers+text", x=xs, y=ys, text=counts,
-                customdata=[st[0] for st in stacks],
+    return dict(type="scatter", name="shared points", mode="markers+text", x=centres[:, 0], y=centres[:, 1],
+                text=counts, customdata=[st[0] for st in stacks],
                 textposition=places, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)),
                 showlegend=True)
@@ -491,8 +534,11 @@ def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figu
     return fig
 
 
-def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06) -> tuple[list[float], list[float]] | None:
-    """x and y axis ranges that hold every finite point of every set (for panels fitted jointly), or None."""
+def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06, margin_px: float = 0.0
+                  ) -> tuple[list[float], list[float]] | None:
+    """x and y axis ranges that hold every finite point of every set (for panels fitted jointly), or None.
+    ``pad``: the room beyond the points, as a share of their span; ``margin_px``: at least this many px of it
+    in a panel of :data:`PANEL_PLOT_PX` (a shared point's ring at the edge must not be cut)."""
     pts = [np.asarray(c, dtype=float)[:, :2] for c in coord_sets if len(c)]
     if not pts:
         return None
@@ -501,7 +547,15 @@ def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06) -> tuple[
     if len(allp) == 0:
         return None
     lo, hi = allp.min(axis=0), allp.max(axis=0)
-    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    # An axis along which the points do not spread (two points, or one, from a PCA) has a span of rounding noise
+    # (1e-31): it takes the other axis's span, or 1, so the points sit in the middle rather than on an edge.
+    widest = float(np.max(hi - lo))
+    flat = (hi - lo) <= 1e-9 * max(widest, float(np.max(np.abs(allp)))) if widest > 0 else np.array([True, True])
+    span = np.where(flat, widest if widest > 0 and not flat.all() else 1.0, hi - lo)
+    px = np.array(PANEL_PLOT_PX, dtype=float)
+    pad = np.maximum(pad, margin_px / np.maximum(px - 2 * margin_px, 1.0))  # margin px of the padded width
+    mid = (lo + hi) / 2
+    lo, hi = np.where(flat, mid - span / 2, lo), np.where(flat, mid + span / 2, hi)
     lo, hi = lo - pad * span, hi + pad * span
     return [float(lo[0]), float(hi[0])], [float(lo[1]), float(hi[1])]
 

@@ -172,3 +172,37 @@ def test_shared_point_labels_keep_off_each_others_rings():
                                  ranges=([-1, 10], [-0.2, 0.5]))
     assert list(wide.data[-1].textposition) == ["top center", "top center"]
     assert list(wide.layout.yaxis.range) == [-0.2, 0.5] and wide.layout.yaxis.autorange is False
+
+
+def test_a_shared_point_of_several_senses_shows_every_sense_inside_its_ring():
+    """Issue 15: the static model's one point must show every sense, not the colour drawn last. The dots of a
+    mixed stack are spread a few pixels around the shared point, within its ring; a one-sense stack stays put."""
+    coords = np.zeros((8, 2))
+    coords[6:] = [[4.0, 4.0], [4.0, 4.0]]
+    labels = ["money"] * 3 + ["river"] * 3 + ["river", "river"]
+    fig = figures.sense_scatter(coords, labels, ["h"] * 8, stacks=[[0, 1, 2, 3, 4, 5], [6, 7]])
+    by_sense = {t.name: np.column_stack([t.x, t.y]) for t in fig.data if t.name in ("money", "river")}
+    ring = fig.data[-1]
+    assert list(ring.text) == ["×6", "×2"] and (ring.x[0], ring.y[0]) == (0.0, 0.0)
+    x_range, y_range = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert fig.layout.xaxis.autorange is False  # the spread must not rescale the axes
+    px = np.array(figures.PANEL_PLOT_PX) / [x_range[1] - x_range[0], y_range[1] - y_range[0]]
+    mixed = np.concatenate([by_sense["money"], by_sense["river"][:3]])
+    offsets = np.linalg.norm(mixed * px, axis=1)
+    assert len({tuple(p) for p in mixed.round(9)}) == 6  # six dots, none hidden under another
+    assert offsets.max() + 9 / 2 <= ring.marker.size[0] / 2  # all inside the ring
+    assert np.allclose(by_sense["river"][3:], [[4.0, 4.0], [4.0, 4.0]])  # one sense: stacked, as before
+    senses = [t for t in fig.data if t.name in ("money", "river")]
+    assert all(t.marker.opacity == 1 for t in senses)  # sizes per point would make Plotly fade them to 0.7
+    assert fig.layout.legend.itemsizing == "constant"
+
+
+def test_shared_ranges_centre_points_that_do_not_spread_along_an_axis():
+    """A PCA of two distinct vectors (a static model's bank and banks) puts them on one axis, the other holding
+    rounding noise of 1e-31: that axis gets the other's span, with the points in its middle, not on its edge."""
+    x_range, y_range = figures.shared_ranges([np.array([[0.0, 4.7e-16], [0.9, 4.7e-16 + 1e-31]])])
+    assert y_range[1] - y_range[0] == pytest.approx(x_range[1] - x_range[0])
+    assert (y_range[0] + y_range[1]) / 2 == pytest.approx(4.7e-16, abs=1e-12)
+    # room for a ring at the edge: 20 px of a 330 px wide panel on each side
+    (lo, hi), _ = figures.shared_ranges([np.array([[0.0, 0.0], [1.0, 1.0]])], margin_px=20)
+    assert -lo / (hi - lo) * figures.PANEL_PLOT_PX[0] == pytest.approx(20)

@@ -38,9 +38,10 @@ explain(
     "named by its WordNet gloss) or a **corpus** (every occurrence of any word; no labels, so colour by clusters). "
     "For each model, the left panel shows its input layer and the right panel the layer you choose, for the same "
     "occurrences. The static vectors and ELMo's character CNN are context-free: every occurrence of one form gets "
-    "the same vector, so they share one point (a ring with their count and senses marks it). BERT's input layer "
-    "is not quite context-free: it adds a position (and segment) embedding to the word's, so the same word at "
-    "another position in its sentence lands elsewhere, while its sense plays no part yet. With "
+    "the same vector, so they share one point: a ring with their count marks it, and inside it their dots are "
+    "spread by a few pixels, grouped by sense, so that every sense shows (the spread is drawing, not distance). "
+    "BERT's input layer is not quite context-free: it adds a position (and segment) embedding to the word's, so "
+    "the same word at another position in its sentence lands elsewhere, while its sense plays no part yet. With "
     "*shared axes* both are fitted in one projection, so distances compare across the two panels. Click a point "
     "to read its sentence and its nearest neighbours, measured with the cosine in the model's full space (not in "
     "the picture). *Clusters* are found in each layer without the labels (k-means on the directions, k chosen by "
@@ -352,7 +353,7 @@ def model_row(model_id: str) -> None:
     if standing_in:
         st.info(f"{METHOD_NAMES.get(use_method, use_method)} of {n_occ:,} points is running in the background; "
                 "showing PCA until it is ready (the panels switch by themselves).")
-    ranges = figures.shared_ranges(result.coords) if result.joint else None
+    ranges = figures.shared_ranges(result.coords, margin_px=figures.RING_MARGIN_PX) if result.joint else None
     cols = st.columns(2)
     for col, lay, xy in zip(cols, layers, result.coords):
         title = f"{name} · {names[lay]}" + (context_free_note(model) if lay == static else "")
