@@ -83,6 +83,16 @@ def is_presenting() -> bool:
     return bool(st.session_state.get("present"))
 
 
+PRESENT_SCALE = 1.25  # the font size on <html> in PRESENTATION_CSS
+TABLE_ROW_PX = 35  # a data grid's header and each of its rows at the normal font size (they grow with it)
+
+
+def table_height(rows: int) -> int:
+    """The height, in px, of a data grid that shows a header and ``rows`` rows without scrolling, in this mode."""
+    scale = PRESENT_SCALE if is_presenting() else 1.0
+    return round(TABLE_ROW_PX * scale * (rows + 1)) + 3
+
+
 def start_presenting() -> None:
     st.session_state["present"] = bool(st.session_state.get("present_toggle"))
 

@@ -17,7 +17,7 @@ from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
 from app.plots import plot
-from app.presentation import controls
+from app.presentation import controls, table_height
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
@@ -242,7 +242,7 @@ def ranking(base: att.AttentionMaps) -> None:
         table = ranked.drop(columns=["head_name"]).assign(**{c: 100 * ranked[c] for c in SHARES})
         # The measure ranked by comes first after the head, so it is on show however narrow the page.
         order = ["layer", "head", by, *(c for c in att.SUMMARY_COLUMNS if c != by)]
-        event = r2.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3,
+        event = r2.dataframe(table, hide_index=True, width="stretch", height=table_height(len(table)),
                              column_config=RANK_COLUMNS, column_order=order, on_select="rerun",
                              selection_mode="single-row", key="rank_pick")
         r1.caption("Pick a row (the box at its left) to see that head in detail above.")
