@@ -104,7 +104,7 @@ def sense_scatter(
     kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
     if marker_size is None:
         marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
-    centres, spreads = [], []
+    centres, spreads, dot_sizes = [], [], None
     if stacks and not three_d:  # points with the same vector are drawn exactly on top of each other
         coords = coords.copy()
         for st in stacks:
@@ -489,20 +489,21 @@ def percent(p: float) -> str:
     return "<0.001%" if p > 0 else "0%"
 
 
-def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None) -> go.Figure:
+def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = None,
+              x_max: float | None = None) -> go.Figure:
     """Top-k predictions of one mask as horizontal bars, best on top; the true word (if any) highlighted.
 
-    The x axis runs from 0 to a little above the largest probability shown (not a fixed 0-1, where a 3% guess
-    would be a sliver). Every guess keeps its label (one tick per bar, the left margin grows to the longest word)
-    and its probability is written at its bar's end at the figure's font size, never shrunk or clipped: the right
-    margin leaves room for it and rows are tall enough, also when presentation mode enlarges the fonts
-    (app/plots.py). Of the plotting template only its colour cycle travels with the figure (Streamlit styles the
-    chart in the browser; the rest is colour scales and per-trace defaults for other kinds of chart): a seventh of
-    the bytes for every keystroke."""
+    The x axis runs from 0 to a little above the largest probability shown, or ``x_max`` where that is larger (the
+    largest of several models drawn side by side): not a fixed 0-1, where a 3% guess would be a sliver. Every guess
+    keeps its label (one tick per bar, the left margin grows to the longest word) and its probability is written at
+    its bar's end at the figure's font size, never shrunk or clipped: the right margin leaves room for it and rows
+    are tall enough, also when presentation mode enlarges the fonts (app/plots.py). Of the plotting template only
+    its colour cycle travels with the figure (Streamlit styles the chart in the browser; the rest is colour scales
+    and per-trace defaults for other kinds of chart): a seventh of the bytes for every keystroke."""
     toks = [p["token"] for p in predictions][::-1]
     probs = [float(p["prob"]) for p in predictions][::-1]
     colours = [PALETTE[1] if truth is not None and t == truth else PALETTE[0] for t in toks]
-    top = max(probs, default=0.0)
+    top = max(probs + [x_max or 0.0], default=0.0)
     top = top if top > 0 else 1.0
     # ticks with as many decimals as the scale needs: 0-40% by 10%, 0-0.2% by 0.05%
     decimals = max(0, 1 - int(np.floor(np.log10(top * 100))))
@@ -522,6 +523,15 @@ def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = 
             yaxis=dict(type="category", dtick=1, automargin=True, fixedrange=True),
         ),
     )
+
+
+def shared_bar_scale(bar_sets: Sequence[Sequence[Sequence[dict]]]) -> list[float]:
+    """For each blank (or hidden piece), the largest probability any model gives it (``bar_sets``: per model, per
+    blank, the guesses with their "prob"): as ``x_max`` of :func:`fill_bars`, the models' bars side by side share
+    one scale, so a 2% guess is not drawn as long as another model's 8% one."""
+    blanks = max((len(bars) for bars in bar_sets), default=0)
+    return [max((float(p["prob"]) for bars in bar_sets if i < len(bars) for p in bars[i]), default=0.0)
+            for i in range(blanks)]
 
 
 def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:

@@ -206,3 +206,16 @@ def test_shared_ranges_centre_points_that_do_not_spread_along_an_axis():
     # room for a ring at the edge: 20 px of a 330 px wide panel on each side
     (lo, hi), _ = figures.shared_ranges([np.array([[0.0, 0.0], [1.0, 1.0]])], margin_px=20)
     assert -lo / (hi - lo) * figures.PANEL_PLOT_PX[0] == pytest.approx(20)
+
+
+def test_fill_bars_of_models_side_by_side_share_one_scale():
+    """Two models' guesses for the same blanks: each blank's bars end on the larger model's scale, so a 2% guess is
+    not drawn as long as the other model's 8% one."""
+    a = [[{"token": "bank", "prob": 0.08}, {"token": "box", "prob": 0.02}], [{"token": "way", "prob": 0.3}]]
+    b = [[{"token": "road", "prob": 0.023}], [{"token": "end", "prob": 0.02}]]
+    scale = figures.shared_bar_scale([a, b])
+    assert scale == [0.08, 0.3]
+    narrow, shared = figures.fill_bars(b[0]), figures.fill_bars(b[0], x_max=scale[0])
+    assert narrow.layout.xaxis.range[1] == pytest.approx(0.023 * 1.12)
+    assert shared.layout.xaxis.range[1] == pytest.approx(figures.fill_bars(a[0]).layout.xaxis.range[1])
+    assert figures.shared_bar_scale([]) == [] and figures.shared_bar_scale([a, [b[0]]])[1] == 0.3

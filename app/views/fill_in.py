@@ -135,19 +135,17 @@ def word_to_hide(checked: str, model_id: str) -> tuple[str, int] | None:
     return None if pick is None or pick not in words else words[pick][:2]
 
 
-def guess_charts(model_id: str, checked: str, k: int, whole_words: bool) -> None:
+def guess_charts(model_id: str, results: list, scale: list[float]) -> None:
     name = label(model_id)
-    results = guesses(model_id, checked, k, whole_words)
     for i, preds in enumerate(results, 1):
         title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
         data = pd.DataFrame(preds).assign(mask=i, model=name)
-        plot(figures.fill_bars(preds, title=title), f"fill-{name}-{i}", key=f"fill::{model_id}::{i}", data=data)
+        plot(figures.fill_bars(preds, title=title, x_max=scale[i - 1]), f"fill-{name}-{i}",
+             key=f"fill::{model_id}::{i}", data=data)
 
 
-def score_charts(model_id: str, checked: str, hidden: tuple[str, int], k: int, whole_words: bool) -> None:
+def score_charts(model_id: str, s: dict, scale: list[float]) -> None:
     name = label(model_id)
-    word, occurrence = hidden
-    s = score(model_id, checked, word, occurrence, k, whole_words)
     m1, m2 = st.columns(2)
     m1.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
     m2.metric("rank", f"{s['rank']:,}", help="1 = the model's first guess (the worst piece's rank)")
@@ -156,7 +154,7 @@ def score_charts(model_id: str, checked: str, hidden: tuple[str, int], k: int, w
                                           zip(s["pieces"], s["piece_probs"], s["piece_ranks"])))
     for j, (piece, preds) in enumerate(zip(s["pieces"], s["top"])):
         data = pd.DataFrame(preds).assign(piece=piece, model=name)
-        plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece),
+        plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece, x_max=scale[j]),
              f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
 
 
@@ -194,15 +192,28 @@ def fill_in_view() -> None:
         st.info("The sentence has no `[MASK]` yet: write `[MASK]` where the model should guess a word, or choose "
                 f"*{MODES['word']}* above to hide a word of the sentence.")
         return
-    for col, model_id in zip(st.columns(len(chosen)), chosen):
+    # Every model's guesses first (each in its column, where a failure is reported), then the bars on one scale.
+    cols, computed = st.columns(len(chosen)), {}
+    for col, model_id in zip(cols, chosen):
         name = label(model_id)
         with col:
             st.subheader(md(name))
             with guard(name), limits.heavy(f"{name}'s guesses"):
-                if hidden is None:
-                    guess_charts(model_id, checked, int(top_k), whole_words)
-                else:
-                    score_charts(model_id, checked, hidden, int(top_k), whole_words)
+                computed[model_id] = (guesses(model_id, checked, int(top_k), whole_words) if hidden is None else
+                                      score(model_id, checked, *hidden, int(top_k), whole_words))
+    scale = figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
+    if hidden is not None:  # each tokenizer splits the word its own way: piece j of one is not piece j of another
+        scale = [max(scale, default=0.0)] * len(scale)
+    for col, model_id in zip(cols, chosen):
+        if model_id not in computed:
+            continue
+        with col, guard(label(model_id)):
+            if hidden is None:
+                guess_charts(model_id, computed[model_id], scale)
+            else:
+                score_charts(model_id, computed[model_id], scale)
+    if len(computed) > 1:
+        st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
 
 
 fill_in_view()
