@@ -355,8 +355,8 @@ else:
     # the sliders is not pulled back to the picked row. The sliders are drawn below, so they can still be set.
     picked = list(event.selection.rows)
     if picked and picked != st.session_state.get("_ft_head_seen"):
-        st.session_state["ft_att_layer"] = int(ranked.loc[picked[0], "layer"])
-        st.session_state["ft_att_head"] = int(ranked.loc[picked[0], "head"])
+        row = ranked.iloc[picked[0]]  # the selection counts rows as shown, not index labels
+        st.session_state["ft_att_layer"], st.session_state["ft_att_head"] = int(row["layer"]), int(row["head"])
     st.session_state["_ft_head_seen"] = picked
     by_layer = result.heads.mean(axis=1)
     if by_layer.max() < 1e-6:
