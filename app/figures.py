@@ -534,6 +534,67 @@ def shared_bar_scale(bar_sets: Sequence[Sequence[Sequence[dict]]]) -> list[float
             for i in range(blanks)]
 
 
+def _times(ratio: float) -> str:
+    """A ratio of probabilities as a reader says it: ×2.5 (more likely), ÷3.1 (less likely), ×1."""
+    if not np.isfinite(ratio) or ratio <= 0:
+        return "÷∞" if ratio == 0 else "×∞"
+    if abs(np.log2(ratio)) < 0.01:
+        return "×1"
+    factor = ratio if ratio > 1 else 1 / ratio
+    shown = f"{factor:.1f}" if factor < 9.95 else f"{factor:,.0f}"
+    return ("×" if ratio > 1 else "÷") + shown
+
+
+EFFECT_MAX_LOG2 = 10  # bars are cut at ×1024 / ÷1024 (their labels keep the true factor)
+
+
+def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None) -> go.Figure:
+    """Which words an answer rests on (``effects``: :class:`ctxmodels.analysis.fill_in.WordEffects` as a dict), one
+    bar per word in the sentence's order, top to bottom: how many times less (÷, to the left) or more (×, to the
+    right) likely the answer becomes when that word is hidden. The axis is logarithmic in the factor, so ÷4 is as
+    long as ×4; it is symmetric, at least ÷2 to ×2, or ±``x_max`` (in powers of two) to share a scale with other
+    models. A word not hidden (a blank, the hidden word itself) keeps its row without a bar."""
+    words, prob = effects["words"], float(effects["prob"])
+    hidden = effects["hidden_probs"]
+    tops = effects.get("top_when_hidden") or [None] * len(words)
+    answer = plain(effects["answer"])
+    logs, texts, hovers, colours = [], [], [], []
+    for word, p, top in zip(words, hidden, tops):
+        if p is None:
+            logs.append(None)
+            texts.append("")
+            hovers.append(f"{plain(word)}: not hidden")
+            colours.append(PALETTE[9])
+            continue
+        ratio = p / prob if prob > 0 else float("inf")
+        logs.append(float(np.clip(np.log2(max(ratio, 1e-300)), -EFFECT_MAX_LOG2, EFFECT_MAX_LOG2)))
+        texts.append(_times(ratio))
+        then = f"<br>first guess then: {plain(top)}" if top is not None else ""
+        hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
+                      f"({_times(ratio)}){then}")
+        colours.append(PALETTE[0] if ratio < 1 else PALETTE[3])
+    span = max([abs(v) for v in logs if v is not None] + [1.0, x_max or 0.0])
+    ticks = list(range(-int(np.ceil(span)), int(np.ceil(span)) + 1))
+    step = max(1, int(np.ceil(len(ticks) / 9)))  # at most about nine labels on the axis
+    ticks = [t for t in ticks if t % step == 0]
+    labels = [_times(2.0 ** t) for t in ticks]
+    rows = list(range(len(words)))
+    names = [plain(w) if h is not None else f"<i>{plain(w)}</i>" for w, h in zip(words, hidden)]
+    return go.Figure(
+        data=[dict(type="bar", x=logs, y=rows, orientation="h", marker=dict(color=colours), text=texts,
+                   textposition="outside", cliponaxis=False, constraintext="none", customdata=hovers,
+                   hovertemplate="%{customdata}<extra></extra>")],
+        layout=dict(
+            title=dict(text=plain(title)), height=90 + 26 * len(words), margin=dict(l=10, r=50, t=40, b=10),
+            xaxis=dict(title=dict(text=f"P({answer}) with the word hidden"), range=[-span * 1.2, span * 1.2],
+                       tickvals=ticks, ticktext=labels, zeroline=True, zerolinecolor="#888", zerolinewidth=1,
+                       fixedrange=True),
+            yaxis=dict(tickvals=rows, ticktext=names, autorange="reversed", automargin=True, fixedrange=True),
+            showlegend=False,
+        ),
+    )
+
+
 def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:
     """Training loss over steps from metrics.jsonl records (other records, e.g. evaluations, are skipped)."""
     train = [r for r in records if "loss" in r]

@@ -8,10 +8,12 @@ punctuation, and their guesses include them when the filter is off.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from app.inputs import md
-from ctxmodels.analysis.fill_in import is_whole_word, mask_word
+from ctxmodels.analysis.fill_in import fill_mask, guess_effects, is_whole_word, mask_word, word_effects
 from tests.app_fixtures import assert_clean, charts, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
@@ -151,11 +153,75 @@ def test_an_edit_that_removes_the_hidden_word_asks_for_another():
     assert any("Pick a word" in i for i in texts(at.info)) and not at.metric
 
 
+# -- which words an answer rests on ---------------------------------------------------------------------------
+
+
+def effect_charts(at) -> list[dict]:
+    return [spec for spec in charts(at) if "rests on" in spec["layout"]["title"]["text"]]
+
+
+def tiny_bert(tiny_assets):
+    import ctxmodels
+
+    return ctxmodels.load(str(tiny_assets / "bert-eltec"))
+
+
+def test_which_words_the_first_guess_rests_on(tiny_assets):
+    text = "The boat drifted towards the [MASK] of the river."
+    at = page("fill_in", text=text)
+    assert_clean(at)
+    assert at.toggle(key="why").value is False and not effect_charts(at)  # off by default: one run per word
+    at.toggle(key="why").set_value(True).run()
+    assert_clean(at)
+    bert = tiny_bert(tiny_assets)
+    expected = guess_effects(bert, None, text)
+    first = fill_mask(bert, None, text, top_k=1, whole_words=True)[0][0]["token"]
+    [spec] = effect_charts(at)
+    assert expected.answer == first and spec["layout"]["title"]["text"] == f"what “{first}” rests on"
+    bars = spec["data"][0]
+    assert bars["x"][5] is None  # the blank is not hidden
+    shown = [b for i, b in enumerate(bars["x"]) if i != 5]
+    assert shown == pytest.approx([math.log2(p / expected.prob) for p in expected.hidden_probs if p is not None])
+    assert len(charts(at)) == 2 and at.query_params["why"] == "1"  # the guesses' bars stay
+    at = page("fill_in", text=text, why="1")  # the link opens with it
+    assert_clean(at)
+    assert len(effect_charts(at)) == 1
+
+
+def test_a_typed_guess_is_explained_and_a_word_the_model_lacks_is_an_error_that_keeps_the_guesses(tiny_assets):
+    text = "The boat drifted towards the [MASK] of the river."
+    bert = tiny_bert(tiny_assets)
+    third = fill_mask(bert, None, text, top_k=3, whole_words=True)[0][2]["token"]
+    at = page("fill_in", text=text, why="1", why_guess=third)
+    assert_clean(at)
+    assert at.text_input(key="why_guess").value == third
+    [spec] = effect_charts(at)
+    assert spec["layout"]["title"]["text"] == f"what “{third}” rests on"
+    at.text_input(key="why_guess").input("zebrafish").run()
+    assert not at.exception
+    assert any("not one piece of this model's vocabulary" in e for e in texts(at.error))
+    assert not effect_charts(at) and len(charts(at)) == 1  # the guesses are still shown
+    assert at.query_params["why_guess"] == "zebrafish"
+
+
+def test_which_words_a_hidden_word_rests_on(tiny_assets):
+    at = page("fill_in", text=RIVER, blank="bank", why="1")
+    assert_clean(at)
+    assert not at.get("text_input")  # no guess to type: the hidden word is what is explained
+    [spec] = effect_charts(at)
+    assert spec["layout"]["title"]["text"] == "what “bank” rests on"
+    expected = word_effects(tiny_bert(tiny_assets), None, RIVER, "bank")
+    hidden = spec["data"][0]["x"]
+    assert [x is None for x in hidden] == [p is None for p in expected.hidden_probs]
+    assert hidden[RIVER.split().index("bank")] is None
+
+
 # -- the link is checked ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("param, value", [("blank", "zebra"), ("blank", "<b>x</b>"), ("fill_mode", "bogus"),
-                                          ("whole_words", "maybe"), ("k", "99"), ("fill_models", "nope")])
+                                          ("whole_words", "maybe"), ("k", "99"), ("fill_models", "nope"),
+                                          ("why", "maybe"), ("why_guess", "x" * 41)])
 def test_bad_values_in_the_link_are_warned_about(param, value):
     query = {"text": RIVER, param: value}
     if param == "blank":
@@ -171,6 +237,8 @@ def test_bad_values_in_the_link_are_warned_about(param, value):
         assert at.checkbox(key="whole_words").value is True
     if param == "k":
         assert at.slider(key="k").value == 20
+    if param == "why":
+        assert at.toggle(key="why").value is False
 
 
 def test_a_blank_in_the_link_is_checked_against_the_sentence():

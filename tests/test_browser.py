@@ -242,6 +242,40 @@ def test_fill_in_keystrokes_rerun_only_the_fragment_and_a_link_hides_a_word(serv
     page.close()
 
 
+def plot_titles(page) -> list[str]:
+    """The figures' titles as read (the app sets them bold)."""
+    return page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                         ".map(p => p.layout.title.text.replace(/<[^>]*>/g, ''))")
+
+
+def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
+    """The switch draws, under the guesses, one bar per word of the sentence in its order; a guess typed into the
+    box beside it is explained instead of the first guess."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/fill_in?text=The+boat+drifted+towards+the+%5BMASK%5D+of+the+river.")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() == 1
+    page.get_by_text("Show which words it rests on").click()
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2", timeout=60_000)
+    settle(page)
+    words = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[1].layout.yaxis.ticktext")
+    assert [w.replace("<i>", "").replace("</i>", "") for w in words] == [
+        "The", "boat", "drifted", "towards", "the", "[MASK]", "of", "the", "river", "."], words
+    assert plot_titles(page)[1].startswith("what “"), plot_titles(page)
+    assert "why=1" in page.url
+    box = page.get_by_role("textbox", name="for the guess")
+    box.fill("river")
+    box.press("Enter")
+    page.wait_for_function("() => ((document.querySelectorAll('.js-plotly-plot')[1] || {layout: {title: {}}})"
+                           ".layout.title.text || '').includes('what “river” rests on')", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert "why_guess=river" in page.url
+    screenshot(page, "fill_in-rests-on.png")
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")

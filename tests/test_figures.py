@@ -219,3 +219,28 @@ def test_fill_bars_of_models_side_by_side_share_one_scale():
     assert narrow.layout.xaxis.range[1] == pytest.approx(0.023 * 1.12)
     assert shared.layout.xaxis.range[1] == pytest.approx(figures.fill_bars(a[0]).layout.xaxis.range[1])
     assert figures.shared_bar_scale([]) == [] and figures.shared_bar_scale([a, [b[0]]])[1] == 0.3
+
+
+def test_word_effect_bars_one_row_per_word_in_order_on_a_log_scale():
+    effects = {"words": ["She", "put", "<b>money</b>", "in", "the", "[MASK]"], "answer": "bank", "prob": 0.2,
+               "hidden_probs": [0.2, 0.05, 0.0125, 0.4, 0.0, None],
+               "top_when_hidden": ["bank", "box", "room", "bank", "the", None]}
+    fig = figures.word_effect_bars(effects, title="what “bank” rests on")
+    bar = fig.data[0]
+    assert list(bar.y) == list(range(6)) and fig.layout.yaxis.autorange == "reversed"  # the sentence reads down
+    assert list(fig.layout.yaxis.ticktext)[2] == "&lt;b&gt;money&lt;/b&gt;"  # a visitor's markup shows as typed
+    assert list(fig.layout.yaxis.ticktext)[5] == "<i>[MASK]</i>"  # not hidden: a row without a bar
+    # log2 of how many times more likely the answer is without the word; a word that made it impossible is cut
+    assert list(bar.x[:5]) == pytest.approx([0.0, -2.0, -4.0, 1.0, -figures.EFFECT_MAX_LOG2]) and bar.x[5] is None
+    assert list(bar.text) == ["×1", "÷4.0", "÷16", "×2.0", "÷∞", ""]
+    assert bar.marker.color[1] == figures.PALETTE[0] and bar.marker.color[3] == figures.PALETTE[3]
+    assert "P(bank) 20.0% → 1.2%" in bar.customdata[2] and "first guess then: room" in bar.customdata[2]
+    # a symmetric axis, ÷ left and × right, long enough for the longest bar
+    lo, hi = fig.layout.xaxis.range
+    assert lo == -hi and hi >= figures.EFFECT_MAX_LOG2
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks[len(ticks) // 2] == "×1" and ticks[0].startswith("÷") and ticks[-1].startswith("×")
+    # at least ÷2 to ×2, or the scale shared with another model's chart
+    small = dict(effects, hidden_probs=[0.21, 0.19, None, None, None, None])
+    assert figures.word_effect_bars(small).layout.xaxis.range[1] == pytest.approx(1.2)
+    assert figures.word_effect_bars(small, x_max=3).layout.xaxis.range[1] == pytest.approx(3.6)

@@ -9,7 +9,15 @@ import pytest
 import torch
 import transformers
 
-from ctxmodels.analysis.fill_in import fill_mask, is_whole_word, mask_word, normalize_masks
+from ctxmodels.analysis import fill_in
+from ctxmodels.analysis.fill_in import (
+    fill_mask,
+    guess_effects,
+    is_whole_word,
+    mask_word,
+    normalize_masks,
+    word_effects,
+)
 from ctxmodels.bert import BertConfig, BertForPreTraining
 from ctxmodels.cli import main as cli_main
 from ctxmodels.formats.huggingface import save_pretrained
@@ -181,3 +189,101 @@ def test_cli_reports_problems_without_a_traceback(saved, capsys, tmp_path):
     assert "no [MASK]" in capsys.readouterr().err
     assert cli_main(["fill-mask", "--model", str(tmp_path / "missing"), "the [MASK]"]) == 2
     assert "cannot find a model" in capsys.readouterr().err  # the same message as every --model
+
+
+# -- which words an answer rests on ------------------------------------------------------------------------------
+
+
+def _one_at_a_time(model, tok, text: str, position: int, word: int) -> torch.Tensor:
+    """The probabilities at ``position`` with every piece of word ``word`` masked: one direct run of the model."""
+    enc = tok.encode(text)
+    ids = torch.tensor([enc.ids])
+    ids[0, enc.word_pieces(word)] = tok.mask_id
+    with torch.no_grad():
+        return model(ids).prediction_logits[0, position].softmax(-1)
+
+
+def test_a_guess_rests_on_what_hiding_each_word_does_to_it(saved):
+    model, tok, _ = saved
+    text = "the [MASK] of the river was steep"
+    first = fill_mask(model, tok, text, top_k=1, whole_words=True)[0][0]
+    effects = guess_effects(model, tok, text)
+    assert effects.answer == first["token"] and effects.prob == pytest.approx(first["prob"], abs=1e-6)
+    assert effects.words == text.split() and effects.hidden_probs[1] is None and effects.top_when_hidden[1] is None
+    answer = tok.token_to_id(effects.answer)
+    for i in (0, 2, 3, 4, 5, 6):  # "of", "river", "was", "steep" are several pieces in this small vocabulary
+        probs = _one_at_a_time(model, tok, text, 2, i)  # the blank is piece 2, after [CLS] and "the"
+        assert effects.hidden_probs[i] == pytest.approx(float(probs[answer]), abs=1e-6)
+        best_word = next(t for t in (tok.id_to_token(j) for j in probs.argsort(descending=True).tolist())
+                         if is_whole_word(t))
+        assert effects.top_when_hidden[i] == best_word
+        assert effects.changes[i] == pytest.approx(effects.hidden_probs[i] - effects.prob)
+    assert len(tok.encode(text).word_pieces(6)) > 1  # so hiding a word masks all its pieces, as checked above
+    assert guess_effects(model, tok, text).to_dict() == effects.to_dict()  # deterministic (dropout is off)
+
+
+def test_a_named_guess_a_second_blank_and_pieces(saved):
+    model, tok, _ = saved
+    text = "the [MASK] of the [MASK]"
+    guesses = fill_mask(model, tok, text, top_k=8)
+    fourth = guesses[1][3]["token"]
+    effects = guess_effects(model, tok, text, blank=1, guess=fourth, whole_words=False)
+    assert effects.answer == fourth and effects.prob == pytest.approx(guesses[1][3]["prob"], abs=1e-6)
+    assert effects.hidden_probs[1] is None and effects.hidden_probs[4] is None  # both blanks stay blanks
+    # a vocabulary word far from the first guesses is found in the vocabulary
+    rare = fill_mask(model, tok, text, top_k=tok.vocab_size)[1][-1]["token"]
+    assert guess_effects(model, tok, text, blank=1, guess=rare, whole_words=False, search=3).answer == rare
+    assert guess_effects(model, tok, text, whole_words=False).answer == guesses[0][0]["token"]
+
+
+def test_a_hidden_word_rests_on_the_other_words(saved):
+    model, tok, _ = saved
+    text = "the bankers lend money to the river"
+    score = mask_word(model, tok, text, "bankers")
+    effects = word_effects(model, tok, text, "bankers")
+    assert len(score.pieces) >= 2 and effects.answer == "bankers"
+    assert effects.prob == pytest.approx(score.prob, rel=1e-5)  # the product of its pieces, as mask_word scores it
+    assert effects.hidden_probs[1] is None
+    enc = tok.encode(text)
+    pieces = enc.word_pieces(1)
+    for i in (0, 3, 6):  # hide word i too (all its pieces), then score the word's pieces as mask_word does
+        ids = torch.tensor([enc.ids])
+        ids[0, pieces + enc.word_pieces(i)] = tok.mask_id
+        with torch.no_grad():
+            probs = model(ids).prediction_logits[0].softmax(-1)
+        expected = math.prod(float(probs[p, enc.ids[p]]) for p in pieces)
+        assert effects.hidden_probs[i] == pytest.approx(expected, rel=1e-4)
+    # a blank written in the text stays one
+    with_blank = word_effects(model, tok, "the bankers [MASK] money", "money")
+    assert with_blank.hidden_probs[2] is None and with_blank.hidden_probs[3] is None
+
+
+def test_rests_on_clear_errors(saved, monkeypatch):
+    model, tok, _ = saved
+    with pytest.raises(ValueError, match=r"no \[MASK\]"):
+        guess_effects(model, tok, "the bank of the river")
+    with pytest.raises(ValueError, match="blank 3 does not exist: the text has 2"):
+        guess_effects(model, tok, "the [MASK] of the [MASK]", blank=2)
+    with pytest.raises(ValueError, match="not one piece of this model's vocabulary"):
+        guess_effects(model, tok, "the [MASK] of the river", guess="zebrafish")
+    with pytest.raises(ValueError, match="'sea' occurs not at all"):
+        word_effects(model, tok, "the bank of the river", "sea")
+    monkeypatch.setattr(fill_in, "MAX_WORDS_TO_HIDE", 4)
+    with pytest.raises(ValueError, match="5 words to hide .* up to 4 words: shorten it"):
+        guess_effects(model, tok, "the [MASK] of the river was")
+    assert len(guess_effects(model, tok, "the [MASK] of the river").words) == 5  # 4 to hide: shown
+
+
+def test_cli_rests_on(saved, capsys):
+    model, tok, directory = saved
+    assert cli_main(["fill-mask", "--model", str(directory), "--rests-on", "--json", "the [MASK] of the river"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["guesses"] == json.loads(json.dumps(fill_mask(model, tok, "the [MASK] of the river")))
+    assert out["rests_on"][0]["hidden_probs"] == pytest.approx(
+        guess_effects(model, tok, "the [MASK] of the river", whole_words=False).hidden_probs)
+    assert cli_main(["fill-mask", "--model", str(directory), "--rests-on", "--word", "river",
+                     "the bank of the river"]) == 0
+    text = capsys.readouterr().out
+    assert "what 'river' rests on" in text and text.count("first guess then") == 4
+    assert cli_main(["fill-mask", "--model", str(directory), "--guess", "bank", "the [MASK] of the river"]) == 2
+    assert "add --rests-on" in capsys.readouterr().err

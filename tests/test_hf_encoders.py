@@ -15,7 +15,7 @@ import transformers
 
 import ctxmodels
 from ctxmodels.analysis import attention as att
-from ctxmodels.analysis.fill_in import fill_mask, mask_word
+from ctxmodels.analysis.fill_in import fill_mask, guess_effects, mask_word
 from ctxmodels.checkpoint import CheckpointError
 from ctxmodels.loading import BertLoaded, TransformersLoaded, clear_cache, packaged_model_dir
 from tests.hf_tiny import FAMILIES, as_hub_cache, build
@@ -105,6 +105,15 @@ def test_vectors_attention_and_fill_in_equal_direct_transformers_calls(folders, 
     score = mask_word(m, None, TEXT, "bankers")
     assert score.word == "bankers" and len(score.pieces) == len(m.tokenizer.encode(TEXT).word_pieces(1))
     assert 0 < score.prob <= 1 and score.rank >= 1
+    # which words the first guess rests on: "bankers" (word 1) hidden, every piece of it, in a direct call
+    effects = guess_effects(m, None, masked, whole_words=False)
+    assert effects.answer == got[0][0]["token"] and effects.prob == pytest.approx(got[0][0]["prob"], abs=ATOL)
+    ids = inputs["input_ids"].clone()
+    ids[0, m.tokenizer.encode(masked).word_pieces(1)] = hf_tok.mask_token_id
+    with torch.no_grad():
+        hidden = mlm(**{**inputs, "input_ids": ids}).logits[0, position].softmax(-1)
+    assert effects.hidden_probs[1] == pytest.approx(float(hidden[top.indices[0]]), abs=ATOL)
+    assert effects.hidden_probs[3] is None  # the blank
 
 
 @pytest.mark.parametrize("family", FAMILIES)

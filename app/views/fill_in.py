@@ -7,6 +7,7 @@ not the page around them, and the box reports a keystroke after a short pause (`
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pandas as pd
@@ -39,7 +40,11 @@ explain(
     "to less than the whole. *A word I hide* puts `[MASK]` in place of a word you pick and shows how likely the "
     "model finds the word that was there. A word the tokenizer splits into pieces is hidden whole; its "
     "probability is the product of its pieces' (each predicted independently) and its rank the worst of its "
-    "pieces' ranks (among all the vocabulary's pieces).",
+    "pieces' ranks (among all the vocabulary's pieces). *Show which words it rests on* hides each other word of "
+    "the sentence in turn (`[MASK]` in its place, so nothing else moves) and reads the answer's probability again: "
+    "a bar to the left (÷) is how many times less likely the answer becomes without that word, one to the right (×) "
+    "a word that was pulling towards another answer; the hover says what the model would then guess first. It "
+    "explains each model's first guess, or a word you type (any word of the vocabulary), or the word you hid.",
     ["mlm"],
 )
 
@@ -68,6 +73,8 @@ url_state("text", "The boat drifted slowly towards the far [MASK] of the river."
 url_state("fill_models", mlm_ids[:1], options=mlm_ids, many=True, names=label)
 url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
+url_state("why", False, kind=bool)
+url_state("why_guess", "", max_chars=40)
 # A link that names a word to hide opens in that mode even without fill_mode.
 url_state("fill_mode", "word" if "blank" in st.query_params else "masks", options=list(MODES))
 
@@ -83,6 +90,35 @@ def score(model_id: str, text: str, word: str, occurrence: int, k: int, whole_wo
     m = get_model(model_id)
     return fill_in.mask_word(m, m.tokenizer, text, word, occurrence=occurrence, top_k=k,
                              whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def rests_on(model_id: str, text: str, blank: int, guess: str | None, whole_words: bool) -> dict:
+    m = get_model(model_id)
+    return fill_in.guess_effects(m, m.tokenizer, text, blank=blank, guess=guess, whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def hidden_rests_on(model_id: str, text: str, word: str, occurrence: int, whole_words: bool) -> dict:
+    m = get_model(model_id)
+    return fill_in.word_effects(m, m.tokenizer, text, word, occurrence=occurrence,
+                                whole_words=whole_words).to_dict()
+
+
+def effect_scale(effects: list[dict]) -> float:
+    """The largest factor (in powers of two) any of ``effects`` shows: the models' charts side by side share it."""
+    logs = [abs(math.log2(max(p, 1e-300) / e["prob"])) for e in effects if e["prob"] > 0
+            for p in e["hidden_probs"] if p is not None]
+    return min(max(logs, default=1.0), figures.EFFECT_MAX_LOG2)
+
+
+def effect_chart(model_id: str, effects: dict, scale: float, key: str) -> None:
+    name = label(model_id)
+    data = pd.DataFrame({"word": effects["words"], "p_hidden": effects["hidden_probs"],
+                         "first_guess_then": effects["top_when_hidden"]}).assign(
+        answer=effects["answer"], p_all_words=effects["prob"], model=name)
+    plot(figures.word_effect_bars(effects, title=f"what “{effects['answer']}” rests on", x_max=scale),
+         f"rests-on-{name}-{effects['answer']}", key=key, data=data)
 
 
 def hideable(text: str, model_id: str) -> dict[str, tuple[str, int, int]]:
@@ -135,16 +171,19 @@ def word_to_hide(checked: str, model_id: str) -> tuple[str, int] | None:
     return None if pick is None or pick not in words else words[pick][:2]
 
 
-def guess_charts(model_id: str, results: list, scale: list[float]) -> None:
+def guess_charts(model_id: str, results: list, scale: list[float], effects: list | None,
+                 effect_scales: list[float]) -> None:
     name = label(model_id)
     for i, preds in enumerate(results, 1):
         title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
         data = pd.DataFrame(preds).assign(mask=i, model=name)
         plot(figures.fill_bars(preds, title=title, x_max=scale[i - 1]), f"fill-{name}-{i}",
              key=f"fill::{model_id}::{i}", data=data)
+        if effects and effects[i - 1] is not None:
+            effect_chart(model_id, effects[i - 1], effect_scales[i - 1], key=f"why::{model_id}::{i}")
 
 
-def score_charts(model_id: str, s: dict, scale: list[float]) -> None:
+def score_charts(model_id: str, s: dict, scale: list[float], effects: dict | None, effect_scale: float) -> None:
     name = label(model_id)
     m1, m2 = st.columns(2)
     m1.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
@@ -156,6 +195,44 @@ def score_charts(model_id: str, s: dict, scale: list[float]) -> None:
         data = pd.DataFrame(preds).assign(piece=piece, model=name)
         plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece, x_max=scale[j]),
              f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
+    if effects is not None:
+        effect_chart(model_id, effects, effect_scale, key=f"why::{model_id}")
+
+
+def why_controls(box, mode: str) -> tuple[bool, str | None]:
+    """The "which words it rests on" switch, and (for the blanks) the guess to explain: None for each model's
+    first guess."""
+    c1, c2 = box.columns(2, vertical_alignment="bottom") if mode == "masks" else (box, None)
+    why = c1.toggle("Show which words it rests on", key="why", persist_state="session",
+                    help="Hides each other word of the sentence in turn ([MASK] in its place) and shows how many "
+                         "times less (÷) or more (×) likely the answer becomes: a long bar to the left is a word "
+                         "the answer rests on. One model run per word.")
+    guess = None
+    if why and c2 is not None:
+        guess = c2.text_input("for the guess", key="why_guess", max_chars=40,
+                              placeholder="each model's first guess",
+                              help="A word to explain at every blank (bank, say), whether or not it is among the "
+                                   "guesses shown; empty: each model's own first guess.").strip() or None
+    to_url("why", "why_guess")
+    return why, guess
+
+
+def explain_each(cols: list, chosen: list[str], computed: dict, checked: str, hidden: tuple[str, int] | None,
+                 guess: str | None, whole_words: bool) -> dict:
+    """Per model, what its answers rest on: per blank (or for the hidden word), as :func:`rests_on` gives it; a
+    model whose answer cannot be explained gets its message in its column (above its charts) and no entry."""
+    out = {}
+    for col, model_id in zip(cols, chosen):
+        if model_id not in computed:
+            continue
+        with col, guard(f"What {label(model_id)}'s answer rests on"), \
+                limits.heavy(f"{label(model_id)}'s explanation"):
+            if hidden is not None:
+                out[model_id] = hidden_rests_on(model_id, checked, *hidden, whole_words)
+            else:
+                out[model_id] = [rests_on(model_id, checked, i, guess, whole_words)
+                                 for i in range(len(computed[model_id]))]
+    return out
 
 
 @st.fragment
@@ -176,6 +253,7 @@ def fill_in_view() -> None:
     top_k = c3.slider("Guesses per blank", **TOP_K, key="k", persist_state="session")
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
+    why, guess = why_controls(box, mode)
     to_url("text", "k", "fill_models", "whole_words", "fill_mode")
     checked = checked_sentence(text)
     if checked is None:
@@ -204,14 +282,20 @@ def fill_in_view() -> None:
     scale = figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
     if hidden is not None:  # each tokenizer splits the word its own way: piece j of one is not piece j of another
         scale = [max(scale, default=0.0)] * len(scale)
+    effects = {}
+    if why:
+        effects = explain_each(cols, chosen, computed, checked, hidden, guess, whole_words)
     for col, model_id in zip(cols, chosen):
         if model_id not in computed:
             continue
         with col, guard(label(model_id)):
             if hidden is None:
-                guess_charts(model_id, computed[model_id], scale)
+                blanks = len(computed[model_id])
+                effect_scales = [effect_scale([e[i] for e in effects.values() if i < len(e)]) for i in range(blanks)]
+                guess_charts(model_id, computed[model_id], scale, effects.get(model_id), effect_scales)
             else:
-                score_charts(model_id, computed[model_id], scale)
+                score_charts(model_id, computed[model_id], scale, effects.get(model_id),
+                             effect_scale(list(effects.values())))
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
 

@@ -150,18 +150,23 @@ def fill_mask(
     return _top(probs, tokenizer, top_k, ["word" if whole_words else "any"] * len(positions))
 
 
+def _top_ids(row: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int, kind: str) -> torch.return_types.topk:
+    """The ``top_k`` best of one row of probabilities [V] among the ids the tokenizer has a token for (a model may
+    have rows no token maps to) and ``kind`` allows (see :func:`_allowed_ids`): (values, indices)."""
+    allowed = _allowed_ids(tokenizer, row.shape[-1], kind).to(row.device)
+    n = min(top_k, int(allowed.sum()))
+    if n == 0:  # a vocabulary without a single such token: show what there is
+        allowed = _allowed_ids(tokenizer, row.shape[-1], "any").to(row.device)
+        n = min(top_k, int(allowed.sum()))
+    return row.masked_fill(~allowed, -1.0).topk(n)
+
+
 def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int,
          kinds: list[str]) -> list[list[dict[str, float | str]]]:
-    """The ``top_k`` tokens of each row of ``probs`` [n, V], best first, among the ids the tokenizer has a token
-    for (a model may have rows no token maps to) and that row's ``kinds`` allows (see :func:`_allowed_ids`)."""
+    """The ``top_k`` tokens of each row of ``probs`` [n, V], best first, as :func:`_top_ids` picks them."""
     out = []
     for row, kind in zip(probs, kinds):
-        allowed = _allowed_ids(tokenizer, probs.shape[-1], kind).to(probs.device)
-        n = min(top_k, int(allowed.sum()))
-        if n == 0:  # a vocabulary without a single such token: show what there is
-            allowed = _allowed_ids(tokenizer, probs.shape[-1], "any").to(probs.device)
-            n = min(top_k, int(allowed.sum()))
-        top = row.masked_fill(~allowed, -1.0).topk(n)
+        top = _top_ids(row, tokenizer, top_k, kind)
         out.append([{"token": tokenizer.id_to_token(i), "prob": p}
                     for p, i in zip(top.values.tolist(), top.indices.tolist())])
     return out
@@ -244,3 +249,130 @@ def mask_word(
         top=_top(probs, tokenizer, top_k,
                  [("word" if j == 0 else "piece") if whole_words else "any" for j in range(len(positions))]),
     )
+
+
+# --- Which words an answer rests on -------------------------------------------------------------------------------
+
+#: Hiding words one at a time costs one model run per word; past this many the question is for a shorter text.
+MAX_WORDS_TO_HIDE = 100
+_ROWS_PER_RUN = 32  # sentences per forward pass when hiding words one at a time
+
+
+@dataclass
+class WordEffects:
+    """How much the model's probability of one answer at a blank rests on each word of the sentence.
+
+    Each word is hidden in turn (all its pieces replaced by [MASK], so nothing else moves) and the answer's
+    probability is read again: a word whose hiding makes the answer much less likely is one the answer rests on; a
+    word whose hiding makes it *more* likely was pulling towards another answer. An answer of several pieces (a
+    hidden word the tokenizer splits) is scored as in :func:`mask_word`: the product of its pieces' probabilities.
+    """
+
+    words: list[str]  # the sentence's words, as written
+    answer: str  # what is explained: a guess at a blank, or the hidden word
+    prob: float  # P(answer) with every word in view
+    hidden_probs: list[float | None]  # P(answer) with word i hidden; None where nothing is hidden (a blank)
+    top_when_hidden: list[str | None]  # the model's first guess at the (first) blank with word i hidden
+
+    @property
+    def changes(self) -> list[float | None]:
+        """P(answer) with word i hidden minus P(answer) with all words in view (negative: the answer rests on it)."""
+        return [None if p is None else p - self.prob for p in self.hidden_probs]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "changes": self.changes}
+
+
+def _hide(enc: Encoded, word: int, mask_id: int) -> Encoded:
+    """``enc`` with every piece of word ``word`` replaced by [MASK] (same length, so the positions hold)."""
+    ids = [mask_id if w == word else i for i, w in zip(enc.ids, enc.word_ids)]
+    return Encoded(ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids, enc.words,
+                   enc.truncated)
+
+
+@torch.inference_mode()
+def _masked_probs_many(model: Any, encs: list[Encoded], positions: list[int]) -> torch.Tensor:
+    """:func:`_masked_probs` for encodings of one length with their blanks at the same ``positions``:
+    [len(encs), len(positions), V]."""
+    if not isinstance(model, torch.nn.Module):  # an encoder read through transformers: one text a run
+        return torch.stack([_softmax(model.mask_logits(e, positions)) for e in encs])
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    try:
+        for start in range(0, len(encs), _ROWS_PER_RUN):
+            chunk = encs[start:start + _ROWS_PER_RUN]
+            ids = torch.tensor([e.ids for e in chunk], device=device)
+            types = torch.tensor([e.type_ids for e in chunk], device=device)
+            pos = torch.tensor([positions] * len(chunk), device=device)
+            out.append(_softmax(model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits))
+    finally:
+        model.train(was_training)
+    return torch.cat(out)
+
+
+def _effects(model: Any, tokenizer: Any, enc: Encoded, positions: list[int], answer_ids: list[int],
+             answer: str, keep: set[int], whole_words: bool) -> WordEffects:
+    """Hide each word of ``enc`` not in ``keep`` and score ``answer_ids`` (one id per position) again."""
+    hideable = [w for w in range(len(enc.words)) if w not in keep and enc.word_pieces(w)]
+    if len(hideable) > MAX_WORDS_TO_HIDE:
+        raise ValueError(f"the text has {len(hideable)} words to hide one at a time (one model run each); which "
+                         f"words an answer rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: "
+                         "shorten it")
+    probs = _masked_probs_many(model, [enc] + [_hide(enc, w, tokenizer.mask_id) for w in hideable], positions)
+    target = torch.tensor(answer_ids, device=probs.device)
+    # the answer's probability per sentence: the product over its pieces, [1 + len(hideable)]
+    answer_probs = probs[:, torch.arange(len(positions)), target].double().clamp_min(1e-45).log().sum(-1).exp()
+    kind = "word" if whole_words else "any"
+    firsts = [tokenizer.id_to_token(int(_top_ids(row[0], tokenizer, 1, kind).indices[0])) for row in probs[1:]]
+    hidden: list[float | None] = [None] * len(enc.words)
+    tops: list[str | None] = [None] * len(enc.words)
+    for j, w in enumerate(hideable):
+        hidden[w], tops[w] = float(answer_probs[j + 1]), firsts[j]
+    return WordEffects(list(enc.words), answer, float(answer_probs[0]), hidden, tops)
+
+
+def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
+                  guess: str | None = None, whole_words: bool = True, search: int = 1000) -> WordEffects:
+    """Which words of ``text`` the model's ``guess`` at blank number ``blank`` (0-based) rests on: see
+    :class:`WordEffects`. ``guess``: a token as :func:`fill_mask` shows it, looked up among the blank's first
+    ``search`` guesses (then in the vocabulary); None: the blank's first guess (a whole word when ``whole_words``).
+    Other blanks stay blank. ``model`` and ``tokenizer`` as for :func:`fill_mask`."""
+    model, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(model)
+    text = normalize_masks(text)
+    enc = tokenizer.encode(text)
+    positions = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
+    if not positions:
+        raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
+    if not 0 <= blank < len(positions):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
+    row = _masked_probs(model, enc, positions)[blank]
+    kind = "word" if whole_words else "any"
+    ids = _top_ids(row, tokenizer, 1 if guess is None else search, kind).indices.tolist()
+    found = [i for i in ids if guess is None or tokenizer.id_to_token(i) == guess]
+    answer_id = found[0] if found else tokenizer.token_to_id(guess)
+    if answer_id is None or answer_id >= row.shape[-1]:
+        raise ValueError(f"{guess!r} is not one piece of this model's vocabulary, so it cannot be a guess at one "
+                         "blank; pick one of the guesses shown")
+    blanks = {enc.word_ids[p] for p in positions}
+    return _effects(model, tokenizer, enc, [positions[blank]], [answer_id], tokenizer.id_to_token(answer_id),
+                    blanks, whole_words)
+
+
+def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, word: str | int,
+                 occurrence: int = 0, whole_words: bool = True) -> WordEffects:
+    """Which other words of ``text`` the probability of ``word`` (hidden as in :func:`mask_word`) rests on: see
+    :class:`WordEffects`. Blanks written in the text stay blank."""
+    model, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(model)
+    enc = tokenizer.encode(normalize_masks(text))
+    index = _find_word(enc, word, occurrence, tokenizer.lowercase)
+    positions = enc.word_pieces(index)
+    if not positions:
+        raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
+    original = [enc.ids[p] for p in positions]
+    blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
+    return _effects(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, original, enc.words[index],
+                    blanks | {index}, whole_words)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..analysis.fill_in import fill_mask, mask_word
+from ..analysis.fill_in import WordEffects, fill_mask, guess_effects, mask_word, word_effects
 from . import bounded_int, load_model
 
 
@@ -22,7 +22,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--word", default=None,
                    help="instead of [MASK]s: mask this word of the text and report the probability and rank "
                         "the model gives it")
+    p.add_argument("--rests-on", action="store_true",
+                   help="also show which words each answer rests on: every other word hidden in turn ([MASK] in "
+                        "its place) and the answer's probability read again (one model run per word)")
+    p.add_argument("--guess", default=None,
+                   help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
+
+
+def print_effects(effects: WordEffects) -> None:
+    print(f"  what {effects.answer!r} rests on (probability {effects.prob:.4g} with every word in view):")
+    width = max(len(w) for w in effects.words)
+    for word, p, top in zip(effects.words, effects.hidden_probs, effects.top_when_hidden):
+        if p is None:
+            continue
+        ratio = p / effects.prob if effects.prob > 0 else float("inf")
+        times = f"x{ratio:.2f}" if ratio >= 1 else f"/{1 / ratio:.2f}" if ratio > 0 else "/inf"
+        print(f"    {word:<{width}}  hidden: {p:.4g}  {times:>8}  first guess then: {top}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,23 +48,38 @@ def run(args: argparse.Namespace) -> int:
         reason = model.no_fill_reason or f"a {model.kind} model has no masked-LM head"
         raise ValueError(f"{args.model} cannot fill in blanks: {reason}")
     tokenizer = model.tokenizer
+    if args.guess is not None and not args.rests_on:
+        raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
+        effects = word_effects(model, tokenizer, text, args.word, whole_words=args.whole_words) \
+            if args.rests_on else None
         if args.json:
-            print(json.dumps(score.to_dict(), ensure_ascii=False))
+            out = score.to_dict()
+            print(json.dumps(out if effects is None else {**out, "rests_on": effects.to_dict()}, ensure_ascii=False))
         else:
             print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
             for piece, guesses in zip(score.pieces, score.top):
                 shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
                 print(f"  {piece}: model's guesses {shown}")
+            if effects is not None:
+                print_effects(effects)
         return 0
     results = fill_mask(model, tokenizer, text, top_k=args.top_k, whole_words=args.whole_words)
+    effects_per_blank = [guess_effects(model, tokenizer, text, blank=n, guess=args.guess,
+                                       whole_words=args.whole_words) for n in range(len(results))] \
+        if args.rests_on else None
     if args.json:
-        print(json.dumps(results, ensure_ascii=False))
+        # with --rests-on: {"guesses": [...], "rests_on": [per blank]}; without: the guesses' list, as before
+        print(json.dumps(results if effects_per_blank is None else
+                         {"guesses": results, "rests_on": [e.to_dict() for e in effects_per_blank]},
+                         ensure_ascii=False))
         return 0
     for n, guesses in enumerate(results, 1):
         print(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:")
         width = max(len(g["token"]) for g in guesses)
         for g in guesses:
             print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
+        if effects_per_blank is not None:
+            print_effects(effects_per_blank[n - 1])
     return 0
