@@ -541,7 +541,8 @@ def _times(ratio: float) -> str:
     if abs(np.log2(ratio)) < 0.01:
         return "×1"
     factor = ratio if ratio > 1 else 1 / ratio
-    shown = f"{factor:.1f}" if factor < 9.95 else f"{factor:,.0f}"
+    whole = abs(factor - round(factor)) < 1e-9  # the axis' ticks: ÷2, ÷4
+    shown = f"{factor:,.0f}" if whole or factor >= 9.95 else f"{factor:.1f}"
     return ("×" if ratio > 1 else "÷") + shown
 
 

@@ -293,7 +293,7 @@ def run(args) -> tuple[Result, dict]:
                 context = browser.new_context(viewport=VIEWPORT)
                 page = context.new_page()
                 wire = Wire(page)
-                url = f"{server.url}/fill_in?" + urllib.parse.urlencode({"text": START, **dict(args.query)})
+                url = f"{server.url}/fill_in?" + urllib.parse.urlencode([("text", START), *args.query])
                 page.goto(url)
                 page.wait_for_selector(".js-plotly-plot", timeout=180_000)
                 settle(page, wire, quiet=2.0)
@@ -343,7 +343,8 @@ def main() -> None:
                     help="environment of the server, NAME=VALUE (OMP_NUM_THREADS=1: torch on one thread)")
     ap.add_argument("--label", default="", help="a name for this run in the table (before, after, ...)")
     ap.add_argument("--query", nargs="*", default=[], type=lambda s: tuple(s.split("=", 1)),
-                    help="more URL parameters, NAME=VALUE")
+                    help="more URL parameters, NAME=VALUE (a name given twice: both values, as "
+                         "fill_models=minilm-eltec fill_models=bert-eltec)")
     args = ap.parse_args()
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the start")

@@ -232,7 +232,8 @@ def test_word_effect_bars_one_row_per_word_in_order_on_a_log_scale():
     assert list(fig.layout.yaxis.ticktext)[5] == "<i>[MASK]</i>"  # not hidden: a row without a bar
     # log2 of how many times more likely the answer is without the word; a word that made it impossible is cut
     assert list(bar.x[:5]) == pytest.approx([0.0, -2.0, -4.0, 1.0, -figures.EFFECT_MAX_LOG2]) and bar.x[5] is None
-    assert list(bar.text) == ["×1", "÷4.0", "÷16", "×2.0", "÷∞", ""]
+    assert list(bar.text) == ["×1", "÷4", "÷16", "×2", "÷∞", ""]
+    assert figures._times(0.3) == "÷3.3" and figures._times(1.26) == "×1.3" and figures._times(1 / 123.4) == "÷123"
     assert bar.marker.color[1] == figures.PALETTE[0] and bar.marker.color[3] == figures.PALETTE[3]
     assert "P(bank) 20.0% → 1.2%" in bar.customdata[2] and "first guess then: room" in bar.customdata[2]
     # a symmetric axis, ÷ left and × right, long enough for the longest bar

@@ -68,8 +68,8 @@ MODES = {"masks": "the blanks I write", "word": "a word I hide"}
 
 url_state("text", "The boat drifted slowly towards the far [MASK] of the river.", max_chars=MAX_TEXT_CHARS)
 # One model by default (the first: the default BERT): every model shown is run again on every keystroke, and one
-# keeps a keystroke within the 150 ms a person reads as instant (bench/bench_fill_in.py: 139 ms with minilm-eltec
-# alone; 187 ms with bert-eltec beside it, measured with a 40 ms pause after a key).
+# keeps a keystroke within the 150 ms a person reads as instant (bench/bench_fill_in.py: 145-149 ms with
+# minilm-eltec alone; 163-178 ms with bert-eltec beside it). "Which words it rests on" is off for the same reason.
 url_state("fill_models", mlm_ids[:1], options=mlm_ids, many=True, names=label)
 url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
@@ -171,19 +171,21 @@ def word_to_hide(checked: str, model_id: str) -> tuple[str, int] | None:
     return None if pick is None or pick not in words else words[pick][:2]
 
 
-def guess_charts(model_id: str, results: list, scale: list[float], effects: list | None,
-                 effect_scales: list[float]) -> None:
+def guess_charts(model_id: str, results: list, scale: list[float]) -> list:
+    """Each blank's guesses as bars; returns a place under each blank's bars for what its guess rests on."""
     name = label(model_id)
+    places = []
     for i, preds in enumerate(results, 1):
         title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
         data = pd.DataFrame(preds).assign(mask=i, model=name)
         plot(figures.fill_bars(preds, title=title, x_max=scale[i - 1]), f"fill-{name}-{i}",
              key=f"fill::{model_id}::{i}", data=data)
-        if effects and effects[i - 1] is not None:
-            effect_chart(model_id, effects[i - 1], effect_scales[i - 1], key=f"why::{model_id}::{i}")
+        places.append(st.container())
+    return places
 
 
-def score_charts(model_id: str, s: dict, scale: list[float], effects: dict | None, effect_scale: float) -> None:
+def score_charts(model_id: str, s: dict, scale: list[float]) -> list:
+    """The hidden word's probability, rank and guesses; returns a place under them for what the word rests on."""
     name = label(model_id)
     m1, m2 = st.columns(2)
     m1.metric(f"P({md(s['word'])})", f"{s['prob']:.2%}", help="product of its pieces' probabilities")
@@ -195,8 +197,7 @@ def score_charts(model_id: str, s: dict, scale: list[float], effects: dict | Non
         data = pd.DataFrame(preds).assign(piece=piece, model=name)
         plot(figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece, x_max=scale[j]),
              f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
-    if effects is not None:
-        effect_chart(model_id, effects, effect_scale, key=f"why::{model_id}")
+    return [st.container()]
 
 
 def why_controls(box, mode: str) -> tuple[bool, str | None]:
@@ -217,22 +218,25 @@ def why_controls(box, mode: str) -> tuple[bool, str | None]:
     return why, guess
 
 
-def explain_each(cols: list, chosen: list[str], computed: dict, checked: str, hidden: tuple[str, int] | None,
-                 guess: str | None, whole_words: bool) -> dict:
-    """Per model, what its answers rest on: per blank (or for the hidden word), as :func:`rests_on` gives it; a
-    model whose answer cannot be explained gets its message in its column (above its charts) and no entry."""
-    out = {}
-    for col, model_id in zip(cols, chosen):
-        if model_id not in computed:
-            continue
-        with col, guard(f"What {label(model_id)}'s answer rests on"), \
+def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, int] | None, guess: str | None,
+                 whole_words: bool) -> None:
+    """Under each model's answers (``places``: per model, a place per blank, or one for the hidden word), which words
+    they rest on, drawn once every model's are computed, on one scale per blank. Called after the guesses are drawn,
+    so they show while this runs (one model run per word of the sentence)."""
+    effects = {}
+    for model_id, spots in places.items():
+        with spots[0], guard(f"What {label(model_id)}'s answer rests on"), \
                 limits.heavy(f"{label(model_id)}'s explanation"):
             if hidden is not None:
-                out[model_id] = hidden_rests_on(model_id, checked, *hidden, whole_words)
+                effects[model_id] = [hidden_rests_on(model_id, checked, *hidden, whole_words)]
             else:
-                out[model_id] = [rests_on(model_id, checked, i, guess, whole_words)
-                                 for i in range(len(computed[model_id]))]
-    return out
+                effects[model_id] = [rests_on(model_id, checked, i, guess, whole_words)
+                                     for i in range(len(computed[model_id]))]
+    for model_id, per_blank in effects.items():
+        for i, (spot, e) in enumerate(zip(places[model_id], per_blank)):
+            with spot, guard(label(model_id)):
+                scale = effect_scale([other[i] for other in effects.values() if i < len(other)])
+                effect_chart(model_id, e, scale, key=f"why::{model_id}::{i}")
 
 
 @st.fragment
@@ -282,22 +286,17 @@ def fill_in_view() -> None:
     scale = figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
     if hidden is not None:  # each tokenizer splits the word its own way: piece j of one is not piece j of another
         scale = [max(scale, default=0.0)] * len(scale)
-    effects = {}
-    if why:
-        effects = explain_each(cols, chosen, computed, checked, hidden, guess, whole_words)
+    places = {}
     for col, model_id in zip(cols, chosen):
         if model_id not in computed:
             continue
         with col, guard(label(model_id)):
-            if hidden is None:
-                blanks = len(computed[model_id])
-                effect_scales = [effect_scale([e[i] for e in effects.values() if i < len(e)]) for i in range(blanks)]
-                guess_charts(model_id, computed[model_id], scale, effects.get(model_id), effect_scales)
-            else:
-                score_charts(model_id, computed[model_id], scale, effects.get(model_id),
-                             effect_scale(list(effects.values())))
+            charts = guess_charts if hidden is None else score_charts
+            places[model_id] = charts(model_id, computed[model_id], scale)
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
+    if why:
+        explain_each(places, computed, checked, hidden, guess, whole_words)
 
 
 fill_in_view()

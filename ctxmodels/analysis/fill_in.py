@@ -312,25 +312,32 @@ def _masked_probs_many(model: Any, encs: list[Encoded], positions: list[int]) ->
     return torch.cat(out)
 
 
-def _effects(model: Any, tokenizer: Any, enc: Encoded, positions: list[int], answer_ids: list[int],
-             answer: str, keep: set[int], whole_words: bool) -> WordEffects:
-    """Hide each word of ``enc`` not in ``keep`` and score ``answer_ids`` (one id per position) again."""
+def _hide_each(model: Any, tokenizer: Any, enc: Encoded, positions: list[int],
+               keep: set[int]) -> tuple[list[int], torch.Tensor]:
+    """The words of ``enc`` not in ``keep`` (those hidden in turn), and the probabilities at ``positions`` for
+    ``enc`` itself (row 0) and with each of those words hidden (row 1 + i): [1 + n, len(positions), V]."""
     hideable = [w for w in range(len(enc.words)) if w not in keep and enc.word_pieces(w)]
     if len(hideable) > MAX_WORDS_TO_HIDE:
         raise ValueError(f"the text has {len(hideable)} words to hide one at a time (one model run each); which "
                          f"words an answer rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: "
                          "shorten it")
-    probs = _masked_probs_many(model, [enc] + [_hide(enc, w, tokenizer.mask_id) for w in hideable], positions)
+    variants = [enc] + [_hide(enc, w, tokenizer.mask_id) for w in hideable]
+    return hideable, _masked_probs_many(model, variants, positions)
+
+
+def _effects(tokenizer: Any, words: list[str], hideable: list[int], probs: torch.Tensor, answer_ids: list[int],
+             answer: str, whole_words: bool) -> WordEffects:
+    """:class:`WordEffects` of ``answer_ids`` (one id per position) from :func:`_hide_each`'s result."""
     target = torch.tensor(answer_ids, device=probs.device)
     # the answer's probability per sentence: the product over its pieces, [1 + len(hideable)]
-    answer_probs = probs[:, torch.arange(len(positions)), target].double().clamp_min(1e-45).log().sum(-1).exp()
+    answer_probs = probs[:, torch.arange(len(answer_ids)), target].double().clamp_min(1e-45).log().sum(-1).exp()
     kind = "word" if whole_words else "any"
     firsts = [tokenizer.id_to_token(int(_top_ids(row[0], tokenizer, 1, kind).indices[0])) for row in probs[1:]]
-    hidden: list[float | None] = [None] * len(enc.words)
-    tops: list[str | None] = [None] * len(enc.words)
+    hidden: list[float | None] = [None] * len(words)
+    tops: list[str | None] = [None] * len(words)
     for j, w in enumerate(hideable):
         hidden[w], tops[w] = float(answer_probs[j + 1]), firsts[j]
-    return WordEffects(list(enc.words), answer, float(answer_probs[0]), hidden, tops)
+    return WordEffects(list(words), answer, float(answer_probs[0]), hidden, tops)
 
 
 def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
@@ -348,7 +355,8 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
         raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
     if not 0 <= blank < len(positions):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
-    row = _masked_probs(model, enc, positions)[blank]
+    hideable, probs = _hide_each(model, tokenizer, enc, [positions[blank]], {enc.word_ids[p] for p in positions})
+    row = probs[0, 0]  # the whole sentence: the guesses fill_mask shows
     kind = "word" if whole_words else "any"
     ids = _top_ids(row, tokenizer, 1 if guess is None else search, kind).indices.tolist()
     found = [i for i in ids if guess is None or tokenizer.id_to_token(i) == guess]
@@ -356,9 +364,8 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
     if answer_id is None or answer_id >= row.shape[-1]:
         raise ValueError(f"{guess!r} is not one piece of this model's vocabulary, so it cannot be a guess at one "
                          "blank; pick one of the guesses shown")
-    blanks = {enc.word_ids[p] for p in positions}
-    return _effects(model, tokenizer, enc, [positions[blank]], [answer_id], tokenizer.id_to_token(answer_id),
-                    blanks, whole_words)
+    return _effects(tokenizer, enc.words, hideable, probs, [answer_id], tokenizer.id_to_token(answer_id),
+                    whole_words)
 
 
 def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, word: str | int,
@@ -374,5 +381,5 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
         raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
     original = [enc.ids[p] for p in positions]
     blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
-    return _effects(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, original, enc.words[index],
-                    blanks | {index}, whole_words)
+    hideable, probs = _hide_each(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, blanks | {index})
+    return _effects(tokenizer, enc.words, hideable, probs, original, enc.words[index], whole_words)
