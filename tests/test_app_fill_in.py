@@ -216,6 +216,19 @@ def test_which_words_a_hidden_word_rests_on(tiny_assets):
     assert hidden[RIVER.split().index("bank")] is None
 
 
+def test_a_text_too_long_to_explain_says_so_and_keeps_its_guesses():
+    text = " ".join(["the river"] * 60) + " [MASK] 🙂."  # 122 words to hide, an emoji among them
+    at = page("fill_in", text=text, why="1")
+    assert not at.exception
+    assert [e for e in texts(at.error) if "words to hide one at a time" in e and "shorten it" in e], texts(at.error)
+    assert len(charts(at)) == 1 and not effect_charts(at)  # the guesses stay
+    at = page("fill_in", text="The 🙂 boat reached the [MASK].", why="1", present="1")
+    assert_clean(at)
+    assert len(effect_charts(at)) == 1
+    assert [e.label for e in at.expander if e.label.startswith("Controls")] == [
+        "Controls: the blanks I write, 5 guesses, whole words, which words it rests on"]
+
+
 # -- the link is checked ------------------------------------------------------------------------------------------
 
 

@@ -248,7 +248,8 @@ def fill_in_view() -> None:
     st.session_state["text"] = text
     # A collapsed expander in presentation mode (the sentence box stays open): the first screen shows the bars.
     box = controls(summary=f"{MODES[st.session_state['fill_mode']]}, {st.session_state['k']} guesses"
-                           + (", whole words" if st.session_state["whole_words"] else ""))
+                           + (", whole words" if st.session_state["whole_words"] else "")
+                           + (", which words it rests on" if st.session_state["why"] else ""))
     c1, c2, c3, c4 = box.columns([2, 3, 2, 2], vertical_alignment="bottom")
     mode = c1.radio("Guess", list(MODES), key="fill_mode", persist_state="session", format_func=MODES.get,
                     help="Fill in the blanks you write ([MASK]), or hide one word of the sentence and see how the "
