@@ -359,6 +359,38 @@ def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to:
     ))
 
 
+def context_shift_heatmap(shifts: dict, title: str = "", z_max: float | None = None) -> go.Figure:
+    """Which words shape one occurrence (``shifts``: :class:`ctxmodels.analysis.word_senses.ContextShifts` as a
+    dict): layers down (the first at the top), the sentence's words across in their order, each cell the cosine
+    distance the occurrence's vector moves in that layer when that word is hidden. The occurrence's own column is
+    empty and its label bold. The scale starts at 0 and runs to the largest shift, or ``z_max`` (shared with other
+    models' maps)."""
+    words, index = shifts["words"], int(shifts["index"])
+    z = np.asarray(shifts["shifts"], dtype=float)
+    finite = z[np.isfinite(z)]
+    top = max(float(finite.max()) if finite.size else 0.0, z_max or 0.0) or 1e-3  # an all-zero map stays pale
+    xs = list(range(len(words)))
+    names = [f"<b>{plain(w)}</b>" if i == index else plain(w) for i, w in enumerate(words)]
+    layers = _plain_all(shifts["layer_names"])
+    target, hidden_as = plain(words[index]), plain(shifts["hidden_as"])
+    how = "left out" if hidden_as == "left out" else f"read as {hidden_as}"
+    hover = [[f"{layers[lay]}: with “{plain(w)}” {how}, “{target}” moves by" for w in words]
+             for lay in range(len(layers))]
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=np.where(np.isfinite(z), z, None).tolist(), x=xs, y=layers,
+                   colorscale="Blues", zmin=0, zmax=top, customdata=hover, hoverongaps=False,
+                   hovertemplate="%{customdata} %{z:.3f}<extra></extra>",
+                   colorbar=dict(title=dict(text="cosine<br>distance"), thickness=12))],
+        layout=dict(
+            title=dict(text=plain(title)), height=150 + 34 * len(layers) + 6 * min(max(map(len, words)), 20),
+            margin=dict(l=10, r=10, t=40, b=10),
+            xaxis=dict(tickvals=xs, ticktext=names, tickangle=-45 if len(words) > 8 else 0, fixedrange=True,
+                       automargin=True),
+            yaxis=dict(autorange="reversed", type="category", fixedrange=True, automargin=True),
+        ),
+    ))
+
+
 def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
     """Layer x head overview of small maps ([layers, heads, T, T]) as one tiled heatmap.
 

@@ -133,6 +133,29 @@ def test_word_senses_layer_path_option():
     assert any(t.get("name") == "path through layers" for spec in charts(at) for t in spec["data"])
 
 
+def test_word_senses_which_words_shape_one_occurrence():
+    at = page("word_senses", projection="pca")
+    assert not [s for s in charts(at) if s["data"][0]["type"] == "heatmap"]
+    at.toggle(key="shape").set_value(True).run()
+    assert_clean(at)
+    maps = [s for s in charts(at) if s["data"][0]["type"] == "heatmap"]
+    assert len(maps) == len(at.multiselect(key="models").value) >= 2  # one map per model shown
+    at_word = {s["layout"]["title"]["text"]: s for s in maps}
+    for spec in maps:
+        heat, names = spec["data"][0], spec["layout"]["xaxis"]["ticktext"]
+        bold = [i for i, n in enumerate(names) if n.startswith("<b>")]
+        assert len(bold) == 1 and all(row[bold[0]] is None for row in heat["z"])  # the occurrence's own column
+        assert all(v == pytest.approx(0, abs=1e-6) for v in heat["z"][0] if v is not None), (
+            spec["layout"]["title"]["text"], heat["z"][0], names)  # context-free layer
+        assert heat["zmax"] == max(m["data"][0]["zmax"] for m in maps)  # one scale for all
+    assert any("read as [MASK]" in t for t in at_word) and any("left out" in t for t in at_word)
+    first = maps[0]["layout"]["xaxis"]["ticktext"]
+    at.selectbox(key="path_occurrence").set_value(3).run()
+    assert_clean(at)
+    again = [s for s in charts(at) if s["data"][0]["type"] == "heatmap"]
+    assert again[0]["layout"]["xaxis"]["ticktext"] != first  # another sentence
+
+
 OWN = "\n".join([
     "We sat on the bank of the river. | river",
     "The bank lent her the money. | money",

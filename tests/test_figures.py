@@ -245,3 +245,21 @@ def test_word_effect_bars_one_row_per_word_in_order_on_a_log_scale():
     small = dict(effects, hidden_probs=[0.21, 0.19, None, None, None, None])
     assert figures.word_effect_bars(small).layout.xaxis.range[1] == pytest.approx(1.2)
     assert figures.word_effect_bars(small, x_max=3).layout.xaxis.range[1] == pytest.approx(3.6)
+
+
+def test_context_shift_heatmap_layers_down_words_across_the_occurrence_bold_and_empty():
+    shifts = {"words": ["the", "<b>bank</b>", "of", "the", "river"], "index": 1, "layer_names": ["emb", "L1", "L2"],
+              "shifts": np.array([[0, np.nan, 0, 0, 0], [0.1, np.nan, 0.3, 0.0, 0.05], [0.2, np.nan, 0.1, 0, 0.4]]),
+              "hidden_as": "[MASK]"}
+    fig = figures.context_shift_heatmap(shifts, title="t")
+    heat = fig.data[0]
+    assert list(heat.y) == ["emb", "L1", "L2"] and fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.xaxis.ticktext) == ["the", "<b>&lt;b&gt;bank&lt;/b&gt;</b>", "of", "the", "river"]
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]  # "the" twice stays two columns
+    assert [row[1] for row in heat.z] == [None, None, None] and heat.z[2][4] == pytest.approx(0.4)
+    assert heat.zmin == 0 and heat.zmax == pytest.approx(0.4)
+    assert heat.customdata[1][4] == "L1: with “river” read as [MASK], “&lt;b&gt;bank&lt;/b&gt;” moves by"
+    assert figures.context_shift_heatmap(shifts, z_max=0.9).data[0].zmax == pytest.approx(0.9)  # shared scale
+    still = dict(shifts, shifts=np.where(np.isnan(shifts["shifts"]), np.nan, 0.0), hidden_as="left out")
+    pale = figures.context_shift_heatmap(still)
+    assert pale.data[0].zmax > 0 and "with “river” left out" in pale.data[0].customdata[0][4]

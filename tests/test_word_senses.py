@@ -206,3 +206,54 @@ def test_measure_word_embeds_once_and_finds_the_senses():
     t = m.table.set_index("layer")
     assert t.loc["words", "self_similarity"] == pytest.approx(1.0)
     assert t.loc["context", "knn1_accuracy"] == 1.0
+
+
+# -- which words shape one occurrence --------------------------------------------------------------------------
+
+
+def _cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row by row, written out plainly: 1 - a.b / (|a| |b|)."""
+    return 1 - (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+@pytest.mark.parametrize("name", ["bert-eltec", "elmo-eltec", "static-eltec"])
+def test_context_shifts_are_how_far_the_vector_moves_when_each_word_is_hidden(tiny_assets, name):
+    import ctxmodels
+
+    model = ctxmodels.load(str(tiny_assets / name))
+    words = "she walked to the bank of the river".split()
+    shifts = ws.context_shifts(model, words, 4)
+    assert shifts.words == words and shifts.index == 4 and shifts.layer_names == model.layer_names
+    assert shifts.shifts.shape == (model.n_layers, 8) and np.isnan(shifts.shifts[:, 4]).all()
+    bert = name == "bert-eltec"
+    assert shifts.hidden_as == ("[MASK]" if bert else "left out")
+    whole = model.embed([words])[0][:, 4]
+    for j in (0, 1, 5, 7):
+        # each variant run on its own (the function runs them in one batch); BERT: a mask for each piece
+        if bert:
+            n = len(model.tokenizer.encode(words).word_pieces(j))
+            assert n > 1 or j != 1  # "walked" is several pieces in the tiny vocabulary: the positions must hold
+            variant, at = words[:j] + ["[MASK]"] * n + words[j + 1:], 4 + (n - 1 if j < 4 else 0)
+            assert model.tokenizer.encode(variant).ids.count(model.tokenizer.mask_id) == n
+        else:
+            variant, at = words[:j] + words[j + 1:], 4 - (j < 4)
+        moved = model.embed([variant])[0][:, at]
+        np.testing.assert_allclose(shifts.shifts[:, j], _cosine_distance(whole, moved), rtol=0.02, atol=3e-7)
+    others = np.delete(shifts.shifts, 4, axis=1)
+    np.testing.assert_allclose(others[0], 0, atol=1e-6)  # the context-free layer (BERT's input embeddings too)
+    if name == "static-eltec":
+        assert model.n_layers == 1
+    else:
+        assert others[1:].min() > 1e-6  # the contextual layers move, for every word hidden
+
+
+def test_context_shifts_clear_errors(tiny_assets, monkeypatch):
+    import ctxmodels
+
+    model = ctxmodels.load(str(tiny_assets / "static-eltec"))
+    with pytest.raises(ValueError, match="word 3 is out of range: the sentence has 3 words"):
+        ws.context_shifts(model, ["the", "river", "bank"], 3)
+    monkeypatch.setattr(ws, "MAX_CONTEXT_WORDS", 2)
+    with pytest.raises(ValueError, match="3 other words to hide .* up to 3 words"):
+        ws.context_shifts(model, ["the", "river", "bank", "was"], 1)
+    assert ws.context_shifts(model, ["the", "river", "bank"], 1).shifts.shape == (1, 3)

@@ -408,12 +408,58 @@ for model_id in ordered:
         continue
 sync_layers_to_url()
 
-# -- an occurrence's path through the layers -----------------------------------------------------------------
+# -- one occurrence: its path through the layers, and the words that shape it ---------------------------------
 st.divider()
 deep = [m for m in chosen_models if m in models and models[m].n_layers > 1]
-if deep and st.toggle("Draw one occurrence's path through the layers", key="path", persist_state="session"):
+left, right = st.columns(2)
+show_path = bool(deep) and left.toggle("Draw one occurrence's path through the layers", key="path",
+                                       persist_state="session")
+show_shape = bool(models) and right.toggle(
+    "Show which words shape one occurrence", key="shape", persist_state="session",
+    help="Hides each other word of the occurrence's sentence in turn (BERT reads it as [MASK]; ELMo and static "
+         "vectors, which have no mask, read the sentence without it) and shows, layer by layer, how far the "
+         "occurrence's vector moves: a cosine distance (0: that word does not reach it).")
+occ_index = 0
+if show_path or show_shape:
     occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence", persist_state="session",
                              format_func=lambda i: f"{i + 1}. {found.occurrences[i].sentence[:90]}")
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def shaped_by(model_id: str, words: tuple[str, ...], index: int) -> dict:
+    shifts = ws.context_shifts(get_model(model_id), list(words), index)
+    return {"words": shifts.words, "index": shifts.index, "layer_names": shifts.layer_names,
+            "shifts": shifts.shifts, "hidden_as": shifts.hidden_as}
+
+
+if show_shape:
+    occ = found.occurrences[occ_index]
+    words = tuple(found.words[occ.sentence_index])
+    shapes = {}
+    for model_id in chosen_models:
+        if model_id in models:
+            with guard(f"Which words shape {md(occ.word)} in {label(model_id)}"), \
+                    limits.heavy(f"{label(model_id)}: which words shape it"):
+                shapes[model_id] = shaped_by(model_id, words, occ.word_index)
+    st.markdown(f"**Which words shape {md(occ.word)}** in “{emphasised(occ.sentence, occ.char_span)}”: each cell "
+                "is how far its vector moves in that layer when that word is hidden (cosine distance; darker: "
+                "the word matters more). A context-free layer does not move at all.")
+    top = max((float(np.nanmax(v["shifts"])) for v in shapes.values() if np.isfinite(v["shifts"]).any()),
+              default=0.0)
+    cols = st.columns(min(max(len(shapes), 1), 2))
+    for i, (model_id, shift) in enumerate(shapes.items()):
+        name = label(model_id)
+        hidden_note = (" (hidden words left out)" if shift["hidden_as"] == "left out" else
+                       f" (hidden words read as {shift['hidden_as']})")
+        data = pd.DataFrame(shift["shifts"], index=shift["layer_names"], columns=shift["words"]).rename_axis(
+            "layer").reset_index().assign(model=name)
+        with cols[i % len(cols)]:
+            plot(figures.context_shift_heatmap(shift, title=f"{name}{hidden_note}", z_max=top),
+                 f"shaped-{name}-{occ.word}", key=f"shape::{model_id}", data=data)
+    if len(shapes) > 1:
+        st.caption("The maps share one colour scale, so their shades compare across models.")
+
+if show_path:
     cols = st.columns(min(len(deep), 3))
     for i, model_id in enumerate(deep):
         model = models[model_id]

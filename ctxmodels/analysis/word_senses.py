@@ -8,6 +8,8 @@ one set of sentences, so the app, the command line and the tests share it:
 * :func:`centred_directions` and :func:`project_layers` project several layers of the same occurrences to 2-D,
   one by one or jointly on shared axes (:class:`LayerProjection`, whose ``path`` follows one occurrence).
 * :func:`nearest_occurrences` lists an occurrence's nearest other occurrences by cosine in the full space.
+* :func:`context_shifts` says which words of its sentence shape one occurrence's vector, layer by layer
+  (:class:`ContextShifts`).
 * :func:`measure_layers` (arrays in) and :func:`measure_word` (a model in) give the per-layer table of sense
   accuracy, silhouette and self-similarity (:class:`LayerMeasurements`); :func:`majority_baseline` the line
   to compare the accuracy with, and :func:`sense_separation` whether the best layer is clearly above it.
@@ -25,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..cosine import unit_rows
+from ..tokenization import MASK
 from . import projections, senses
 from .vectors import OccurrenceSearch, OccurrenceVectors, embed_sentences, occurrence_vectors
 
@@ -163,6 +166,74 @@ def nearest_occurrences(X: np.ndarray, index: int, n: int = 5) -> list[Neighbour
     sims[~np.isfinite(sims)] = -np.inf
     order = [int(i) for i in np.argsort(-sims, kind="stable") if np.isfinite(sims[i])][:n]
     return [Neighbour(i, float(sims[i])) for i in order]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# which words shape one occurrence
+
+#: Hiding words one at a time costs one sentence per word; past this many the question is for a shorter sentence.
+MAX_CONTEXT_WORDS = 80
+
+
+@dataclass
+class ContextShifts:
+    """How far one occurrence's vector moves, in each layer, when each other word of its sentence is hidden.
+
+    ``shifts[l, j]`` is the cosine distance (1 - cosine) between the word's vector in layer ``l`` with the whole
+    sentence and with word ``j`` hidden: 0 where that word does not reach it (every word, in a context-free layer).
+    NaN in the word's own column, and where a vector is missing."""
+
+    words: list[str]
+    index: int  # the occurrence's word
+    layer_names: list[str]
+    shifts: np.ndarray  # [n_layers, n_words]
+    hidden_as: str  # what a hidden word became: the model's mask token, or "left out"
+
+
+def _mask_word_for(model: LoadedModel) -> str | None:
+    """What a BERT-family model reads as a hidden word: its mask token, typed as [MASK] (an encoder read through
+    transformers maps it to its own); None for a model without one (ELMo, static vectors, an encoder without a
+    mask token), whose hidden words are left out of the sentence instead."""
+    if not model.has_attention:
+        return None
+    tokenizer = model.tokenizer
+    return MASK if getattr(tokenizer, "mask_id", None) is not None else None
+
+
+def context_shifts(model: LoadedModel, words: Sequence[str], index: int, pooling: str = "mean") -> ContextShifts:
+    """Which words of a sentence (``words``, already split) shape the vector of word ``index``, in every layer.
+
+    Each other word is hidden in turn and the sentence run again (one batch): a BERT-family model reads one mask
+    token in place of each of its pieces, so every other piece keeps its position (and the input embeddings of the
+    word do not change); ELMo and static vectors, which have no mask, read the sentence without it (ELMo's LSTMs
+    see no positions, only order). The answer is :class:`ContextShifts`."""
+    words = list(words)
+    if not 0 <= index < len(words):
+        raise ValueError(f"word {index} is out of range: the sentence has {len(words)} words")
+    if len(words) - 1 > MAX_CONTEXT_WORDS:
+        raise ValueError(f"the sentence has {len(words) - 1} other words to hide one at a time; which words shape "
+                         f"an occurrence is shown for sentences of up to {MAX_CONTEXT_WORDS + 1} words")
+    mask = _mask_word_for(model)
+    others = [j for j in range(len(words)) if j != index]
+    variants, where = [words], [index]
+    if mask is not None:  # one mask per piece of the hidden word, so every other piece keeps its position
+        enc = model.tokenizer.encode(words)
+        pieces = [max(1, len(enc.word_pieces(j))) for j in range(len(words))]
+    for j in others:
+        if mask is not None:
+            variants.append(words[:j] + [mask] * pieces[j] + words[j + 1:])
+            where.append(index + (pieces[j] - 1 if j < index else 0))
+        else:
+            variants.append(words[:j] + words[j + 1:])
+            where.append(index - (j < index))
+    arrays = model.embed(variants, pooling=pooling)
+    base = unit_rows(arrays[0][:, index])  # [L, H]
+    shifts = np.full((model.n_layers, len(words)), np.nan)
+    for j, array, w in zip(others, arrays[1:], where[1:]):
+        moved = unit_rows(array[:, w])
+        shifts[:, j] = 1.0 - np.sum(base * moved, axis=1)
+    return ContextShifts(words, index, list(model.layer_names), np.clip(shifts, 0.0, 2.0),
+                         mask if mask is not None else "left out")
 
 
 # ----------------------------------------------------------------------------------------------------------
