@@ -384,9 +384,10 @@ def context_shift_heatmap(shifts: dict, title: str = "", z_max: float | None = N
         layout=dict(
             title=dict(text=plain(title)), height=150 + 34 * len(layers) + 6 * min(max(map(len, words)), 20),
             margin=dict(l=10, r=10, t=40, b=10),
+            # no grid: its lines would cross the occurrence's empty column
             xaxis=dict(tickvals=xs, ticktext=names, tickangle=-45 if len(words) > 8 else 0, fixedrange=True,
-                       automargin=True),
-            yaxis=dict(autorange="reversed", type="category", fixedrange=True, automargin=True),
+                       automargin=True, showgrid=False, zeroline=False),
+            yaxis=dict(autorange="reversed", type="category", fixedrange=True, automargin=True, showgrid=False),
         ),
     ))
 
