@@ -7,6 +7,7 @@ it the test is skipped on a developer machine and fails in CI (``CI`` set). Scre
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -273,6 +274,31 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
     no_traceback(page)
     assert "why_guess=river" in page.url
     screenshot(page, "fill_in-rests-on.png")
+    page.close()
+
+
+def test_word_senses_shows_which_words_shape_one_occurrence(server, browser):
+    """The switch under the panels draws one map per model: its layers by the words of the occurrence's sentence,
+    the occurrence's own word bold; another occurrence picked redraws them for its sentence."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/word_senses?projection=pca")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    heatmaps = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data[0].type === 'heatmap')"
+    assert page.evaluate(f"() => {heatmaps}.length") == 0
+    page.get_by_text("Show which words shape one occurrence").click()
+    page.wait_for_function(f"() => {heatmaps}.length >= 2", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    first = page.evaluate(f"() => {heatmaps}.map(p => p.layout.xaxis.ticktext)")
+    assert all(sum(t.startswith("<b>") for t in ticks) == 1 for ticks in first), first
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Occurrence").locator("input").click()
+    page.get_by_role("option").nth(3).click()
+    page.wait_for_function(f"() => JSON.stringify({heatmaps}.map(p => p.layout.xaxis.ticktext)) !== "
+                           f"{json.dumps(json.dumps(first))}", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    screenshot(page, "word_senses-shape.png")
     page.close()
 
 
