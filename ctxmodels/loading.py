@@ -64,6 +64,7 @@ from .model_files import (
     shown,
 )
 from .paths import assets_dir, cache_dir, hf_cache_dirs
+from .thread_warnings import caught_warnings
 
 # The shipped models' folder and the Hugging Face cache are found by ctxmodels.paths, and the cache layout is read
 # by ctxmodels.formats.huggingface; assets_dir, hf_cache_dirs and hf_snapshot stay importable from here.
@@ -183,8 +184,7 @@ class LoadedModel(ABC):
         (:data:`PROBE_SENTENCE`), heads included. Weights that are each finite can still overflow together, and a
         tokenizer can be readable and still broken; :func:`load` runs this on every model it loads."""
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with caught_warnings():  # this thread's only: catch_warnings would silence every visitor's
                 where = self._probe()
         except (ValueError, RuntimeError, IndexError) as e:
             raise CheckpointError(f"{self.path or self.name}: the model fails on a plain sentence "

@@ -512,3 +512,43 @@ def test_embed_rejects_bad_input(tmp_path):
         m.embed([["bank"]], pooling="max")
     with pytest.raises(ValueError, match="batch_size"):
         m.embed([["bank"]], batch_size=0)
+
+
+@pytest.mark.parametrize("block", ["model check", "transformers load"])
+def test_a_quiet_load_in_one_thread_does_not_silence_another_threads_warnings(tiny_assets, block, monkeypatch):
+    """A visitor's model loading keeps its libraries' warnings quiet in its own thread only: a warning another
+    visitor's input raises meanwhile still reaches that visitor (warnings.catch_warnings would have set the
+    process-wide filters to 'ignore' for every thread while it ran)."""
+    import threading
+    import warnings
+
+    from ctxmodels.formats.transformers_models import _quiet
+    from ctxmodels.thread_warnings import caught_warnings
+
+    inside, done = threading.Event(), threading.Event()
+
+    def hold() -> None:  # the other thread stays inside its quiet block until this one has warned
+        warnings.warn("library chatter", UserWarning, stacklevel=1)
+        inside.set()
+        done.wait(10)
+
+    if block == "model check":
+        model = ctxmodels.load(str(tiny_assets / "static-eltec"))
+        monkeypatch.setattr(model, "_probe", lambda: hold())
+        other = threading.Thread(target=model.check_outputs)
+    else:
+        def load() -> None:
+            with _quiet():
+                hold()
+        other = threading.Thread(target=load)
+    with caught_warnings():  # the router is in place before the other thread starts, as in a running server
+        pass
+    other.start()
+    try:
+        assert inside.wait(10)
+        with caught_warnings() as caught:
+            warnings.warn("your sentence was cut", UserWarning, stacklevel=1)
+    finally:
+        done.set()
+        other.join()
+    assert [str(m) for m, _ in caught] == ["your sentence was cut"]

@@ -486,9 +486,11 @@ def task_sentences(spec: str, split: str = "dev", max_sentences: int = MAX_SENTE
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if not isinstance(max_sentences, int) or max_sentences < 1:
         raise ValueError(f"max_sentences must be a positive whole number, got {max_sentences!r}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
+    with caught_warnings() as caught:  # this thread's only: catch_warnings would swap every thread's filters
         data = load_task(spec, seed=seed)
+    for message, category in caught:  # a file left open by a task reader is upkeep, the rest is news
+        if not issubclass(category, ResourceWarning):
+            warnings.warn(message if isinstance(message, Warning) else category(message), stacklevel=2)
     examples = list(getattr(data, split))
     if not examples:
         raise ValueError(f"the task {spec!r} has no {split} examples; choose another split")

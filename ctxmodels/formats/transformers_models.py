@@ -41,6 +41,7 @@ import torch
 
 from ..checkpoint import CheckpointError
 from ..model_files import read_json, shown
+from ..thread_warnings import caught_warnings
 from ..tokenization import MASK, Encoded
 
 #: model types read through transformers; "bert" only when asked (our own BERT reads it by default)
@@ -121,8 +122,7 @@ def _quiet() -> Iterator[None]:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with caught_warnings():  # dropped; this thread's only (catch_warnings would silence every thread)
             yield
     finally:
         hf_logging.set_verbosity(level)
