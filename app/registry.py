@@ -62,6 +62,21 @@ def model_ids() -> list[str]:
     return list(dict.fromkeys(shipped_models() + packaged_models() + settings().models + registry().extra()))
 
 
+def offered_as(path: str | Path) -> str | None:
+    """The selectable model that already is ``path`` (a shipped or packaged model, one the operator named, one added
+    before), so that loading it again by its folder does not list it twice; None when it is new."""
+    from ctxmodels.loading import resolve
+
+    target = Path(path).resolve()
+    for model_id in model_ids():
+        try:
+            if Path(resolve(model_id, download=False)[0]).resolve() == target:
+                return model_id
+        except Exception:  # noqa: BLE001 - a listed model that cannot be found now is not this one
+            continue
+    return None
+
+
 def label(model_id: str) -> str:
     """A short display name: the short name, or a path's last folder."""
     p = Path(model_id)

@@ -411,6 +411,21 @@ def test_models_page_loads_a_path_when_allowed(tiny_assets, tmp_path, monkeypatc
     assert not at.exception and any("cannot find a model" in e for e in texts(at.error))
 
 
+def test_a_shipped_model_loaded_again_by_its_folder_or_name_is_not_listed_twice(tiny_assets, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_ALLOW_PATHS", "1")
+    at = page("models")
+    before = list(at.dataframe[0].value["model"])
+    for source in (str(tiny_assets / "bert-eltec"), str(tiny_assets / "bert-eltec" / "config.json"), "bert-eltec"):
+        at.text_input[0].set_value(source)
+        at.get("form_submit_button")[0].click()
+        at.run()
+        assert_clean(at)
+        assert any("That is **bert-eltec**, already selectable" in i for i in texts(at.info)), source
+        assert not at.success
+    at.run()
+    assert list(at.dataframe[0].value["model"]) == before
+
+
 def test_a_server_path_is_shown_by_where_it_came_from(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert home_short(tmp_path / "models" / "mine") == "~/models/mine" and home_short(tmp_path) == "~"

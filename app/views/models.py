@@ -19,7 +19,7 @@ from app.inputs import md
 from app.places import home_short, source_of
 from app.plots import plot
 from app.presets import preset_sentences, preset_words
-from app.registry import get_model, label, model_ids, no_models_message, registry
+from app.registry import get_model, label, model_ids, no_models_message, offered_as, registry
 from app.settings import settings
 from ctxmodels.analysis import projections, vectors
 from ctxmodels.loading import found_models
@@ -160,10 +160,14 @@ else:
             from ctxmodels.loading import resolve
 
             path, _ = resolve(source)
-            model = ctxmodels.load(str(path), download=False)
-            registry().add(str(path))
-            st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable on "
-                       "every page.")
+            same = offered_as(path)
+            if same is not None:
+                st.info(f"That is **{md(label(same))}**, already selectable on every page.")
+            else:
+                model = ctxmodels.load(str(path), download=False)
+                registry().add(str(path))
+                st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable "
+                           "on every page.")
 
 # -- download (only with --allow-downloads): app/downloads.py ----------------------------------------------------
 download_panel()

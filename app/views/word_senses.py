@@ -51,7 +51,10 @@ explain(
     "Ethayarajh's self-similarity (mean cosine between occurrences) raw and minus the mean cosine of random word "
     "pairs of the layer (anisotropy-adjusted). A model's senses count as separated when the 1-NN accuracy of its "
     "best layer gets at least 30% of the way from the majority sense's share to 1 (0.65 for two equal senses); "
-    "the page says which models do and which do not.",
+    "the page says which models do and which do not. *Show which words shape one occurrence* hides each other word "
+    "of its sentence in turn and maps, layer by layer, how far the occurrence's vector moves (1 - cosine): a BERT "
+    "reads `[MASK]` in place of each piece of the hidden word, so the positions hold; ELMo and static vectors, which "
+    "have no mask, read the sentence without it.",
     ["cosine", "self_similarity", "scalar_mix"],
 )
 
