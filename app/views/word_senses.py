@@ -441,7 +441,7 @@ if show_shape:
     shapes = {}
     for model_id in chosen_models:
         if model_id in models:
-            with guard(f"Which words shape {md(occ.word)} in {label(model_id)}"), \
+            with guard(f"Which words shape {occ.word} in {label(model_id)}"), \
                     limits.heavy(f"{label(model_id)}: which words shape it"):
                 shapes[model_id] = shaped_by(model_id, words, occ.word_index)
     st.markdown(f"**Which words shape {md(occ.word)}** in “{emphasised(occ.sentence, occ.char_span)}”: each cell "

@@ -272,7 +272,7 @@ class WordEffects:
     answer: str  # what is explained: a guess at a blank, or the hidden word
     prob: float  # P(answer) with every word in view
     hidden_probs: list[float | None]  # P(answer) with word i hidden; None where nothing is hidden (a blank)
-    top_when_hidden: list[str | None]  # the model's first guess at the (first) blank with word i hidden
+    top_when_hidden: list[str | None]  # the first guess at the answer's slot (its first piece) with word i hidden
 
     @property
     def changes(self) -> list[float | None]:
