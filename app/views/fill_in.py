@@ -27,8 +27,8 @@ from ctxmodels.analysis import fill_in
 page_header(
     "Fill in the blank",
     "Write `[MASK]` (or `[mask]`, `<mask>`) where a word is missing: the BERT guesses it as you type (add more "
-    "models under *Models* to compare their guesses side by side). Or hide a word of your sentence and see how "
-    "likely the model finds it.",
+    "models under *Models*, ELMo among them, to compare their guesses side by side). Or hide a word of your "
+    "sentence and see how likely the model finds it.",
 )
 explain(
     "BERT was trained to restore hidden words: 15% of the pieces of each training text were replaced (mostly by "
@@ -44,22 +44,26 @@ explain(
     "the sentence in turn (`[MASK]` in its place, so nothing else moves) and reads the answer's probability again: "
     "a bar to the left (÷) is how many times less likely the answer becomes without that word, one to the right (×) "
     "a word that was pulling towards another answer; the hover says what the model would then guess first. It "
-    "explains each model's first guess, or a word you type (any word of the vocabulary), or the word you hid.",
+    "explains each model's first guess, or a word you type (any word of the vocabulary), or the word you hid. "
+    "**ELMo** has no `[MASK]`: its forward language model predicts a word from the words before it, its backward "
+    "one from the words after it, so it fills a blank with the product of the two, renormalised over its "
+    "vocabulary of whole words (as the training text wrote them, so *Paris* and *paris* differ); to hide a word "
+    "it leaves it out of the sentence.",
     ["mlm"],
 )
 
-ids = require_models(need=lambda m: m.has_attention, what="filling in blanks")
-mlm_ids = [m for m in ids if get_model(m).can_fill_mask]
+ids = require_models(need=lambda m: m.has_attention or m.kind == "elmo", what="filling in blanks")
+mlm_ids = [m for m in ids if fill_in.fills_blanks(get_model(m))]
 no_head = [m for m in ids if m not in mlm_ids]
 if no_head:
-    st.caption("Not offered here (they cannot fill in blanks; their vectors and attention still work): "
-               + "; ".join(f"**{md(label(m))}**: {md(get_model(m).no_fill_reason or 'no masked-LM head')}"
-                           for m in no_head))
+    st.caption("Not offered here (they cannot fill in blanks; their vectors still work): "
+               + "; ".join(f"**{md(label(m))}**: {md(fill_in.why_no_fill(get_model(m)))}" for m in no_head))
 if not mlm_ids:
-    st.warning("None of the available encoders has a masked-LM head, so none can fill in blanks: "
-               + "; ".join(f"{md(label(m))}: {md(get_model(m).no_fill_reason)}" for m in no_head)
+    st.warning("None of the available models can fill in blanks: "
+               + "; ".join(f"{md(label(m))}: {md(fill_in.why_no_fill(get_model(m)))}" for m in no_head)
                + ". Load a checkpoint saved with its MLM head (ours always are; BERT, RoBERTa, DistilBERT, ALBERT, "
-               "an ELECTRA generator, DeBERTa) on the **Models** page.")
+               "an ELECTRA generator, DeBERTa) or an ELMo trained with `ctxmodels train elmo` on the **Models** "
+               "page.")
     st.stop()
 
 DEBOUNCE_MS = 20  # the keystroke box waits this long after a key before it reports (keys closer together: one run)
@@ -125,11 +129,11 @@ def hideable(text: str, model_id: str) -> dict[str, tuple[str, int, int]]:
     """The words of ``text`` one can hide (with a letter or digit; not a blank already there), by their name in the
     list and the link: the word as written, then " (2)", " (3)" for its later occurrences. Values: (word, its
     occurrence as the model finds it, its position in the sentence)."""
-    tokenizer = get_model(model_id).tokenizer
-    norm = str.lower if tokenizer.lowercase else str
+    model = get_model(model_id)
+    norm = str.lower if getattr(model.tokenizer, "lowercase", False) else str
     seen: Counter[str] = Counter()
     out = {}
-    for i, word in enumerate(tokenizer.encode(text).words):
+    for i, word in enumerate(fill_in.sentence_words(model, text)):
         n = seen[norm(word)]
         seen[norm(word)] += 1
         if word == fill_in.MASK or not any(c.isalnum() for c in word):

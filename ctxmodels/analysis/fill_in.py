@@ -21,6 +21,9 @@ vocabulary has k such tokens; each keeps the model's own probability (they are n
 to less than the whole). For the continuation pieces of a hidden word (``##er``, ``##s``), whose slot only a
 piece can fill, the guesses are the ``##`` pieces with a letter or digit.
 
+ELMo fills in blanks too, from both sides with its two language models, and an ELMo handed to any function here
+is passed on to :mod:`~ctxmodels.analysis.elmo_blanks` (which says how).
+
 Command line: ``ctxmodels fill-mask --model PATH [--top-k K] [--whole-words] [--json] "text with [MASK] ..."``.
 """
 
@@ -72,6 +75,39 @@ def _allowed_ids(tokenizer: WordPieceTokenizer, size: int, kind: str) -> torch.T
                     allowed[i] = False
         per_tokenizer[(size, kind)] = allowed
     return per_tokenizer[(size, kind)]
+
+
+def _elmo(model: Any) -> Any | None:
+    """:mod:`.elmo_blanks` when ``model`` is a loaded ELMo, else None."""
+    if getattr(model, "kind", None) != "elmo":
+        return None
+    from . import elmo_blanks  # it imports this module, so it is imported on first use
+
+    return elmo_blanks
+
+
+def fills_blanks(model: Any) -> bool:
+    """Whether a loaded model can fill in blanks: an encoder with a masked-LM head, or an ELMo with its LMs'
+    softmax."""
+    elmo = _elmo(model)
+    return elmo.can_fill(model) if elmo is not None else bool(getattr(model, "can_fill_mask", False))
+
+
+def why_no_fill(model: Any) -> str:
+    """Why a loaded model cannot fill in blanks, in words ("" when it can)."""
+    if fills_blanks(model):
+        return ""
+    if _elmo(model) is not None:
+        return "an ELMo without its language models' softmax (published ELMo files carry none)"
+    return getattr(model, "no_fill_reason", "") or f"a {model.kind} model has no masked-LM head"
+
+
+def sentence_words(model: Any, text: str) -> list[str]:
+    """The words of ``text`` as ``model`` reads them (a word it hides is one of these), blanks as ``[MASK]``."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.words_of(text)
+    _, tokenizer = _parts(model, None)
+    return tokenizer.encode(normalize_masks(text)).words
 
 
 def _parts(model: Any, tokenizer: Any) -> tuple[Any, Any]:
@@ -135,6 +171,8 @@ def fill_mask(
 
     ``model``: our BERT module with its ``tokenizer``, or a model from ``ctxmodels.load`` (``tokenizer`` None:
     its own); an encoder read through transformers gets ``[MASK]`` as its own mask token (``<mask>``, …)."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.fill(model, text, top_k, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     if top_k < 1:
@@ -219,6 +257,8 @@ def mask_word(
     ``whole_words`` filters the model's guesses shown per piece (``top``), not the word's probability or rank.
     ``model`` and ``tokenizer`` as for :func:`fill_mask`.
     """
+    if (elmo := _elmo(model)) is not None:
+        return elmo.score_word(model, text, word, occurrence, top_k, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     enc = tokenizer.encode(normalize_masks(text) if isinstance(text, str) else [normalize_masks(t) for t in text])
@@ -346,6 +386,8 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
     :class:`WordEffects`. ``guess``: a token as :func:`fill_mask` shows it, looked up among the blank's first
     ``search`` guesses (then in the vocabulary); None: the blank's first guess (a whole word when ``whole_words``).
     Other blanks stay blank. ``model`` and ``tokenizer`` as for :func:`fill_mask`."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.guess_effects(model, text, blank, guess, whole_words, search)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     text = normalize_masks(text)
@@ -372,6 +414,8 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
                  occurrence: int = 0, whole_words: bool = True) -> WordEffects:
     """Which other words of ``text`` the probability of ``word`` (hidden as in :func:`mask_word`) rests on: see
     :class:`WordEffects`. Blanks written in the text stay blank."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.word_effects(model, text, word, occurrence, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
     enc = tokenizer.encode(normalize_masks(text))

@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..analysis.fill_in import WordEffects, fill_mask, guess_effects, mask_word, word_effects
+from ..analysis.fill_in import (
+    WordEffects,
+    fill_mask,
+    fills_blanks,
+    guess_effects,
+    mask_word,
+    why_no_fill,
+    word_effects,
+)
 from . import bounded_int, load_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True,
-                   help="an encoder with a masked-LM head: a BERT checkpoint directory (ours or Hugging Face's), "
+                   help="an encoder with a masked-LM head or an ELMo with its LM softmax (ours): a BERT checkpoint "
+                        "directory (ours or Hugging Face's), "
                         "a RoBERTa / DistilBERT / ALBERT / ELECTRA generator / DeBERTa folder, ORG/NAME in the "
                         "Hugging Face cache, or a short name (bert-eltec)")
     p.add_argument("--top-k", type=bounded_int(1, 1000), default=5,
@@ -38,15 +47,14 @@ def print_effects(effects: WordEffects) -> None:
             continue
         ratio = p / effects.prob if effects.prob > 0 else float("inf")
         times = f"x{ratio:.2f}" if ratio >= 1 else f"/{1 / ratio:.2f}" if ratio > 0 else "/inf"
-        print(f"    {word:<{width}}  hidden: {p:.4g}  {times:>8}  first guess then: {top}")
+        print(f"    {word:<{width}}  hidden: {p:.4g}  {times:>9}  first guess then: {top}")
 
 
 def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     model = load_model(args.model)
-    if not model.can_fill_mask:
-        reason = model.no_fill_reason or f"a {model.kind} model has no masked-LM head"
-        raise ValueError(f"{args.model} cannot fill in blanks: {reason}")
+    if not fills_blanks(model):
+        raise ValueError(f"{args.model} cannot fill in blanks: {why_no_fill(model)}")
     tokenizer = model.tokenizer
     if args.guess is not None and not args.rests_on:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import text
+from ..analysis.fill_in import fills_blanks
 from ..analysis.metrics import macro_f1
 from ..analysis.senses import knn_sense_accuracy
 from ..paths import examples_dir
@@ -156,7 +157,8 @@ def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_
 
     rows = []
     for sentence, answers in items:
-        ranked = [p["token"].lower() for p in fill_mask(model.model, model.tokenizer, sentence, top_k=RANK_DEPTH)[0]]
+        # lower-cased: ELMo's vocabulary is cased (Paris), the answers are not
+        ranked = [p["token"].lower() for p in fill_mask(model, None, sentence, top_k=RANK_DEPTH)[0]]
         top = ranked[:top_k]
         rank = min((ranked.index(a) + 1 for a in answers if a in ranked), default=None)
         rows.append({"sentence": sentence, "answers": answers, "top": top, "rank": rank,
@@ -193,7 +195,7 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
 
             log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
             entry["heldout"] = elmo_task.heldout_metrics(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
-        if m.can_fill_mask:
+        if fills_blanks(m):  # a masked LM, or an ELMo reading the blank from both sides
             log(f"{m.name}: cloze check")
             entry["cloze"] = cloze_check(m, read_cloze())
             entry["classroom"] = cloze_check(m, read_cloze(examples_dir() / CLASSROOM_FILE))

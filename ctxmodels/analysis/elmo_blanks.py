@@ -1,0 +1,212 @@
+"""ELMo fills in blanks too: a blank read from both sides by its two language models.
+
+ELMo has no ``[MASK]``. Its forward LM predicts each word from the words before it, its backward LM from the words
+after it, both through one softmax over the output vocabulary. A blank at word ``i`` is scored as the product of
+the two directions, renormalised over the vocabulary's words::
+
+    P(w) ∝ P_fwd(w | w_1 … w_{i-1}) · P_bwd(w | w_{i+1} … w_n)
+
+``<S>``, ``</S>`` and ``<UNK>`` are left out. Neither direction reads the blank itself, so what is written there does
+not matter; another blank in the sentence is read as the unknown word ``[MASK]``. The vocabulary is of whole words
+as the training text wrote them (cased: *Paris*, *bank*), so a hidden word is scored whole, and one the vocabulary
+lacks cannot be scored. ELMo has no mask to hide a word with either: to see which words an answer rests on, each
+word is left out of the sentence in turn.
+
+The functions here mirror :mod:`~ctxmodels.analysis.fill_in`'s, which hands an ELMo over to them.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import torch
+
+from ..char_ids import batch_to_char_ids
+from ..text import tokenize
+from ..tokenization import MASK
+from .fill_in import MAX_WORDS_TO_HIDE, WordEffects, WordScore, is_whole_word, normalize_masks
+
+SPECIALS = ("<S>", "</S>", "<UNK>")
+_ROWS_PER_RUN = 32
+_ALLOWED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LM module -> {whole_words: bool tensor}
+_INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LM module -> {word: softmax row}
+
+
+def can_fill(model: Any) -> bool:
+    """An ELMo with its language models' softmax (published ELMo files carry none)."""
+    return getattr(model, "kind", None) == "elmo" and bool(getattr(model, "has_lm", False))
+
+
+def _require_lm(model: Any) -> Any:
+    if not can_fill(model):
+        raise ValueError(f"{model.name} cannot fill in blanks: this ELMo has no language-model softmax (published "
+                         "ELMo files carry none); it still gives word vectors. An ELMo trained with `ctxmodels train "
+                         "elmo` has one")
+    return model.model
+
+
+def words_of(text: str | list[str]) -> list[str]:
+    """The words ELMo reads: the project's word tokenizer, each blank (``[MASK]``, ``[mask]``, ``<mask>``) one word."""
+    if isinstance(text, list):
+        return [normalize_masks(w) for w in text]
+    words: list[str] = []
+    for i, part in enumerate(normalize_masks(text).split(MASK)):
+        if i:
+            words.append(MASK)
+        words.extend(tokenize(part))
+    return words
+
+
+def _index(lm: Any) -> dict[str, int]:
+    if lm not in _INDEX:
+        _INDEX[lm] = {w: i for i, w in enumerate(lm.vocab)}
+    return _INDEX[lm]
+
+
+def _allowed(lm: Any, whole_words: bool) -> torch.Tensor:
+    """Bool [V]: the vocabulary's words a guess may be (no specials; with ``whole_words``, no punctuation)."""
+    per_lm = _ALLOWED.setdefault(lm, {})
+    if whole_words not in per_lm:
+        per_lm[whole_words] = torch.tensor([w not in SPECIALS and (not whole_words or is_whole_word(w))
+                                            for w in lm.vocab])
+    return per_lm[whole_words]
+
+
+@torch.inference_mode()
+def slot_probs(model: Any, sentences: list[list[str]], slots: list[int]) -> torch.Tensor:
+    """For each sentence and its slot (a word index): P(word at the slot | the words before and after it) over the
+    output vocabulary, [n, V] (see the module docstring); specials get 0."""
+    lm = _require_lm(model)
+    lm.eval()
+    device = next(lm.parameters()).device
+    specials = torch.tensor([_index(lm)[s] for s in SPECIALS if s in _index(lm)], dtype=torch.long)
+    out = []
+    for start in range(0, len(sentences), _ROWS_PER_RUN):
+        chunk, at = sentences[start:start + _ROWS_PER_RUN], slots[start:start + _ROWS_PER_RUN]
+        char_ids, mask = batch_to_char_ids(chunk, add_boundaries=True,
+                                           max_chars=lm.config.char_cnn.max_characters_per_token)
+        states = lm(char_ids.to(device), mask.to(device))
+        rows, slot = torch.arange(len(chunk)), torch.tensor(at)
+        # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
+        both = torch.cat([states.forward_layers[-1][rows, slot], states.backward_layers[-1][rows, slot + 2]])
+        log_p = torch.log_softmax(lm.full_softmax_logits(both).float(), dim=-1)
+        joint = log_p[:len(chunk)] + log_p[len(chunk):]
+        joint[:, specials] = -math.inf
+        probs = joint.softmax(dim=-1)
+        if not bool(probs.isfinite().all()):
+            raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to "
+                             "show; its weights are damaged")
+        out.append(probs.cpu())
+    return torch.cat(out)
+
+
+def _top(lm: Any, row: torch.Tensor, top_k: int, whole_words: bool) -> list[dict[str, float | str]]:
+    allowed = _allowed(lm, whole_words)
+    top = row.masked_fill(~allowed, -1.0).topk(min(top_k, int(allowed.sum())))
+    return [{"token": lm.vocab[i], "prob": p} for p, i in zip(top.values.tolist(), top.indices.tolist())]
+
+
+def _blanks(words: list[str]) -> list[int]:
+    slots = [i for i, w in enumerate(words) if w == MASK]
+    if not slots:
+        raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
+    return slots
+
+
+def fill(model: Any, text: str, top_k: int = 5, whole_words: bool = False) -> list[list[dict[str, float | str]]]:
+    """:func:`~ctxmodels.analysis.fill_in.fill_mask` for an ELMo: the ``top_k`` words for every blank."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    lm = _require_lm(model)
+    words = words_of(text)
+    slots = _blanks(words)
+    probs = slot_probs(model, [words] * len(slots), slots)
+    return [_top(lm, row, top_k, whole_words) for row in probs]
+
+
+def _find(words: list[str], word: str | int, occurrence: int) -> int:
+    if isinstance(word, int):
+        if not 0 <= word < len(words):
+            raise ValueError(f"word index {word} is out of range: the text has {len(words)} words")
+        return word
+    hits = [i for i, w in enumerate(words) if w == word] or [i for i, w in enumerate(words)
+                                                              if w.lower() == word.lower()]
+    if len(hits) <= occurrence:
+        found = f"{len(hits)} time(s)" if hits else "not at all"
+        raise ValueError(f"the word {word!r} occurs {found} in the text (words: {words}); asked for occurrence "
+                         f"{occurrence}")
+    return hits[occurrence]
+
+
+def _row_of(lm: Any, word: str, model_name: str) -> int:
+    row = _index(lm).get(word)
+    if row is None or word in SPECIALS:
+        raise ValueError(f"{word!r} is not in {model_name}'s output vocabulary ({len(lm.vocab):,} words as the "
+                         "training text wrote them), so ELMo cannot score it as a blank's answer; it still has a "
+                         "vector")
+    return row
+
+
+def score_word(model: Any, text: str | list[str], word: str | int, occurrence: int = 0, top_k: int = 5,
+               whole_words: bool = False) -> WordScore:
+    """:func:`~ctxmodels.analysis.fill_in.mask_word` for an ELMo: the word hidden and scored whole."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    index = _find(words, word, occurrence)
+    row_id = _row_of(lm, words[index], model.name)
+    row = slot_probs(model, [words], [index])[0]
+    prob = float(row[row_id])
+    rank = int((row > row[row_id]).sum()) + 1
+    return WordScore(word=words[index], word_index=index, pieces=[words[index]], prob=prob,
+                     log_prob=math.log(max(prob, 1e-45)), rank=rank, piece_probs=[prob], piece_ranks=[rank],
+                     top=[_top(lm, row, top_k, whole_words)])
+
+
+def _effects(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None, guess: str | None,
+             whole_words: bool, search: int = 1000) -> WordEffects:
+    """Leave out each word not in ``keep`` in turn and read the answer's probability at ``slot`` again; the answer:
+    row ``answer`` of the vocabulary, else ``guess`` (looked up among the first ``search`` guesses, then in the
+    vocabulary), else the first guess."""
+    lm = model.model
+    hideable = [j for j in range(len(words)) if j not in keep]
+    if len(hideable) > MAX_WORDS_TO_HIDE:
+        raise ValueError(f"the text has {len(hideable)} words to hide one at a time (one model run each); which "
+                         f"words an answer rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: "
+                         "shorten it")
+    variants = [words] + [words[:j] + words[j + 1:] for j in hideable]
+    slots = [slot] + [slot - (j < slot) for j in hideable]
+    probs = slot_probs(model, variants, slots)
+    if answer is None:
+        shown = [g["token"] for g in _top(lm, probs[0], 1 if guess is None else search, whole_words)]
+        answer = _index(lm)[shown[0]] if guess is None else (
+            _index(lm)[guess] if guess in shown else _row_of(lm, guess, model.name))
+    firsts = [_top(lm, row, 1, whole_words)[0]["token"] for row in probs[1:]]
+    hidden: list[float | None] = [None] * len(words)
+    tops: list[str | None] = [None] * len(words)
+    for k, j in enumerate(hideable):
+        hidden[j], tops[j] = float(probs[k + 1, answer]), str(firsts[k])
+    return WordEffects(list(words), lm.vocab[answer], float(probs[0, answer]), hidden, tops)
+
+
+def guess_effects(model: Any, text: str, blank: int = 0, guess: str | None = None, whole_words: bool = True,
+                  search: int = 1000) -> WordEffects:
+    """:func:`~ctxmodels.analysis.fill_in.guess_effects` for an ELMo (each word left out in turn)."""
+    _require_lm(model)
+    words = words_of(text)
+    slots = _blanks(words)
+    if not 0 <= blank < len(slots):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
+    return _effects(model, words, slots[blank], set(slots), None, guess, whole_words, search)
+
+
+def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
+                 whole_words: bool = True) -> WordEffects:
+    """:func:`~ctxmodels.analysis.fill_in.word_effects` for an ELMo (each other word left out in turn)."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    index = _find(words, word, occurrence)
+    answer = _row_of(lm, words[index], model.name)
+    blanks = {i for i, w in enumerate(words) if w == MASK}
+    return _effects(model, words, index, blanks | {index}, answer, None, whole_words)
