@@ -149,3 +149,7 @@ def test_the_fill_in_page_offers_an_elmo_beside_the_bert(elmo, monkeypatch):
     assert at.metric[0].label == "P(bank)"
     at = page("fill_in", text="She put a zebra in the bank .", fill_models=[str(elmo.path)], blank="zebra")
     assert not at.exception and any("not in elmo-lm's output vocabulary" in e for e in texts(at.error))
+    at = page("models")  # the Models table says which models fill in blanks
+    listed = at.dataframe[0].value.set_index("model")
+    assert listed.loc["elmo-lm", "fill in"] and not listed.loc["elmo-eltec", "fill in"]
+    assert listed.loc["bert-eltec", "fill in"]

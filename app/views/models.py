@@ -21,7 +21,7 @@ from app.plots import plot
 from app.presets import preset_sentences, preset_words
 from app.registry import get_model, label, model_ids, no_models_message, offered_as, registry
 from app.settings import settings
-from ctxmodels.analysis import projections, vectors
+from ctxmodels.analysis import fill_in, projections, vectors
 from ctxmodels.loading import found_models
 from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
@@ -116,10 +116,11 @@ rows = []
 found = found_here() if ids else []
 for mid in ids:
     with guard(f"Loading {label(mid)}"):
-        d = get_model(mid).describe()
+        m = get_model(mid)
+        d = m.describe()
         kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
         rows.append({"model": label(mid), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
-                     "parameters": f"{d['parameters']:,}", "fill in": d["can_fill_mask"],
+                     "parameters": f"{d['parameters']:,}", "fill in": fill_in.fills_blanks(m),
                      "attention": d["has_attention"], "language model": d["has_lm"],
                      "from": source_of(d["path"], found)})
 if rows:
