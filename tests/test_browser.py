@@ -627,6 +627,15 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     settle(page)
     no_traceback(page)
     screenshot(page, "shipped-fill_in.png")
+    # the shipped ELMo fills the blank beside the default BERT, from both sides of it
+    page.goto(f"{shipped_server}/fill_in?fill_models=minilm-eltec&fill_models=elmo-eltec"
+              "&text=The+boat+drifted+slowly+towards+the+far+%5BMASK%5D+of+the+river.")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    guesses = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.data[0].y)")
+    assert all("end" in g for g in guesses), guesses  # both models' top 5 (bars best on top: the list reversed)
+    screenshot(page, "shipped-fill_in-elmo.png")
     page.goto(f"{shipped_server}/elmo_layers")
     settle(page)
     no_traceback(page)
