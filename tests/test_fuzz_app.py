@@ -147,6 +147,7 @@ CHOICES = {  # param: (options, widget)
     "hide": (BOOL, "checkbox"),
     "rank_ascending": (BOOL, "checkbox"),
     "whole_words": (BOOL, "checkbox"),
+    "why": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
     "ft_split": (["dev", "test"], "selectbox"),
@@ -158,7 +159,7 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "sentences": ["The bank. | a\nThe bank! | b"],
         "sentence": ["He came from the bank."], "pair": ["She went home."],
         "text": ["The [MASK] was by the river.", "The bank is here.", "The <mask> and the [mask]."],
-        "blank": ["bank", "the (2)", "The", "river"]}
+        "blank": ["bank", "the (2)", "The", "river"], "why_guess": ["bank", "zebrafish", "river"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": [],
@@ -167,7 +168,7 @@ PAGE_PARAMS = {
                     "corpus_word", "colour", "clusters"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview"],
-    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank"],
+    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess"],
     "elmo_layers": ["probe_model"],
     "models": [],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only
@@ -373,7 +374,7 @@ def check_query(at: AppTest, page: str, query: dict) -> None:
             w = widget(at, wkind, param)
             if w is None:
                 continue
-            if wkind == "checkbox":
+            if wkind in ("checkbox", "toggle"):
                 ok = raw.strip().lower() in BOOL
                 if ok and w.value != (raw.strip().lower() in ("1", "true", "yes", "on")):
                     problems.append(f"{param}={raw!r}: checkbox is {w.value}")
