@@ -26,7 +26,7 @@ import torch
 from ..char_ids import batch_to_char_ids
 from ..text import tokenize
 from ..tokenization import MASK
-from .fill_in import MAX_WORDS_TO_HIDE, WordEffects, WordScore, is_whole_word, normalize_masks
+from .blanks import MAX_WORDS_TO_HIDE, WordEffects, WordScore, is_whole_word, normalize_masks
 
 SPECIALS = ("<S>", "</S>", "<UNK>")
 _ROWS_PER_RUN = 32

@@ -1,0 +1,70 @@
+"""What filling in blanks shares across models (:mod:`.fill_in` for the BERT family, :mod:`.elmo_blanks` for ELMo):
+how a blank may be written, which guesses are words, and the results they give."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..tokenization import MASK
+
+MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+
+
+def normalize_masks(text: str) -> str:
+    """``text`` with every blank written as ``[mask]`` (any case) or ``<mask>`` (RoBERTa's) turned into ``[MASK]``."""
+    return MASK_SPELLINGS.sub(MASK, text)
+
+
+def is_whole_word(token: str) -> bool:
+    """A token a reader takes for a word: not a ``##`` piece, not a special token, with a letter or digit."""
+    if token.startswith("##") or (token.startswith("[") and token.endswith("]") and len(token) > 2):
+        return False
+    return any(c.isalnum() for c in token)
+
+
+#: Hiding words one at a time costs one model run per word; past this many the question is for a shorter text.
+MAX_WORDS_TO_HIDE = 100
+
+
+@dataclass
+class WordScore:
+    """How the model rates the original word at a masked slot (see the module docstring for whole words)."""
+
+    word: str
+    word_index: int
+    pieces: list[str]
+    prob: float  # product of the pieces' probabilities
+    log_prob: float
+    rank: int  # worst piece rank; 1 = top guess at every piece
+    piece_probs: list[float] = field(default_factory=list)
+    piece_ranks: list[int] = field(default_factory=list)
+    top: list[list[dict[str, float | str]]] = field(default_factory=list)  # model's top guesses per piece
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class WordEffects:
+    """How much the model's probability of one answer at a blank rests on each word of the sentence.
+
+    Each word is hidden in turn (all its pieces replaced by [MASK], so nothing else moves) and the answer's
+    probability is read again: a word whose hiding makes the answer much less likely is one the answer rests on; a
+    word whose hiding makes it *more* likely was pulling towards another answer. An answer of several pieces (a
+    hidden word the tokenizer splits) is scored as in :func:`mask_word`: the product of its pieces' probabilities.
+    """
+
+    words: list[str]  # the sentence's words, as written
+    answer: str  # what is explained: a guess at a blank, or the hidden word
+    prob: float  # P(answer) with every word in view
+    hidden_probs: list[float | None]  # P(answer) with word i hidden; None where nothing is hidden (a blank)
+    top_when_hidden: list[str | None]  # the first guess at the answer's slot (its first piece) with word i hidden
+
+    @property
+    def changes(self) -> list[float | None]:
+        """P(answer) with word i hidden minus P(answer) with all words in view (negative: the answer rests on it)."""
+        return [None if p is None else p - self.prob for p in self.hidden_probs]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "changes": self.changes}
