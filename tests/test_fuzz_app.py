@@ -268,7 +268,8 @@ UNESCAPED = [re.compile(p) for p in (
     r"(?i)www\.HOST",  # autolink
     r"@HOST",  # e-mail autolink
 )]
-FIGURE_TAGS = {"b", "br", "extra"}  # the tags figures.py writes itself (hover text, highlighted words)
+FIGURE_TAGS = {"b", "br", "extra", "i"}  # the tags figures.py writes itself (hover text, highlighted words, a
+# word that is not hidden in a "rests on" chart)
 
 
 def markdown_bodies(at: AppTest) -> list[str]:
