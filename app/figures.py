@@ -582,6 +582,20 @@ def _times(ratio: float) -> str:
 EFFECT_MAX_LOG2 = 10  # bars are cut at ×1024 / ÷1024 (their labels keep the true factor)
 
 
+def _effect_log2(p: float, prob: float) -> float:
+    """log2 of how many times more likely an answer is with a word hidden (``p``) than with all in view (``prob``),
+    cut at ±:data:`EFFECT_MAX_LOG2`."""
+    ratio = p / prob if prob > 0 else float("inf")
+    return float(np.clip(np.log2(max(ratio, 1e-300)), -EFFECT_MAX_LOG2, EFFECT_MAX_LOG2))
+
+
+def shared_effect_scale(effect_sets: Sequence[dict]) -> float:
+    """The longest bar (in powers of two) that any of ``effect_sets`` (the models' answers at one blank) draws: as
+    ``x_max`` of :func:`word_effect_bars`, the models' charts side by side share one scale."""
+    return max((abs(_effect_log2(p, float(e["prob"]))) for e in effect_sets for p in e["hidden_probs"]
+                if p is not None), default=0.0)
+
+
 def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None) -> go.Figure:
     """Which words an answer rests on (``effects``: :class:`ctxmodels.analysis.fill_in.WordEffects` as a dict), one
     bar per word in the sentence's order, top to bottom: how many times less (÷, to the left) or more (×, to the
@@ -601,7 +615,7 @@ def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None)
             colours.append(PALETTE[9])
             continue
         ratio = p / prob if prob > 0 else float("inf")
-        logs.append(float(np.clip(np.log2(max(ratio, 1e-300)), -EFFECT_MAX_LOG2, EFFECT_MAX_LOG2)))
+        logs.append(_effect_log2(p, prob))
         texts.append(_times(ratio))
         then = f"<br>first guess then: {plain(top)}" if top is not None else ""
         hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "

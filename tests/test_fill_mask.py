@@ -9,7 +9,7 @@ import pytest
 import torch
 import transformers
 
-from ctxmodels.analysis import fill_in
+from ctxmodels.analysis import blanks
 from ctxmodels.analysis.fill_in import (
     fill_mask,
     guess_effects,
@@ -268,7 +268,7 @@ def test_rests_on_clear_errors(saved, monkeypatch):
         guess_effects(model, tok, "the [MASK] of the river", guess="zebrafish")
     with pytest.raises(ValueError, match="'sea' occurs not at all"):
         word_effects(model, tok, "the bank of the river", "sea")
-    monkeypatch.setattr(fill_in, "MAX_WORDS_TO_HIDE", 4)
+    monkeypatch.setattr(blanks, "MAX_WORDS_TO_HIDE", 4)
     with pytest.raises(ValueError, match="5 words to hide .* up to 4 words: shorten it"):
         guess_effects(model, tok, "the [MASK] of the river was")
     assert len(guess_effects(model, tok, "the [MASK] of the river").words) == 5  # 4 to hide: shown

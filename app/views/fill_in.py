@@ -7,7 +7,6 @@ not the page around them, and the box reports a keystroke after a short pause (`
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import pandas as pd
@@ -107,13 +106,6 @@ def hidden_rests_on(model_id: str, text: str, word: str, occurrence: int, whole_
     m = get_model(model_id)
     return fill_in.word_effects(m, m.tokenizer, text, word, occurrence=occurrence,
                                 whole_words=whole_words).to_dict()
-
-
-def effect_scale(effects: list[dict]) -> float:
-    """The largest factor (in powers of two) any of ``effects`` shows: the models' charts side by side share it."""
-    logs = [abs(math.log2(max(p, 1e-300) / e["prob"])) for e in effects if e["prob"] > 0
-            for p in e["hidden_probs"] if p is not None]
-    return min(max(logs, default=1.0), figures.EFFECT_MAX_LOG2)
 
 
 def effect_chart(model_id: str, effects: dict, scale: float, key: str) -> None:
@@ -236,11 +228,12 @@ def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, 
             else:
                 effects[model_id] = [rests_on(model_id, checked, i, guess, whole_words)
                                      for i in range(len(computed[model_id]))]
+    blanks = max((len(per_blank) for per_blank in effects.values()), default=0)
+    scales = [figures.shared_effect_scale([e[i] for e in effects.values() if i < len(e)]) for i in range(blanks)]
     for model_id, per_blank in effects.items():
         for i, (spot, e) in enumerate(zip(places[model_id], per_blank)):
             with spot, guard(label(model_id)):
-                scale = effect_scale([other[i] for other in effects.values() if i < len(other)])
-                effect_chart(model_id, e, scale, key=f"why::{model_id}::{i}")
+                effect_chart(model_id, e, scales[i], key=f"why::{model_id}::{i}")
 
 
 @st.fragment

@@ -10,6 +10,7 @@ one of its points reruns that row only. Large views (corpus scale) project with 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -430,9 +431,7 @@ if show_path or show_shape:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def shaped_by(model_id: str, words: tuple[str, ...], index: int) -> dict:
-    shifts = ws.context_shifts(get_model(model_id), list(words), index)
-    return {"words": shifts.words, "index": shifts.index, "layer_names": shifts.layer_names,
-            "shifts": shifts.shifts, "hidden_as": shifts.hidden_as}
+    return asdict(ws.context_shifts(get_model(model_id), list(words), index))
 
 
 if show_shape:

@@ -4,6 +4,7 @@ how a blank may be written, which guesses are words, and the results they give."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..tokenization import MASK
@@ -25,6 +26,30 @@ def is_whole_word(token: str) -> bool:
 
 #: Hiding words one at a time costs one model run per word; past this many the question is for a shorter text.
 MAX_WORDS_TO_HIDE = 100
+
+
+def check_words_to_hide(n: int) -> None:
+    """ValueError when ``n`` words are too many to hide one at a time (:data:`MAX_WORDS_TO_HIDE`)."""
+    if n > MAX_WORDS_TO_HIDE:
+        raise ValueError(f"the text has {n} words to hide one at a time (one model run each); which words an answer "
+                         f"rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: shorten it")
+
+
+def find_word(words: Sequence[str], word: str | int, occurrence: int, lowercase: bool) -> int:
+    """The index in ``words`` of occurrence ``occurrence`` (0-based) of ``word``, or ``word`` itself as an index.
+    Compared lower-cased for an uncased model; for a cased one exactly, or in any case when nothing matches
+    exactly."""
+    if isinstance(word, int):
+        if not 0 <= word < len(words):
+            raise ValueError(f"word index {word} is out of range: the text has {len(words)} words")
+        return word
+    hits = [] if lowercase else [i for i, w in enumerate(words) if w == word]
+    hits = hits or [i for i, w in enumerate(words) if w.lower() == word.lower()]
+    if len(hits) <= occurrence:
+        found = f"{len(hits)} time(s)" if hits else "not at all"
+        raise ValueError(f"the word {word!r} occurs {found} in the text (words: {list(words)}); "
+                         f"asked for occurrence {occurrence}")
+    return hits[occurrence]
 
 
 @dataclass
@@ -65,6 +90,17 @@ class WordEffects:
     def changes(self) -> list[float | None]:
         """P(answer) with word i hidden minus P(answer) with all words in view (negative: the answer rests on it)."""
         return [None if p is None else p - self.prob for p in self.hidden_probs]
+
+    @classmethod
+    def of(cls, words: Sequence[str], answer: str, prob: float, hidden: Sequence[int], hidden_probs: Sequence[float],
+           firsts: Sequence[str]) -> WordEffects:
+        """The result for the words at ``hidden`` (hidden in turn, with these probabilities and first guesses);
+        every other word gets None."""
+        probs: list[float | None] = [None] * len(words)
+        tops: list[str | None] = [None] * len(words)
+        for j, p, first in zip(hidden, hidden_probs, firsts):
+            probs[j], tops[j] = float(p), str(first)
+        return cls(list(words), answer, float(prob), probs, tops)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "changes": self.changes}

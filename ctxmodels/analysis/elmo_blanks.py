@@ -26,7 +26,7 @@ import torch
 from ..char_ids import batch_to_char_ids
 from ..text import tokenize
 from ..tokenization import MASK
-from .blanks import MAX_WORDS_TO_HIDE, WordEffects, WordScore, is_whole_word, normalize_masks
+from .blanks import WordEffects, WordScore, check_words_to_hide, find_word, is_whole_word, normalize_masks
 
 SPECIALS = ("<S>", "</S>", "<UNK>")
 _ROWS_PER_RUN = 32
@@ -77,29 +77,33 @@ def _allowed(lm: Any, whole_words: bool) -> torch.Tensor:
 @torch.inference_mode()
 def slot_probs(model: Any, sentences: list[list[str]], slots: list[int]) -> torch.Tensor:
     """For each sentence and its slot (a word index): P(word at the slot | the words before and after it) over the
-    output vocabulary, [n, V] (see the module docstring); specials get 0."""
+    output vocabulary, [n, V] (see the module docstring); specials get 0. A sentence given several times (one per
+    blank) is run once."""
     lm = _require_lm(model)
     lm.eval()
     device = next(lm.parameters()).device
     specials = torch.tensor([_index(lm)[s] for s in SPECIALS if s in _index(lm)], dtype=torch.long)
-    out = []
-    for start in range(0, len(sentences), _ROWS_PER_RUN):
-        chunk, at = sentences[start:start + _ROWS_PER_RUN], slots[start:start + _ROWS_PER_RUN]
+    distinct = list(dict.fromkeys(map(tuple, sentences)))
+    row_of = {s: i for i, s in enumerate(distinct)}
+    fwd, bwd = [], []  # per distinct sentence: the top forward and backward states [T, P], <S> and </S> included
+    for start in range(0, len(distinct), _ROWS_PER_RUN):
+        chunk = [list(s) for s in distinct[start:start + _ROWS_PER_RUN]]
         char_ids, mask = batch_to_char_ids(chunk, add_boundaries=True,
                                            max_chars=lm.config.char_cnn.max_characters_per_token)
         states = lm(char_ids.to(device), mask.to(device))
-        rows, slot = torch.arange(len(chunk)), torch.tensor(at)
-        # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
-        both = torch.cat([states.forward_layers[-1][rows, slot], states.backward_layers[-1][rows, slot + 2]])
-        log_p = torch.log_softmax(lm.full_softmax_logits(both).float(), dim=-1)
-        joint = log_p[:len(chunk)] + log_p[len(chunk):]
-        joint[:, specials] = -math.inf
-        probs = joint.softmax(dim=-1)
-        if not bool(probs.isfinite().all()):
-            raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to "
-                             "show; its weights are damaged")
-        out.append(probs.cpu())
-    return torch.cat(out)
+        fwd += list(states.forward_layers[-1])
+        bwd += list(states.backward_layers[-1])
+    rows = [row_of[tuple(s)] for s in sentences]
+    # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
+    both = torch.stack([fwd[r][i] for r, i in zip(rows, slots)] + [bwd[r][i + 2] for r, i in zip(rows, slots)])
+    log_p = torch.log_softmax(lm.full_softmax_logits(both).float(), dim=-1)
+    joint = log_p[:len(rows)] + log_p[len(rows):]
+    joint[:, specials] = -math.inf
+    probs = joint.softmax(dim=-1)
+    if not bool(probs.isfinite().all()):
+        raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to show; "
+                         "its weights are damaged")
+    return probs.cpu()
 
 
 def _top(lm: Any, row: torch.Tensor, top_k: int, whole_words: bool) -> list[dict[str, float | str]]:
@@ -126,20 +130,6 @@ def fill(model: Any, text: str, top_k: int = 5, whole_words: bool = False) -> li
     return [_top(lm, row, top_k, whole_words) for row in probs]
 
 
-def _find(words: list[str], word: str | int, occurrence: int) -> int:
-    if isinstance(word, int):
-        if not 0 <= word < len(words):
-            raise ValueError(f"word index {word} is out of range: the text has {len(words)} words")
-        return word
-    hits = [i for i, w in enumerate(words) if w == word] or [i for i, w in enumerate(words)
-                                                              if w.lower() == word.lower()]
-    if len(hits) <= occurrence:
-        found = f"{len(hits)} time(s)" if hits else "not at all"
-        raise ValueError(f"the word {word!r} occurs {found} in the text (words: {words}); asked for occurrence "
-                         f"{occurrence}")
-    return hits[occurrence]
-
-
 def _row_of(lm: Any, word: str, model_name: str) -> int:
     row = _index(lm).get(word)
     if row is None or word in SPECIALS:
@@ -154,7 +144,7 @@ def score_word(model: Any, text: str | list[str], word: str | int, occurrence: i
     """:func:`~ctxmodels.analysis.fill_in.mask_word` for an ELMo: the word hidden and scored whole."""
     lm = _require_lm(model)
     words = words_of(text)
-    index = _find(words, word, occurrence)
+    index = find_word(words, word, occurrence, lowercase=False)
     row_id = _row_of(lm, words[index], model.name)
     row = slot_probs(model, [words], [index])[0]
     prob = float(row[row_id])
@@ -164,41 +154,34 @@ def score_word(model: Any, text: str | list[str], word: str | int, occurrence: i
                      top=[_top(lm, row, top_k, whole_words)])
 
 
-def _effects(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None, guess: str | None,
-             whole_words: bool, search: int = 1000) -> WordEffects:
-    """Leave out each word not in ``keep`` in turn and read the answer's probability at ``slot`` again; the answer:
-    row ``answer`` of the vocabulary, else ``guess`` (looked up among the first ``search`` guesses, then in the
-    vocabulary), else the first guess."""
+def _effects(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None,
+             whole_words: bool) -> WordEffects:
+    """Leave out each word not in ``keep`` in turn and read the probability of vocabulary row ``answer`` at ``slot``
+    again (None: the first guess with every word in view)."""
     lm = model.model
     hideable = [j for j in range(len(words)) if j not in keep]
-    if len(hideable) > MAX_WORDS_TO_HIDE:
-        raise ValueError(f"the text has {len(hideable)} words to hide one at a time (one model run each); which "
-                         f"words an answer rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: "
-                         "shorten it")
+    check_words_to_hide(len(hideable))
     variants = [words] + [words[:j] + words[j + 1:] for j in hideable]
     slots = [slot] + [slot - (j < slot) for j in hideable]
     probs = slot_probs(model, variants, slots)
     if answer is None:
-        shown = [g["token"] for g in _top(lm, probs[0], 1 if guess is None else search, whole_words)]
-        answer = _index(lm)[shown[0]] if guess is None else (
-            _index(lm)[guess] if guess in shown else _row_of(lm, guess, model.name))
+        answer = _index(lm)[_top(lm, probs[0], 1, whole_words)[0]["token"]]
     firsts = [_top(lm, row, 1, whole_words)[0]["token"] for row in probs[1:]]
-    hidden: list[float | None] = [None] * len(words)
-    tops: list[str | None] = [None] * len(words)
-    for k, j in enumerate(hideable):
-        hidden[j], tops[j] = float(probs[k + 1, answer]), str(firsts[k])
-    return WordEffects(list(words), lm.vocab[answer], float(probs[0, answer]), hidden, tops)
+    return WordEffects.of(words, lm.vocab[answer], float(probs[0, answer]), hideable, probs[1:, answer].tolist(),
+                          firsts)
 
 
-def guess_effects(model: Any, text: str, blank: int = 0, guess: str | None = None, whole_words: bool = True,
-                  search: int = 1000) -> WordEffects:
-    """:func:`~ctxmodels.analysis.fill_in.guess_effects` for an ELMo (each word left out in turn)."""
-    _require_lm(model)
+def guess_effects(model: Any, text: str, blank: int = 0, guess: str | None = None,
+                  whole_words: bool = True) -> WordEffects:
+    """:func:`~ctxmodels.analysis.fill_in.guess_effects` for an ELMo (each word left out in turn); ``guess``: any
+    word of its vocabulary."""
+    lm = _require_lm(model)
     words = words_of(text)
     slots = _blanks(words)
     if not 0 <= blank < len(slots):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
-    return _effects(model, words, slots[blank], set(slots), None, guess, whole_words, search)
+    answer = None if guess is None else _row_of(lm, guess, model.name)
+    return _effects(model, words, slots[blank], set(slots), answer, whole_words)
 
 
 def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
@@ -206,7 +189,7 @@ def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
     """:func:`~ctxmodels.analysis.fill_in.word_effects` for an ELMo (each other word left out in turn)."""
     lm = _require_lm(model)
     words = words_of(text)
-    index = _find(words, word, occurrence)
+    index = find_word(words, word, occurrence, lowercase=False)
     answer = _row_of(lm, words[index], model.name)
     blanks = {i for i, w in enumerate(words) if w == MASK}
-    return _effects(model, words, index, blanks | {index}, answer, None, whole_words)
+    return _effects(model, words, index, blanks | {index}, answer, whole_words)

@@ -38,7 +38,7 @@ import torch
 from ..bert import BertForPreTraining
 from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
-from .blanks import MAX_WORDS_TO_HIDE, WordEffects, WordScore, is_whole_word, normalize_masks
+from .blanks import WordEffects, WordScore, check_words_to_hide, find_word, is_whole_word, normalize_masks
 
 
 def _is_continuation(token: str) -> bool:
@@ -118,22 +118,29 @@ def _require_mlm_head(model: Any) -> None:
         )
 
 
+_ROWS_PER_RUN = 32  # encodings per forward pass (hiding words one at a time makes many)
+
+
 @torch.inference_mode()
-def _masked_probs(model: Any, enc: Encoded, positions: list[int]) -> torch.Tensor:
-    """Softmax over the vocabulary at ``positions`` of one encoding: [len(positions), V]."""
-    if not isinstance(model, torch.nn.Module):  # an encoder read through transformers: its own head
-        return _softmax(model.mask_logits(enc, positions))
+def _masked_probs(model: Any, encs: list[Encoded], positions: list[int]) -> torch.Tensor:
+    """Softmax over the vocabulary at ``positions`` of encodings of one length (the same text with other words
+    hidden): [len(encs), len(positions), V]."""
+    if not isinstance(model, torch.nn.Module):  # an encoder read through transformers: its own head, a text a run
+        return torch.stack([_softmax(model.mask_logits(e, positions)) for e in encs])
     device = next(model.parameters()).device
-    ids = torch.tensor([enc.ids], device=device)
-    types = torch.tensor([enc.type_ids], device=device)
-    pos = torch.tensor([positions], device=device)
     was_training = model.training
     model.eval()
+    out = []
     try:
-        logits = model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits[0]
+        for start in range(0, len(encs), _ROWS_PER_RUN):
+            chunk = encs[start:start + _ROWS_PER_RUN]
+            ids = torch.tensor([e.ids for e in chunk], device=device)
+            types = torch.tensor([e.type_ids for e in chunk], device=device)
+            pos = torch.tensor([positions] * len(chunk), device=device)
+            out.append(_softmax(model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits))
     finally:
         model.train(was_training)
-    return _softmax(logits)
+    return torch.cat(out)
 
 
 def _softmax(logits: torch.Tensor) -> torch.Tensor:
@@ -159,6 +166,13 @@ def fill_mask(
     _require_mlm_head(model)
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
+    enc, positions = _blanks(tokenizer, text)
+    probs = _masked_probs(model, [enc], positions)[0]
+    return _top(probs, tokenizer, top_k, ["word" if whole_words else "any"] * len(positions))
+
+
+def _blanks(tokenizer: Any, text: str) -> tuple[Encoded, list[int]]:
+    """The text's encoding and the positions of its blanks; ValueError when it has none left."""
     text = normalize_masks(text)
     enc = tokenizer.encode(text)
     positions = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
@@ -166,8 +180,7 @@ def fill_mask(
         if MASK in text:
             raise ValueError(f"every {MASK} in the text was cut off by truncation; shorten the text")
         raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
-    probs = _masked_probs(model, enc, positions)
-    return _top(probs, tokenizer, top_k, ["word" if whole_words else "any"] * len(positions))
+    return enc, positions
 
 
 def _top_ids(row: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int, kind: str) -> torch.return_types.topk:
@@ -192,18 +205,22 @@ def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int,
     return out
 
 
-def _find_word(enc: Encoded, word: str | int, occurrence: int, lowercase: bool) -> int:
-    if isinstance(word, int):
-        if not 0 <= word < len(enc.words):
-            raise ValueError(f"word index {word} is out of range: the text has {len(enc.words)} words")
-        return word
-    norm = (lambda s: s.lower()) if lowercase else (lambda s: s)
-    hits = [i for i, w in enumerate(enc.words) if norm(w) == norm(word)]
-    if len(hits) <= occurrence:
-        found = f"{len(hits)} time(s)" if hits else "not at all"
-        raise ValueError(f"the word {word!r} occurs {found} in the text (words: {enc.words}); "
-                         f"asked for occurrence {occurrence}")
-    return hits[occurrence]
+def _hide(enc: Encoded, word: int, mask_id: int) -> Encoded:
+    """``enc`` with every piece of word ``word`` replaced by [MASK] (same length, so the positions hold)."""
+    ids = [mask_id if w == word else i for i, w in zip(enc.ids, enc.word_ids)]
+    return Encoded(ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids, enc.words,
+                   enc.truncated)
+
+
+def _hidden_word(tokenizer: Any, text: str | list[str], word: str | int,
+                 occurrence: int) -> tuple[Encoded, int, list[int]]:
+    """The text's encoding, the index of the word to hide and the positions of its pieces."""
+    enc = tokenizer.encode(normalize_masks(text) if isinstance(text, str) else [normalize_masks(t) for t in text])
+    index = find_word(enc.words, word, occurrence, tokenizer.lowercase)
+    positions = enc.word_pieces(index)
+    if not positions:
+        raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
+    return enc, index, positions
 
 
 def mask_word(
@@ -225,18 +242,9 @@ def mask_word(
         return elmo.score_word(model, text, word, occurrence, top_k, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc = tokenizer.encode(normalize_masks(text) if isinstance(text, str) else [normalize_masks(t) for t in text])
-    index = _find_word(enc, word, occurrence, tokenizer.lowercase)
-    positions = enc.word_pieces(index)
-    if not positions:
-        raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
+    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
     original = [enc.ids[p] for p in positions]
-    masked_ids = list(enc.ids)
-    for p in positions:
-        masked_ids[p] = tokenizer.mask_id
-    masked = Encoded(masked_ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids,
-                     enc.words, enc.truncated)
-    probs = _masked_probs(model, masked, positions)
+    probs = _masked_probs(model, [_hide(enc, index, tokenizer.mask_id)], positions)[0]
     piece_probs = [float(probs[j, t]) for j, t in enumerate(original)]
     # rank = 1 + how many vocabulary items the model put strictly above the original piece
     piece_ranks = [int((probs[j] > probs[j, t]).sum()) + 1 for j, t in enumerate(original)]
@@ -257,49 +265,15 @@ def mask_word(
 
 # --- Which words an answer rests on -------------------------------------------------------------------------------
 
-_ROWS_PER_RUN = 32  # sentences per forward pass when hiding words one at a time
-
-
-def _hide(enc: Encoded, word: int, mask_id: int) -> Encoded:
-    """``enc`` with every piece of word ``word`` replaced by [MASK] (same length, so the positions hold)."""
-    ids = [mask_id if w == word else i for i, w in zip(enc.ids, enc.word_ids)]
-    return Encoded(ids, enc.tokens, enc.type_ids, enc.word_ids, enc.offsets, enc.sequence_ids, enc.words,
-                   enc.truncated)
-
-
-@torch.inference_mode()
-def _masked_probs_many(model: Any, encs: list[Encoded], positions: list[int]) -> torch.Tensor:
-    """:func:`_masked_probs` for encodings of one length with their blanks at the same ``positions``:
-    [len(encs), len(positions), V]."""
-    if not isinstance(model, torch.nn.Module):  # an encoder read through transformers: one text a run
-        return torch.stack([_softmax(model.mask_logits(e, positions)) for e in encs])
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    out = []
-    try:
-        for start in range(0, len(encs), _ROWS_PER_RUN):
-            chunk = encs[start:start + _ROWS_PER_RUN]
-            ids = torch.tensor([e.ids for e in chunk], device=device)
-            types = torch.tensor([e.type_ids for e in chunk], device=device)
-            pos = torch.tensor([positions] * len(chunk), device=device)
-            out.append(_softmax(model(ids, token_type_ids=types, mlm_positions=pos).prediction_logits))
-    finally:
-        model.train(was_training)
-    return torch.cat(out)
-
 
 def _hide_each(model: Any, tokenizer: Any, enc: Encoded, positions: list[int],
                keep: set[int]) -> tuple[list[int], torch.Tensor]:
     """The words of ``enc`` not in ``keep`` (those hidden in turn), and the probabilities at ``positions`` for
     ``enc`` itself (row 0) and with each of those words hidden (row 1 + i): [1 + n, len(positions), V]."""
     hideable = [w for w in range(len(enc.words)) if w not in keep and enc.word_pieces(w)]
-    if len(hideable) > MAX_WORDS_TO_HIDE:
-        raise ValueError(f"the text has {len(hideable)} words to hide one at a time (one model run each); which "
-                         f"words an answer rests on is shown for texts of up to {MAX_WORDS_TO_HIDE} words: "
-                         "shorten it")
+    check_words_to_hide(len(hideable))
     variants = [enc] + [_hide(enc, w, tokenizer.mask_id) for w in hideable]
-    return hideable, _masked_probs_many(model, variants, positions)
+    return hideable, _masked_probs(model, variants, positions)
 
 
 def _effects(tokenizer: Any, words: list[str], hideable: list[int], probs: torch.Tensor, answer_ids: list[int],
@@ -310,11 +284,7 @@ def _effects(tokenizer: Any, words: list[str], hideable: list[int], probs: torch
     answer_probs = probs[:, torch.arange(len(answer_ids)), target].double().clamp_min(1e-45).log().sum(-1).exp()
     kind = "word" if whole_words else "any"
     firsts = [tokenizer.id_to_token(int(_top_ids(row[0], tokenizer, 1, kind).indices[0])) for row in probs[1:]]
-    hidden: list[float | None] = [None] * len(words)
-    tops: list[str | None] = [None] * len(words)
-    for j, w in enumerate(hideable):
-        hidden[w], tops[w] = float(answer_probs[j + 1]), firsts[j]
-    return WordEffects(list(words), answer, float(answer_probs[0]), hidden, tops)
+    return WordEffects.of(words, answer, float(answer_probs[0]), hideable, answer_probs[1:].tolist(), firsts)
 
 
 def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
@@ -323,15 +293,11 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
     :class:`WordEffects`. ``guess``: a token as :func:`fill_mask` shows it, looked up among the blank's first
     ``search`` guesses (then in the vocabulary); None: the blank's first guess (a whole word when ``whole_words``).
     Other blanks stay blank. ``model`` and ``tokenizer`` as for :func:`fill_mask`."""
-    if (elmo := _elmo(model)) is not None:
-        return elmo.guess_effects(model, text, blank, guess, whole_words, search)
+    if (elmo := _elmo(model)) is not None:  # its guesses are its vocabulary's words: no search needed
+        return elmo.guess_effects(model, text, blank, guess, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    text = normalize_masks(text)
-    enc = tokenizer.encode(text)
-    positions = [i for i, t in enumerate(enc.ids) if t == tokenizer.mask_id]
-    if not positions:
-        raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
+    enc, positions = _blanks(tokenizer, text)
     if not 0 <= blank < len(positions):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
     hideable, probs = _hide_each(model, tokenizer, enc, [positions[blank]], {enc.word_ids[p] for p in positions})
@@ -355,11 +321,7 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
         return elmo.word_effects(model, text, word, occurrence, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc = tokenizer.encode(normalize_masks(text))
-    index = _find_word(enc, word, occurrence, tokenizer.lowercase)
-    positions = enc.word_pieces(index)
-    if not positions:
-        raise ValueError(f"the word {enc.words[index]!r} gives no word pieces (or was truncated away)")
+    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
     original = [enc.ids[p] for p in positions]
     blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
     hideable, probs = _hide_each(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, blanks | {index})
