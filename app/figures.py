@@ -392,6 +392,61 @@ def context_shift_heatmap(shifts: dict, title: str = "", z_max: float | None = N
     ))
 
 
+def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.ndarray, products: np.ndarray,
+                   weights: np.ndarray, title: str = "") -> go.Figure:
+    """How one head weighs the tokens for the token at ``row`` (BertViz's neuron view), in three panels that share
+    one row per token: the query (top row) and every token's key, dimension by dimension; the query times each key,
+    divided by √d (a row sums to that token's score); and the weights, the softmax of the scores.
+
+    query: [d]; keys, products: [T, d]; weights: [T]. Red is positive, blue negative; each heatmap is centred on 0
+    with its own symmetric range."""
+    keys, products = np.asarray(keys, dtype=np.float32), np.asarray(products, dtype=np.float32)
+    weights = np.asarray(weights, dtype=float)
+    T, d = keys.shape
+    names = _plain_all(tokens)
+    me = names[row]
+    rows = list(range(T + 1))  # row 0 is the query, row j + 1 token j's key
+    labels = [f"<b>query</b> · {me}"] + [f"<b>{n} ·{j}</b>" if j == row else f"{n} ·{j}" for j, n in enumerate(names)]
+    vectors = np.vstack([np.asarray(query, dtype=np.float32)[None, :], keys])
+    scores = products.sum(axis=1)
+
+    def limit(a: np.ndarray) -> float:
+        return float(np.abs(a).max()) or 1.0
+
+    vec_hover = [[f"query of {me}"] * d] + [[f"key of {n} ·{j}"] * d for j, n in enumerate(names)]
+    prod_hover = [[""] * d] + [[f"{me} → {n} ·{j}"] * d for j, n in enumerate(names)]
+    bar_hover = [f"{me} → {n} ·{j}: score {s:+.2f}, weight {percent(w)}"
+                 for j, (n, s, w) in enumerate(zip(names, scores, weights))]
+    heat = dict(type="heatmap", x=list(range(d)), y=rows, colorscale="RdBu", reversescale=True, zmid=0,
+                showscale=False, hoverongaps=False)
+    dims = dict(title=dict(text="dimension"), tickvals=list(range(0, d, max(1, d // 8))), fixedrange=True)
+    panel = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=12))
+    return go.Figure(dict(
+        data=[
+            dict(heat, z=vectors, zmin=-limit(vectors), zmax=limit(vectors), customdata=vec_hover,
+                 hovertemplate="%{customdata}, dimension %{x}: %{z:.2f}<extra></extra>"),
+            dict(heat, z=np.vstack([np.full((1, d), np.nan, dtype=np.float32), products]).tolist(),
+                 zmin=-limit(products), zmax=limit(products), customdata=prod_hover, xaxis="x2",
+                 hovertemplate="%{customdata}, dimension %{x}: q×k/√d %{z:+.3f}<extra></extra>"),
+            dict(type="bar", x=weights.tolist(), y=rows[1:], orientation="h", xaxis="x3", marker=dict(color=PALETTE[0]),
+                 text=[f"{percent(w)} ({s:+.1f})" for w, s in zip(weights, scores)], textposition="outside",
+                 cliponaxis=False,
+                 customdata=bar_hover, hovertemplate="%{customdata}<extra></extra>"),
+        ],
+        layout=dict(
+            title=dict(text=plain(title)), height=150 + 17 * (T + 1), margin=dict(l=10, r=70, t=70, b=10),
+            xaxis=dict(domain=[0.0, 0.36], **dims), xaxis2=dict(domain=[0.39, 0.75], **dims),
+            # each bar is labelled, so the axis needs no ticks (its range leaves room for the labels)
+            xaxis3=dict(domain=[0.79, 1.0], range=[0, float(weights.max()) * 1.6 + 0.01], showticklabels=False,
+                        showgrid=False, fixedrange=True),
+            yaxis=dict(tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, fixedrange=True),
+            annotations=[dict(panel, x=0.18, text="query and keys"), dict(panel, x=0.57, text="query × key / √d"),
+                         dict(panel, x=0.895, text="weight (score)")],
+            showlegend=False,
+        ),
+    ))
+
+
 def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
     """Layer x head overview of small maps ([layers, heads, T, T]) as one tiled heatmap.
 

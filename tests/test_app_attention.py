@@ -160,3 +160,38 @@ def test_no_next_sentence_probability_without_a_pair_or_a_head():
     assert not at.metric
     assert any("no next-sentence (NSP) head" in c for c in texts(at.caption)), texts(at.caption)
     assert detail_charts(at)[0]  # its attention over the pair is still shown
+
+
+def query_key_chart(at) -> dict | None:
+    return next((c for c in charts(at) if ": from " in str(c["layout"].get("title", {}).get("text", ""))), None)
+
+
+def test_how_a_head_computes_its_weights_from_the_link(tiny_assets):
+    at = page("attention", sentence="The bank was closed.", att_layer="2", att_head="1", qk="1", qk_from="2")
+    assert_clean(at)
+    chart = query_key_chart(at)
+    assert chart is not None
+    model = ctxmodels.load(str(tiny_assets / "bert-eltec"))
+    qk = att.query_keys(model, None, "The bank was closed.")
+    assert title(chart) == f"layer 2, head 1: from {qk.tokens[2]} ·2"
+    bars = chart["data"][2]
+    assert np.allclose(array(bars["x"]), qk.attentions[1, 0, 2], atol=1e-6)  # the map's row 2, layer 2, head 1
+    assert any("gives most weight to" in c for c in texts(at.caption)), texts(at.caption)
+    assert param(at, "qk") == "1" and param(at, "qk_from") == "2"
+    # another head reruns the detail with its own queries and keys
+    slider(at, "att_head").set_value(2).run()
+    assert np.allclose(array(query_key_chart(at)["data"][2]["x"]), qk.attentions[1, 1, 2], atol=1e-6)
+
+
+def test_the_query_key_view_only_for_one_head_and_in_range():
+    at = page("attention", sentence="The bank was closed.", qk="1", qk_from="999")
+    assert_clean(at)
+    assert warned(at, "qk_from")  # outside the sentence's pieces: clamped, with a warning
+    assert query_key_chart(at) is not None
+    at = page("attention", sentence="The bank was closed.", qk="1", view="mean")
+    assert_clean(at)
+    assert query_key_chart(at) is None and not [t for t in at.toggle if t.key == "qk"]
+    at = page("attention", sentence="The bank was closed.")
+    assert_clean(at)
+    assert query_key_chart(at) is None  # off by default: the toggle is there, closed
+    assert [t.value for t in at.toggle if t.key == "qk"] == [False]

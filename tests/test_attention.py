@@ -21,6 +21,7 @@ from ctxmodels.analysis.attention import (
     mean_over_heads,
     merge_word_pieces,
     next_sentence_probability,
+    query_keys,
     rank_heads,
 )
 from ctxmodels.bert import BertConfig, BertForPreTraining
@@ -303,3 +304,85 @@ def test_map_table_keeps_every_token_apart():
     assert table["from"].tolist()[3] == "3:from" and np.allclose(table.iloc[:, 1:].to_numpy(float), m)
     with pytest.raises(ValueError, match="does not fit"):
         map_table(m, tokens[:-1])
+
+
+# -- how a head computes its weights: queries and keys -----------------------------------------------------------
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_query_keys_rebuild_every_heads_weights(tiny_bert):
+    model, tokenizer = tiny_bert
+    model.train()
+    qk = query_keys(model, tokenizer, "the unremarkable bank", pair="a river")
+    assert model.training  # restored
+    maps = compute_attention(model, tokenizer, "the unremarkable bank", pair="a river")
+    cfg = model.config
+    L, H, T = cfg.num_hidden_layers, cfg.num_attention_heads, maps.n_tokens
+    assert qk.queries.shape == qk.keys.shape == (L, H, T, cfg.head_dim)
+    assert qk.tokens == maps.tokens and qk.word_ids == maps.word_ids and qk.sequence_ids == maps.sequence_ids
+    assert np.allclose(qk.attentions, maps.attentions, atol=1e-6)
+    # The queries are the layer's input through the query projection of that head: layer 1's input is the
+    # embeddings' output.
+    enc = tokenizer.encode("the unremarkable bank", pair="a river")
+    model.eval()
+    with torch.no_grad():
+        x = model.bert.embeddings(torch.tensor([enc.ids]), torch.tensor([enc.type_ids]))
+        q = model.bert.encoder.layer[0].attention.self.query(x)[0].view(T, H, -1)
+    assert np.allclose(qk.queries[0, 1], q[:, 1].numpy(), atol=1e-5)
+    for layer in range(L):
+        for head in range(H):
+            scores = qk.scores(layer, head)
+            assert np.allclose(softmax(scores), maps.attentions[layer, head], atol=1e-5)
+            for row in (0, T - 1):
+                # a row of products sums to that key's score: which dimensions make it
+                assert np.allclose(qk.products(layer, head, row).sum(-1), scores[row], atol=1e-4)
+    assert math.isclose(qk.scale, 1 / math.sqrt(cfg.head_dim))
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "albert", "electra-discriminator"])
+def test_query_keys_of_every_bert_family_encoder(tmp_path, family):
+    import ctxmodels
+    from tests.hf_tiny import build
+
+    model = ctxmodels.load(build(family, tmp_path / family))
+    qk = query_keys(model, None, "The bank by the river.")
+    maps = compute_attention(model, None, "The bank by the river.")
+    L, H, T, _ = maps.attentions.shape
+    assert qk.queries.shape[:3] == (L, H, T) and qk.tokens == maps.tokens
+    # ALBERT runs one layer's projections in every layer: the queries still differ from layer to layer
+    assert not np.allclose(qk.queries[0], qk.queries[1])
+    for layer in range(L):
+        for head in range(H):
+            assert np.allclose(softmax(qk.scores(layer, head)), maps.attentions[layer, head], atol=1e-5)
+
+
+def test_query_keys_refuse_what_query_times_key_does_not_explain(tmp_path, tiny_bert):
+    import ctxmodels
+    from ctxmodels.analysis.attention import _check_softmax_of_scores
+    from tests.hf_tiny import build
+
+    deberta = ctxmodels.load(build("deberta-v2", tmp_path / "deberta"))
+    with pytest.raises(ValueError, match="relative positions"):
+        query_keys(deberta, None, "The bank by the river.")
+    # weights that are not the softmax of q · k / √d (as a model that adds to its scores would give)
+    model, tokenizer = tiny_bert
+    qk = query_keys(model, tokenizer, "the bank")
+    _check_softmax_of_scores(qk, "tiny")  # its own weights pass
+    skewed = qk.attentions.copy()
+    skewed[..., 0] += 0.05
+    skewed /= skewed.sum(-1, keepdims=True)
+    with pytest.raises(ValueError, match="not the softmax of query · key"):
+        _check_softmax_of_scores(type(qk)(qk.queries, qk.keys, skewed, qk.tokens, qk.word_ids, qk.sequence_ids),
+                                 "tiny")
+
+    class NoAttention:  # the shape of a loaded static / ELMo model
+        name, kind, has_attention, model = "static-test", "static", False, torch.nn.Linear(2, 2)
+
+    with pytest.raises(ValueError, match="no attention maps"):
+        query_keys(NoAttention(), None, "a text")
+    with pytest.raises(ValueError, match="empty text"):
+        query_keys(model, tokenizer, "  ")

@@ -263,3 +263,28 @@ def test_context_shift_heatmap_layers_down_words_across_the_occurrence_bold_and_
     still = dict(shifts, shifts=np.where(np.isnan(shifts["shifts"]), np.nan, 0.0), hidden_as="left out")
     pale = figures.context_shift_heatmap(still)
     assert pale.data[0].zmax > 0 and "with “river” left out" in pale.data[0].customdata[0][4]
+
+
+def test_query_key_view_lines_up_vectors_products_and_weights():
+    rng = np.random.default_rng(0)
+    tokens = ["[CLS]", "the", "<b>bank</b>", "[SEP]"]
+    T, d = 4, 6
+    query, keys = rng.normal(size=d), rng.normal(size=(T, d))
+    products = query[None, :] * keys / np.sqrt(d)
+    scores = products.sum(1)
+    weights = np.exp(scores) / np.exp(scores).sum()
+    fig = figures.query_key_view(tokens, 2, query, keys, products, weights, title="layer 1, head 2")
+    vectors, prods, bars = fig.data
+    assert np.asarray(vectors.z).shape == (T + 1, d)  # the query's row, then a key per token
+    assert np.allclose(np.asarray(vectors.z)[0], query, atol=1e-6)
+    assert np.allclose(np.asarray(vectors.z)[1:], keys, atol=1e-6)
+    z = np.asarray(prods.z, dtype=float)
+    assert np.isnan(z[0]).all() and np.allclose(z[1:], products, atol=1e-6)  # no product on the query's row
+    assert list(bars.y) == [1, 2, 3, 4] and np.allclose(bars.x, weights)
+    assert bars.text[2].endswith(f"({scores[2]:+.1f})")  # each bar names its score
+    labels = list(fig.layout.yaxis.ticktext)
+    assert labels[0] == "<b>query</b> · &lt;b&gt;bank&lt;/b&gt;"  # a token is shown as typed, never as markup
+    assert labels[3] == "<b>&lt;b&gt;bank&lt;/b&gt; ·2</b>"  # the query's own key is bold
+    # both heatmaps centred on 0, each with its own symmetric range
+    assert vectors.zmid == 0 and vectors.zmax == -vectors.zmin == pytest.approx(np.abs([query, *keys]).max())
+    assert prods.zmax == pytest.approx(np.abs(products).max())

@@ -148,6 +148,7 @@ CHOICES = {  # param: (options, widget)
     "rank_ascending": (BOOL, "checkbox"),
     "whole_words": (BOOL, "checkbox"),
     "why": (BOOL, "toggle"),
+    "qk": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
     "ft_split": (["dev", "test"], "selectbox"),
@@ -159,7 +160,9 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "sentences": ["The bank. | a\nThe bank! | b"],
         "sentence": ["He came from the bank."], "pair": ["She went home."],
         "text": ["The [MASK] was by the river.", "The bank is here.", "The <mask> and the [mask]."],
-        "blank": ["bank", "the (2)", "The", "river"], "why_guess": ["bank", "zebrafish", "river"]}
+        "blank": ["bank", "the (2)", "The", "river"], "why_guess": ["bank", "zebrafish", "river"],
+        # a position among the sentence's pieces: its range depends on the sentence, so only sent, not checked
+        "qk_from": ["0", "2", "15", "999"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": [],
@@ -167,7 +170,7 @@ PAGE_PARAMS = {
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
                     "corpus_word", "colour", "clusters"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
-                  "att_head", "att_threshold", "overview"],
+                  "att_head", "att_threshold", "overview", "qk", "qk_from"],
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess"],
     "elmo_layers": ["probe_model"],
     "models": [],
@@ -741,6 +744,8 @@ def test_figures_show_text_as_typed(toks, title):
                              [("x", title, title, {title: 0.5})]),
         figures.mix_weights_bars(toks, [1.0 / k] * k, 1.0, title=title),
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
+        figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)), np.full(k, 1.0 / k),
+                               title=title),
     ]
     figures.add_layer_path(figs[3], np.zeros((k, 2)), toks)
     for fig in figs:

@@ -153,6 +153,8 @@ if detail is None:
 # within the model's size when another model has fewer layers or heads.
 url_state("att_layer", 1, kind=int, min_value=1, max_value=maps.n_layers)
 url_state("att_head", 1, kind=int, min_value=1, max_value=maps.n_heads)
+url_state("qk", False, kind=bool)
+url_state("qk_from", 1, kind=int, min_value=0, max_value=maps.n_tokens - 1)
 for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
     if not 1 <= st.session_state[key] <= top:
         st.session_state[key] = min(max(st.session_state[key], 1), top)
@@ -175,8 +177,60 @@ else:
 
 
 # -- one map in detail --------------------------------------------------------------------------------------
+@st.cache_data(max_entries=16, show_spinner="Reading every head's queries and keys …")
+def raw_query_keys(model_id: str, text: str, pair: str | None) -> att.QueryKeys:
+    with record_warnings():  # a truncation was already said above the maps
+        return att.query_keys(get_model(model_id), None, text, pair=pair or None)
+
+
+def query_key_view(source: tuple[str, str, str | None], layer: int, head: int) -> None:
+    """BertViz's neuron view: for one token, the head's query against every key, dimension by dimension, and the
+    weights their dot products make. ``layer`` and ``head`` are 0-based."""
+    if not st.toggle("How this head computes its weights (query · key)", key="qk", persist_state="session",
+                     help="For one token: its query and every token's key in this head, their products dimension by "
+                          "dimension, and the softmax that turns the sums into the weights of the map's row."):
+        to_url("qk")
+        return
+    to_url("qk")
+    with guard("How this head computes its weights"), limits.heavy("Reading the queries and keys"):
+        qk = raw_query_keys(*source)
+        tokens = qk.tokens
+        if len(tokens) > LINE_TOKENS:
+            st.info(f"This view draws up to {LINE_TOKENS} word pieces; this input has {len(tokens)}. Shorten the "
+                    "text to see how a head computes its weights.")
+            return
+        st.session_state["qk_from"] = min(max(int(st.session_state["qk_from"]), 0), len(tokens) - 1)
+        row = st.columns([1, 2])[0].selectbox("From the token", range(len(tokens)), key="qk_from",
+                                              persist_state="session", format_func=lambda i: f"{tokens[i]} ·{i}")
+        to_url("qk_from")
+        products = qk.products(layer, head, row)
+        weights = qk.attentions[layer, head, row]
+        me = quoted(tokens[row])
+        st.caption(f"Every token's vector entering layer {layer + 1} is projected to a query and a key of "
+                   f"{qk.head_dim} numbers for head {head + 1}. The weight {me} gives a token is the softmax, over all "
+                   f"tokens, of the query of {me} times that token's key, summed over the dimensions and divided by "
+                   f"√{qk.head_dim}. Red is positive, blue negative: a dimension where the query and a key share a "
+                   "sign raises that token's score. A row of the middle panel sums to that token's score (in "
+                   "brackets on the right). Computed on word pieces with [CLS] and [SEP], as the model does.")
+        plot(figures.query_key_view(tokens, row, qk.queries[layer, head, row], qk.keys[layer, head], products, weights,
+                                    title=f"layer {layer + 1}, head {head + 1}: from {tokens[row]} ·{row}"),
+             f"attention-query-key-{layer + 1}-{head + 1}", key="att::qk")
+        st.caption(weight_sentence(tokens, row, products, weights))
+
+
+def weight_sentence(tokens: list[str], row: int, products: np.ndarray, weights: np.ndarray) -> str:
+    """What makes the heaviest weight of the row: its score and the dimensions that give most of it."""
+    j = int(np.argmax(weights))
+    score = float(products[j].sum())
+    top = np.argsort(-np.abs(products[j]))[:3]
+    dims = ", ".join(f"{int(i)} ({products[j, i]:+.2f})" for i in top)
+    return (f"{quoted(tokens[row])} gives most weight to {quoted(tokens[j])} ·{j} ({weights[j]:.0%}): its score is "
+            f"{score:+.2f}, of which dimensions {dims} give most. Only differences between the scores count: adding "
+            "one number to every score of a row changes no weight.")
+
+
 @st.fragment
-def detail_view(detail: att.AttentionMaps, view: str) -> None:
+def detail_view(detail: att.AttentionMaps, view: str, source: tuple[str, str, str | None]) -> None:
     """The chosen layer and head (or the mean, or the rollout) as a heatmap and as lines: a control here reruns
     only this part of the page."""
     st.subheader("In detail")
@@ -206,9 +260,11 @@ def detail_view(detail: att.AttentionMaps, view: str) -> None:
         share = float(np.mean(detail.hidden_share[layer - 1, head]))
         st.caption(f"Before hiding, on average {share:.0%} of each row's attention went to [CLS]/[SEP].")
     to_url("att_layer", "att_head", "att_threshold")
+    if view == "head":
+        query_key_view(source, layer - 1, head)
 
 
-detail_view(detail, view)
+detail_view(detail, view, shown_input)
 
 
 # -- heads ranked -------------------------------------------------------------------------------------------
