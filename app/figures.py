@@ -399,13 +399,14 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
     divided by √d (a row sums to that token's score); and the weights, the softmax of the scores.
 
     query: [d]; keys, products: [T, d]; weights: [T]. Red is positive, blue negative; each heatmap is centred on 0
-    with its own symmetric range."""
+    with its own symmetric range. The rows are categories named by their labels (unique: "token ·position"), so the
+    hover reads them from the axis and the cells need no text of their own (it runs on every head change)."""
     keys, products = np.asarray(keys, dtype=np.float32), np.asarray(products, dtype=np.float32)
     weights = np.asarray(weights, dtype=float)
     T, d = keys.shape
     names = _plain_all(tokens)
     me = names[row]
-    rows = list(range(T + 1))  # row 0 is the query, row j + 1 token j's key
+    # the query's row first, then a key per token (the query's own token in bold)
     labels = [f"<b>query</b> · {me}"] + [f"<b>{n} ·{j}</b>" if j == row else f"{n} ·{j}" for j, n in enumerate(names)]
     vectors = np.vstack([np.asarray(query, dtype=np.float32)[None, :], keys])
     scores = products.sum(axis=1)
@@ -413,25 +414,20 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
     def limit(a: np.ndarray) -> float:
         return float(np.abs(a).max()) or 1.0
 
-    vec_hover = [[f"query of {me}"] * d] + [[f"key of {n} ·{j}"] * d for j, n in enumerate(names)]
-    prod_hover = [[""] * d] + [[f"{me} → {n} ·{j}"] * d for j, n in enumerate(names)]
-    bar_hover = [f"{me} → {n} ·{j}: score {s:+.2f}, weight {percent(w)}"
-                 for j, (n, s, w) in enumerate(zip(names, scores, weights))]
-    heat = dict(type="heatmap", x=list(range(d)), y=rows, colorscale="RdBu", reversescale=True, zmid=0,
-                showscale=False, hoverongaps=False)
+    heat = dict(type="heatmap", x=np.arange(d, dtype=np.int32), y=labels, colorscale="RdBu", reversescale=True,
+                zmid=0, showscale=False, hoverongaps=False)
     dims = dict(title=dict(text="dimension"), tickvals=list(range(0, d, max(1, d // 8))), fixedrange=True)
     panel = dict(xref="paper", yref="paper", y=1.0, yanchor="bottom", showarrow=False, font=dict(size=12))
     return go.Figure(dict(
         data=[
-            dict(heat, z=vectors, zmin=-limit(vectors), zmax=limit(vectors), customdata=vec_hover,
-                 hovertemplate="%{customdata}, dimension %{x}: %{z:.2f}<extra></extra>"),
-            dict(heat, z=np.vstack([np.full((1, d), np.nan, dtype=np.float32), products]).tolist(),
-                 zmin=-limit(products), zmax=limit(products), customdata=prod_hover, xaxis="x2",
-                 hovertemplate="%{customdata}, dimension %{x}: q×k/√d %{z:+.3f}<extra></extra>"),
-            dict(type="bar", x=weights.tolist(), y=rows[1:], orientation="h", xaxis="x3", marker=dict(color=PALETTE[0]),
+            dict(heat, z=vectors, zmin=-limit(vectors), zmax=limit(vectors),
+                 hovertemplate="%{y}, dimension %{x}: %{z:.2f}<extra></extra>"),
+            dict(heat, z=np.vstack([np.full((1, d), np.nan, dtype=np.float32), products]), zmin=-limit(products),
+                 zmax=limit(products), xaxis="x2",
+                 hovertemplate=f"{me} → %{{y}}, dimension %{{x}}: q×k/√d %{{z:+.3f}}<extra></extra>"),
+            dict(type="bar", x=weights, y=labels[1:], orientation="h", xaxis="x3", marker=dict(color=PALETTE[0]),
                  text=[f"{percent(w)} ({s:+.1f})" for w, s in zip(weights, scores)], textposition="outside",
-                 cliponaxis=False,
-                 customdata=bar_hover, hovertemplate="%{customdata}<extra></extra>"),
+                 cliponaxis=False, hovertemplate=f"{me} → %{{y}}: weight %{{x:.2%}}<extra></extra>"),
         ],
         layout=dict(
             title=dict(text=plain(title)), height=150 + 17 * (T + 1), margin=dict(l=10, r=70, t=70, b=10),
@@ -439,7 +435,8 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
             # each bar is labelled, so the axis needs no ticks (its range leaves room for the labels)
             xaxis3=dict(domain=[0.79, 1.0], range=[0, float(weights.max()) * 1.6 + 0.01], showticklabels=False,
                         showgrid=False, fixedrange=True),
-            yaxis=dict(tickvals=rows, ticktext=labels, autorange="reversed", automargin=True, fixedrange=True),
+            yaxis=dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed",
+                       automargin=True, fixedrange=True, dtick=1),
             annotations=[dict(panel, x=0.18, text="query and keys"), dict(panel, x=0.57, text="query × key / √d"),
                          dict(panel, x=0.895, text="weight (score)")],
             showlegend=False,

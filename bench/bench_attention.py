@@ -6,6 +6,8 @@ no assertions).
     python bench/bench_attention.py --no-big             # the shipped model only
     python bench/bench_attention.py --tokens 64 256 --extra minilm /tmp/roberta-base-random   # issue 12: more
         # encoders (a name or folder ctxmodels.load reads; bench/bench_hub_models.py builds the random RoBERTa-base)
+    python bench/bench_attention.py --no-big --query-key --tokens 40   # with "how this head computes its weights"
+        # open: its redraw on head and layer changes, and changes of the token it starts from
 
 The app runs as the README's command starts it (``streamlit run app/Home.py``, ``bench_capacity.Server``: a snapshot
 of ``app/``, ``ctxmodels/``, ``assets/`` and ``.streamlit/``), with the shipped models and a random BERT with
@@ -66,9 +68,18 @@ STATE_JS = """() => {
         fingerprint = t + '#' + s.toFixed(6);
         break;
     }
+    // How one head computes its weights: the figure whose title names the token it starts from.
+    let qk = null;
+    for (const gd of plots) {
+        const t = ((gd._fullLayout || {}).title || {}).text || '';
+        if (!t.includes(': from ')) continue;
+        const bars = (gd._fullData || []).find(d => d.type === 'bar');
+        qk = t + '#' + (bars ? Array.from(bars.x || []).map(v => (+v).toFixed(6)).join(',') : '');
+        break;
+    }
     const text = (s) => q(s).map(e => e.textContent || '');
     return {
-        busy: busy, plots: plots.length, title: title, fingerprint: fingerprint, occurrence: '', methods: [],
+        busy: busy, plots: plots.length, title: title, fingerprint: fingerprint, qk: qk, occurrence: '', methods: [],
         progress: text('[data-testid="stProgress"]').join(' | '),
         alerts: text('[data-testid="stAlert"]').join(' | '),
         exceptions: text('[data-testid="stException"]').map(t => t.slice(0, 300)),
@@ -170,6 +181,48 @@ def changes(b: Page, server, what: str, n: int, action: Change) -> None:
     action.cpu /= max(n, 1)
 
 
+def from_changes(b: Page, server, n: int, action: Change) -> None:
+    """``n`` changes of the token that "how this head computes its weights" starts from: the selectbox opened
+    (untimed), the next (or previous) token clicked, until the figure shows the new token's row and the page is
+    idle."""
+    for i in range(n):
+        server_idle(server)
+        box = b.page.locator('[data-testid="stSelectbox"]').filter(has_text="From the token").first
+        options = b.page.get_by_role("option")
+        for attempt in range(3):  # a click that lands while the fragment redraws the box may not open it
+            box.click()
+            try:
+                options.first.wait_for(timeout=10_000)
+                break
+            except Exception:  # noqa: BLE001 - Playwright's TimeoutError: try again, then let it fail
+                if attempt == 2:
+                    raise
+        count = options.count()
+        current = next((k for k in range(count) if options.nth(k).get_attribute("aria-selected") == "true"), 0)
+        target = options.nth(min(current + 1, count - 1) if i % 2 == 0 else max(current - 1, 0))
+        before = b.state()
+        bytes0 = b.wire.bytes
+        cpu0 = server.cpu()
+        t0 = time.perf_counter()
+        target.click()
+
+        def done(s, before=before):
+            return s["qk"] not in (None, before["qk"])
+
+        seconds, _ = b.wait(t0, done, timeout=120)
+        full, frag = b.wire.counts(t0, time.perf_counter())
+        action.times.append(seconds)
+        action.full += full
+        action.fragments += frag
+        action.mbytes += (b.wire.bytes - bytes0) / 2**20
+        action.cpu += server.cpu() - cpu0
+        after = b.settle(quiet=1.0)
+        if after:
+            action.notes.append(f"change {i + 1}: {after} more run(s) after the page looked idle")
+    action.mbytes /= max(n, 1)
+    action.cpu /= max(n, 1)
+
+
 def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
     """``n`` whole-page redraws: a new sentence (``texts[1:]``, each one not seen before) typed into "Sentence A"
     and Enter (the page runs the model once and
@@ -223,6 +276,9 @@ def main() -> None:
     ap.add_argument("--no-big", action="store_true", help="the shipped models only")
     ap.add_argument("--redraws", type=int, default=0,
                     help="also time this many whole-page redraws (a new sentence) per input of --tokens pieces")
+    ap.add_argument("--query-key", action="store_true",
+                    help="with 'how this head computes its weights' open (qk=1): head and layer changes redraw it "
+                         "too, and changes of the token it starts from are timed")
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="the checkout whose app/, ctxmodels/ and assets/ the server runs (default: this one), e.g. a "
                          "git worktree of an earlier commit for a before/after comparison")
@@ -257,6 +313,8 @@ def main() -> None:
                     name = Path(model).name
                     inputs = [(f"{n} pieces", {"sentence": sentence_of(n, model), "merge": "0", "hide": "0"})
                               for n in args.tokens] + [("default sentence, words", {})]
+                    if args.query_key:
+                        inputs = [(what + ", query · key", {**query, "qk": "1"}) for what, query in inputs]
                     for what_input, query in inputs:
                         url = f"{server.url}/attention?" + urllib.parse.urlencode({"att_model": model, **query})
                         server_idle(server)
@@ -276,10 +334,13 @@ def main() -> None:
                             actions.append(a)
                             print(f"    {a.what}: {a.median:.3f} s median of {len(a.times)} [{seconds(a.times)}]; "
                                   f"{a.mbytes:.3f} MB/redraw; server {a.cpu:.3f} CPU-s/redraw", flush=True)
-                        for what in ("Head", "Layer"):
+                        for what in ("Head", "Layer") + (("From",) if args.query_key else ()):
                             a = Change(f"{name} · {what_input} · {what.lower()} change", 0)
                             try:
-                                changes(b, server, what, args.changes, a)
+                                if what == "From":
+                                    from_changes(b, server, args.changes, a)
+                                else:
+                                    changes(b, server, what, args.changes, a)
                             except Exception as e:  # noqa: BLE001 - a failed target is a finding: report it
                                 a.notes.append(f"FAILED: {type(e).__name__}: {str(e)[:200]}")
                             actions.append(a)

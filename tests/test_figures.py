@@ -280,9 +280,10 @@ def test_query_key_view_lines_up_vectors_products_and_weights():
     assert np.allclose(np.asarray(vectors.z)[1:], keys, atol=1e-6)
     z = np.asarray(prods.z, dtype=float)
     assert np.isnan(z[0]).all() and np.allclose(z[1:], products, atol=1e-6)  # no product on the query's row
-    assert list(bars.y) == [1, 2, 3, 4] and np.allclose(bars.x, weights)
+    labels = list(vectors.y)
+    assert list(bars.y) == labels[1:] and np.allclose(bars.x, weights)
+    assert list(fig.layout.yaxis.categoryarray) == labels and len(set(labels)) == T + 1
     assert bars.text[2].endswith(f"({scores[2]:+.1f})")  # each bar names its score
-    labels = list(fig.layout.yaxis.ticktext)
     assert labels[0] == "<b>query</b> · &lt;b&gt;bank&lt;/b&gt;"  # a token is shown as typed, never as markup
     assert labels[3] == "<b>&lt;b&gt;bank&lt;/b&gt; ·2</b>"  # the query's own key is bold
     # both heatmaps centred on 0, each with its own symmetric range
