@@ -435,6 +435,42 @@ def test_attention_head_change_updates_the_link_and_the_figure(server, browser):
     page.close()
 
 
+QK_JS = """() => {
+    const gd = [...document.querySelectorAll('.js-plotly-plot')].find(
+        p => ((p.layout || {}).title || {}).text && p.layout.title.text.includes(': from '));
+    // (Streamlit's theme wraps a title in <b>)
+    return gd ? [gd.layout.title.text.replace(/<[^>]*>/g, ''), gd._fullData[2].y, Array.from(gd._fullData[2].x)]
+              : [null, null, null];
+}"""
+
+
+def test_how_a_head_computes_its_weights(server, browser):
+    """The switch under the detail draws the head's query and keys and the weights they make, for the token picked
+    in "From the token"; another token redraws it and goes into the link; the bars are the map's row."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/attention?merge=0&sentence=The+bank+was+closed.")
+    settle(page)
+    assert page.evaluate(QK_JS)[0] is None  # off by default
+    page.get_by_text("How this head computes its weights").click()
+    page.wait_for_function(f"() => ({QK_JS})()[0] !== null", timeout=60_000)
+    settle(page)
+    title, rows, weights = page.evaluate(QK_JS)
+    assert title.startswith("layer 1, head 1: from "), title
+    assert abs(sum(weights) - 1) < 1e-4 and len(rows) == len(weights)
+    assert "qk=1" in page.url
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="From the token").first
+    box.click()
+    page.get_by_role("option").nth(3).click()
+    page.wait_for_function(f"() => ({QK_JS})()[0].endsWith('·3')", timeout=60_000)
+    settle(page)
+    title, rows, weights3 = page.evaluate(QK_JS)
+    assert rows[3].startswith("<b>") and weights3 != weights  # the picked token's own row is bold
+    assert "qk_from=3" in page.url, page.url
+    no_traceback(page)
+    screenshot(page, "attention-query-key.png")
+    page.close()
+
+
 def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, browser):
     """A click on a row's box in "Heads ranked" shows that head in the detail and puts it in the link; moving the
     head slider afterwards is not pulled back to the picked row."""

@@ -19,7 +19,8 @@ cols[0].page_link("views/word_senses.py", label="**Word senses** — watch the s
 cols[1].page_link("views/fill_in.py", label="**Fill in the blank** — what BERT and ELMo guess for a [MASK], "
                   "and which words the guess rests on",
                   icon=":material/edit_note:")
-cols[2].page_link("views/attention.py", label="**Attention** — which words each head looks at",
+cols[2].page_link("views/attention.py", label="**Attention** — which words each head looks at, and how its "
+                  "queries and keys decide it",
                   icon=":material/grid_on:")
 cols[0].page_link("views/elmo_layers.py", label="**ELMo layers** — which layers a task wants",
                   icon=":material/stacked_bar_chart:")
