@@ -27,6 +27,11 @@ class Jobs:
         self._jobs: OrderedDict[Hashable, Future] = OrderedDict()
         self._lock = threading.Lock()
         self.keep = keep
+        self.progress: dict[Hashable, tuple[int, int]] = {}  # (done, total) that a running job last reported
+
+    def reporter(self, key: Hashable) -> Callable[[int, int], None]:
+        """A ``progress(done, total)`` callback for the job under ``key``, read back from :attr:`progress`."""
+        return lambda done, total: self.progress.__setitem__(key, (done, total))
 
     def submit(self, key: Hashable, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
         with self._lock:
@@ -47,6 +52,7 @@ class Jobs:
         # Only finished jobs are forgotten: a visitor may be waiting for a running one.
         for key in [k for k, j in self._jobs.items() if j.done()][: max(0, len(self._jobs) - self.keep)]:
             del self._jobs[key]
+            self.progress.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._jobs)

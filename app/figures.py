@@ -444,6 +444,44 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
     ))
 
 
+POS_NAMES = {"NOUN": "noun", "VERB": "verb", "ADJ": "adjective", "ADV": "adverb", "PROPN": "proper noun"}
+
+
+def neighbour_pos_bars(kinds: Sequence[dict], nearest: dict[str, str], k: int, title: str = "") -> go.Figure:
+    """What one occurrence's nearest reference words are, layer by layer (``kinds``: the rows of
+    :func:`ctxmodels.analysis.token_search.neighbour_kinds`): a stacked bar per layer (the first at the top) of the
+    ``k`` nearest by part of speech; the part that is the searched word itself hatched. ``nearest``: per layer
+    name, the nearest words as text, for the hover."""
+    layers = list(dict.fromkeys(r["layer"] for r in kinds))
+    names = _plain_all(layers)
+    data = []
+    for i, pos in enumerate(POS_NAMES):
+        colour = PALETTE[i]
+        for part, pattern in (("other", ""), ("same", "/")):
+            counts = {r["layer"]: int(r[part]) for r in kinds if r["pos"] == pos}
+            if not any(counts.values()):
+                continue
+            what = "the word itself" if part == "same" else "other words"
+            hover = [f"{name}: {counts.get(layer, 0)} of {k} are {what}, as a {POS_NAMES[pos]}<br>nearest: "
+                     f"{plain(nearest.get(layer, ''))}" for layer, name in zip(layers, names)]
+            data.append(dict(type="bar", orientation="h", x=[counts.get(layer, 0) for layer in layers], y=names,
+                             name=POS_NAMES[pos], legendgroup=pos, showlegend=part == "other" or not any(
+                                 r["other"] for r in kinds if r["pos"] == pos),
+                             marker=dict(color=colour, pattern=dict(shape=pattern, fgcolor="white", size=6)),
+                             customdata=hover, hovertemplate="%{customdata}<extra></extra>"))
+    return go.Figure(dict(
+        data=data,
+        layout=dict(
+            title=dict(text=plain(title)), barmode="stack", height=140 + 34 * len(layers),
+            margin=dict(l=10, r=10, t=40, b=10),
+            xaxis=dict(title=dict(text=f"the {k} nearest words (hatched: the word itself)"), range=[0, k],
+                       fixedrange=True),
+            yaxis=dict(autorange="reversed", automargin=True, fixedrange=True),
+            legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0, xanchor="right"), showlegend=True,
+        ),
+    ))
+
+
 def attention_grid(maps: np.ndarray, max_tokens: int = 64) -> go.Figure:
     """Layer x head overview of small maps ([layers, heads, T, T]) as one tiled heatmap.
 

@@ -11,6 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app import inputs, training
@@ -154,6 +155,41 @@ def test_word_senses_which_words_shape_one_occurrence():
     assert_clean(at)
     again = [s for s in charts(at) if s["data"][0]["type"] == "heatmap"]
     assert again[0]["layout"]["xaxis"]["ticktext"] != first  # another sentence
+
+
+def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
+    """The switch embeds SemCor's reference sentences once per model in the background (a progress bar meanwhile),
+    then draws per model a bar per layer of the nearest words' parts of speech; the index stays on disk."""
+    from app import background
+    from tests.app_fixtures import write_semcor
+
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    at = page("word_senses", projection="pca", near="1", models=["bert-eltec", "static-eltec"])
+    assert_clean(at)
+    deadline = time.time() + 300
+    while time.time() < deadline and any(not job.done() for job in background.jobs()._jobs.values()):
+        time.sleep(0.2)
+    at.run()
+    assert_clean(at)
+    bars = {s["layout"]["title"]["text"]: s for s in charts(at) if s["data"][0]["type"] == "bar"}
+    assert set(bars) == {"bert-eltec", "static-eltec"}, list(bars)
+    bert = bars["bert-eltec"]
+    layers = [t["y"] for t in bert["data"]][0]
+    assert list(layers) == ["embeddings", "layer 1", "layer 2"]
+    # every layer's bar holds the k nearest: the tiny SemCor's 12 tagged "bank"s, all nouns and the word itself
+    totals = np.sum([array_of(t["x"]) for t in bert["data"]], axis=0)
+    assert list(totals) == [12, 12, 12]
+    assert [t["name"] for t in bert["data"]] == ["noun"] and bert["data"][0]["marker"]["pattern"]["shape"] == "/"
+    assert at.query_params["near"] == "1"
+    assert len(list((tmp_path / "cache" / "token-index").glob("*.npz"))) == 2
+
+
+def array_of(value) -> np.ndarray:
+    if isinstance(value, dict) and "bdata" in value:
+        import base64
+
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value, dtype=float)
 
 
 OWN = "\n".join([

@@ -289,3 +289,20 @@ def test_query_key_view_lines_up_vectors_products_and_weights():
     # both heatmaps centred on 0, each with its own symmetric range
     assert vectors.zmid == 0 and vectors.zmax == -vectors.zmin == pytest.approx(np.abs([query, *keys]).max())
     assert prods.zmax == pytest.approx(np.abs(products).max())
+
+
+def test_neighbour_pos_bars_stack_parts_of_speech_per_layer():
+    kinds = [{"layer": "layer 0", "pos": "NOUN", "same": 3, "other": 1}, {"layer": "layer 0", "pos": "VERB",
+                                                                        "same": 0, "other": 1},
+             {"layer": "layer 1", "pos": "NOUN", "same": 0, "other": 2}, {"layer": "layer 1", "pos": "VERB",
+                                                                        "same": 1, "other": 2},
+             {"layer": "layer 1", "pos": "ADJ", "same": 0, "other": 0}]
+    fig = figures.neighbour_pos_bars(kinds, {"layer 0": "bank, banks", "layer 1": "<b>x</b>"}, 5, title="m")
+    by = {(t.name, t.marker.pattern.shape): list(t.x) for t in fig.data}
+    # no trace for what never occurs (an adjective); the word itself hatched
+    assert by == {("noun", ""): [1, 2], ("noun", "/"): [3, 0], ("verb", ""): [1, 2], ("verb", "/"): [0, 1]}
+    assert fig.layout.barmode == "stack" and list(fig.data[0].y) == ["layer 0", "layer 1"]
+    assert fig.layout.yaxis.autorange == "reversed"  # the first layer at the top
+    assert "&lt;b&gt;x&lt;/b&gt;" in fig.data[0].customdata[1]  # the nearest words shown as typed
+    legend = [t.name for t in fig.data if t.showlegend]
+    assert legend == ["noun", "verb"]  # one legend entry per part of speech

@@ -149,6 +149,7 @@ CHOICES = {  # param: (options, widget)
     "whole_words": (BOOL, "checkbox"),
     "why": (BOOL, "toggle"),
     "qk": (BOOL, "toggle"),
+    "near": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
     "ft_split": (["dev", "test"], "selectbox"),
@@ -168,7 +169,7 @@ PAGE_PARAMS = {
     "overview": [],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
-                    "corpus_word", "colour", "clusters"],
+                    "corpus_word", "colour", "clusters", "near"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview", "qk", "qk_from"],
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess"],
@@ -746,6 +747,8 @@ def test_figures_show_text_as_typed(toks, title):
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
         figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)), np.full(k, 1.0 / k),
                                title=title),
+        figures.neighbour_pos_bars([{"layer": t, "pos": "NOUN", "same": 1, "other": 2} for t in dict.fromkeys(toks)],
+                                   {t: title for t in toks}, 3, title=title),
     ]
     figures.add_layer_path(figs[3], np.zeros((k, 2)), toks)
     for fig in figs:

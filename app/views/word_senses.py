@@ -27,6 +27,7 @@ from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
 from app.warm_up import usable_projection
 from ctxmodels.analysis import clusters, concordance, projections, vectors
+from ctxmodels.analysis import token_search as ts
 from ctxmodels.analysis import word_senses as ws
 
 page_header(
@@ -423,8 +424,14 @@ show_shape = bool(models) and right.toggle(
     help="Hides each other word of the occurrence's sentence in turn (BERT reads it as [MASK]; ELMo and static "
          "vectors, which have no mask, read the sentence without it) and shows, layer by layer, how far the "
          "occurrence's vector moves: a cosine distance (0: that word does not reach it).")
+url_state("near", False, kind=bool)
+show_near = bool(models) and left.toggle(
+    "Find the nearest words in SemCor", key="near", persist_state="session",
+    help=f"Searches about {ts.REFERENCE_SENTENCES:,} SemCor sentences for the tagged words whose vectors sit nearest "
+         "to the occurrence's, in every layer (exBERT's search by embedding), and says what part of speech they are.")
+to_url("near")
 occ_index = 0
-if show_path or show_shape:
+if show_path or show_shape or show_near:
     occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence", persist_state="session",
                              format_func=lambda i: f"{i + 1}. {found.occurrences[i].sentence[:90]}")
 
@@ -460,6 +467,63 @@ if show_shape:
                  f"shaped-{name}-{occ.word}", key=f"shape::{model_id}", data=data)
     if len(shapes) > 1:
         st.caption("The maps share one colour scale, so their shades compare across models.")
+
+NEAREST_K = 50
+
+
+def token_index(model_id: str, model) -> ts.TokenIndex | None:
+    """The SemCor reference words embedded by ``model``, or None while they are being embedded: a background job
+    (kept on disk for later starts), so a visitor who leaves does not stop it, with a progress bar until then."""
+    key = ("token-index", model_id, id(model))
+    queue = background.jobs()
+    job = queue.submit(key, ts.cached_index, model, progress=queue.reporter(key))
+    if job.done():
+        return job.result()  # a failure raises here, inside the caller's guard
+
+    @st.fragment(run_every=1.0)
+    def waiting() -> None:
+        if job.done():
+            st.rerun()
+        done, total = queue.progress.get(key, (0, ts.REFERENCE_SENTENCES))
+        st.progress(done / max(total, 1), text=f"{md(label(model_id))}: embedding {done:,} of {total:,} SemCor "
+                    "sentences to search (once: the result is kept for later visits)")
+
+    waiting()
+    return None
+
+
+if show_near:
+    occ = found.occurrences[occ_index]
+    sentence_words = " ".join(found.words[occ.sentence_index])
+    st.markdown(f"**The nearest words to {md(occ.word)}** in “{emphasised(occ.sentence, occ.char_span)}”, among "
+                f"the tagged words of {ts.REFERENCE_SENTENCES:,} SemCor sentences: for each layer, the "
+                f"{NEAREST_K} nearest by cosine, coloured by their part of speech (hatched: {md(occ.word)} itself). "
+                "A context-free layer finds words that look alike; the contextual layers, words used alike.")
+    cols = st.columns(min(max(len(models), 1), 2))
+    shown = [m for m in chosen_models if m in models]
+    for i, model_id in enumerate(shown):
+        model = models[model_id]
+        with cols[i % len(cols)], guard(f"The nearest words in {label(model_id)}"):
+            index = token_index(model_id, model)
+            if index is None:
+                continue
+            ov = embedded(model_id, model)
+            with limits.heavy(f"{label(model_id)}: searching"):
+                layers = ts.nearest(index, ov.vectors[occ_index], k=NEAREST_K, exclude=sentence_words)
+            kinds = ts.neighbour_kinds(layers, index.layer_names, ov.forms)
+            nearest = {name: ", ".join(n.word for n in found_[:10]) for name, found_ in zip(index.layer_names, layers)}
+            plot(figures.neighbour_pos_bars(kinds.to_dict("records"), nearest, NEAREST_K, title=label(model_id)),
+                 f"nearest-{label(model_id)}-{occ.word}", key=f"near::{model_id}", data=kinds)
+            st.dataframe(pd.DataFrame({"layer": list(nearest), "the 10 nearest": list(nearest.values())}),
+                         hide_index=True, width="stretch")
+            top = layers[-1]
+            with st.expander(f"In their sentences: the 10 nearest in {index.layer_names[-1]}"):
+                st.dataframe(pd.DataFrame({
+                    "word": [n.word for n in top[:10]], "part of speech": [n.pos for n in top[:10]],
+                    "cosine": [round(n.cosine, 3) for n in top[:10]],
+                    "in context": [n.in_context() for n in top[:10]]}),
+                    hide_index=True, width="stretch")
+
 
 if show_path:
     cols = st.columns(min(len(deep), 3))
