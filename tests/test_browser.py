@@ -302,6 +302,27 @@ def test_word_senses_shows_which_words_shape_one_occurrence(server, browser):
     page.close()
 
 
+def test_word_senses_finds_the_nearest_words_in_semcor(server, browser):
+    """With the switch on (here from the link), each model gets, once its SemCor index is built in the background
+    (a progress bar meanwhile), a stacked bar per layer of the 50 nearest words' parts of speech."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec&near=1")
+    bars = ("[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data[0].type === 'bar' && "
+            "p.data[0].orientation === 'h')")
+    page.wait_for_function(f"() => {bars}.length >= 1", timeout=300_000)
+    settle(page)
+    no_traceback(page)
+    layers, totals = page.evaluate(f"""() => {{
+        const gd = {bars}[0];
+        const sums = gd._fullData[0].y.map((_, i) => gd._fullData.reduce((s, t) => s + (+t.x[i] || 0), 0));
+        return [Array.from(gd._fullData[0].y), sums];
+    }}""")
+    assert layers == ["embeddings", "layer 1", "layer 2"] and totals == [50, 50, 50], (layers, totals)
+    assert page.get_by_text("The nearest words to").count() == 1
+    screenshot(page, "word_senses-nearest-words.png")
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
