@@ -57,7 +57,10 @@ explain(
     "the page says which models do and which do not. *Show which words shape one occurrence* hides each other word "
     "of its sentence in turn and maps, layer by layer, how far the occurrence's vector moves (1 - cosine): a BERT "
     "reads `[MASK]` in place of each piece of the hidden word, so the positions hold; ELMo and static vectors, which "
-    "have no mask, read the sentence without it.",
+    "have no mask, read the sentence without it. *Find the nearest words in SemCor* compares the occurrence's "
+    "vector, layer by layer, with those of the tagged words of 2,000 SemCor sentences (as exBERT searches by "
+    "embedding) and counts the 50 nearest by part of speech: where they stop being the same word and start being "
+    "words of the same part of speech or meaning, the layer reads the context.",
     ["cosine", "self_similarity", "scalar_mix"],
 )
 
