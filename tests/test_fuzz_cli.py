@@ -528,6 +528,41 @@ def test_neighbours(world, k, words):
     assert set(result) == set(words) and all(len(v) == min(expected, vocab - 1) for v in result.values()), o
 
 
+@pytest.fixture(scope="module")
+def tiny_semcor(tmp_path_factory):
+    from tests.app_fixtures import write_semcor
+
+    return write_semcor(tmp_path_factory.mktemp("semcor-data")) / "semcor"
+
+
+@FEW
+@given(kind=st.sampled_from(["static", "bert", "elmo"]), option=st.sampled_from(["--k", "--show"]),
+       value=st.data(), word=st.one_of(NASTY_TEXT, st.sampled_from(["bank", "BANK", "river"])),
+       sentence=st.one_of(NASTY_TEXT, st.just("We walked along the bank of the river.")), as_json=st.booleans())
+def test_nearest_words(world, tiny_semcor, tmp_path_factory, kind, option, value, word, sentence, as_json):
+    """Any option value, word and sentence: the nearest SemCor words per layer, or one line saying why not."""
+    bound = numeric_options(["nearest-words"])[option]
+    number = value.draw(number_for(bound, option), label="value")
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("CTXMODELS_CACHE", str(tmp_path_factory.getbasetemp() / "nearest-cache"))
+        o = run(["nearest-words", "--model", world["models"][kind], "--word", word, "--semcor", tiny_semcor,
+                 "--sentences", "100", f"{option}={number}", *(["--json"] if as_json else []), "--", sentence])
+    expected = parse_as(bound, number)
+    if expected is None:
+        refused(o, option)
+        return
+    if o.rc == 2:
+        refused(o)  # the word is not in the sentence, an empty sentence …
+        return
+    assert word.strip().lower() in sentence.lower(), o
+    if as_json:
+        result = json.loads(o.out)
+        k = expected if option == "--k" else 50
+        assert all(len(layer["nearest"]) == min(k, result["searched"]) for layer in result["layers"]), o
+    else:
+        assert "nearest of" in o.out.splitlines()[0], o
+
+
 @FUZZ
 @given(kind=st.sampled_from(["static", "bert", "elmo"]), batch=number_for(numeric_options(["embed"])["--batch-size"]),
        source=st.sampled_from(["good", "empty", "blank lines", "binary", "latin-1", "utf-16", "nul bytes", "folder",
@@ -655,7 +690,8 @@ def test_export_elmo(world, target):
 
 
 @pytest.mark.parametrize("model", ["folder", "missing", "fifo", "device", "binary", "empty", "emoji name", "nul bytes"])
-@pytest.mark.parametrize("command", ["fill-mask", "neighbours", "embed", "export-elmo", "eval", "probe", "quality"])
+@pytest.mark.parametrize("command", ["fill-mask", "neighbours", "embed", "export-elmo", "eval", "probe", "quality",
+                                     "nearest-words"])
 def test_every_command_with_a_hostile_model_path(world, command, model):
     path = world["files"][model]
     with tempfile.TemporaryDirectory() as tmp:
@@ -665,7 +701,8 @@ def test_every_command_with_a_hostile_model_path(world, command, model):
                 "export-elmo": ["export-elmo", "--model", path, "--out", Path(tmp) / "x"],
                 "eval": ["eval", "wsd", "--data", world["wsd"], "--model", path],
                 "probe": ["probe", "--model", path, "--task", "pos"],
-                "quality": ["quality", "--model", path, "--no-senses"]}[command]
+                "quality": ["quality", "--model", path, "--no-senses"],
+                "nearest-words": ["nearest-words", "--model", path, "--word", "box", "a box"]}[command]
         refused(run(argv))
 
 
