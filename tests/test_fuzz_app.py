@@ -470,7 +470,7 @@ bad_text = st.one_of(
 
 @pytest.fixture(scope="module")
 def attention_app() -> AppTest:
-    return open_page("attention")
+    return open_page("attention", {"qk": "1"})  # with the query · key view: each text's tokens are its rows too
 
 
 @pytest.fixture(scope="module")
@@ -480,7 +480,7 @@ def fill_in_app() -> AppTest:
 
 @pytest.fixture(scope="module")
 def senses_app() -> AppTest:
-    at = open_page("word_senses", {"projection": "pca", "models": "bert-eltec,static-eltec"})
+    at = open_page("word_senses", {"projection": "pca", "models": "bert-eltec,static-eltec", "near": "1"})
     at.radio(key="source").set_value("own").run()
     return at
 
