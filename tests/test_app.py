@@ -127,6 +127,27 @@ def test_word_senses_measurement_lines_per_model_with_baseline():
     assert all(len(c) == 1 for c in colours.values()) and len({c.pop() for c in colours.values()}) == 2
 
 
+def test_overview_tries_one_word_in_two_sentences():
+    """Off by default (the first page stays light); on, one line per default model of the word's cosine between
+    the two sentences, layer by layer; a word missing from a sentence is said per model, with no traceback."""
+    at = page("overview")
+    assert_clean(at)
+    assert not charts(at) and at.toggle(key="try").value is False
+    at = page("overview", **{"try": "1", "try_a": "We sat on the bank of the river.",
+                             "try_b": "She paid the money into the bank."})
+    assert_clean(at)
+    (chart,) = charts(at)
+    solid = {t["name"]: t for t in chart["data"] if t["line"]["dash"] == "solid"}
+    assert set(solid) == {"static-eltec", "elmo-eltec", "bert-eltec"}
+    assert [round(y, 4) for y in solid["static-eltec"]["y"]] == [1.0]  # one vector for every "bank"
+    assert len(solid["elmo-eltec"]["y"]) == 3 and solid["elmo-eltec"]["y"][0] == pytest.approx(1.0, abs=1e-5)
+    at.text_input(key="try_b").set_value("She paid the money into the vault.").run()
+    assert not at.exception and not charts(at)
+    (error,) = texts(at.error)  # said once, not once per model
+    assert error.startswith("The sentences:") and "does not occur in sentence B" in error
+    assert at.query_params["try_b"] == "She paid the money into the vault."
+
+
 def test_word_senses_layer_path_option():
     at = page("word_senses", projection="pca", models="elmo-eltec")
     at.toggle(key="path").set_value(True).run()

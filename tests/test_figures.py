@@ -306,3 +306,18 @@ def test_neighbour_pos_bars_stack_parts_of_speech_per_layer():
     assert "&lt;b&gt;x&lt;/b&gt;" in fig.data[0].customdata[1]  # the nearest words shown as typed
     legend = [t.name for t in fig.data if t.showlegend]
     assert legend == ["noun", "verb"]  # one legend entry per part of speech
+
+
+def test_same_word_lines_draw_the_word_and_any_two_words_per_model():
+    results = {"static": {"layer_names": ["static"], "cosine": [1.0], "baseline": [0.3]},
+               "elmo": {"layer_names": ["char", "lstm 1", "lstm 2"], "cosine": [1.0, 0.8, float("nan")],
+                        "baseline": [0.2, 0.1, 0.15]}}
+    fig = figures.same_word_lines(results, "<b>bank</b>", title="t")
+    lines = {(t.legendgroup, t.line.dash): t for t in fig.data}
+    elmo = lines[("elmo", "solid")]
+    assert list(elmo.x) == [0, 1, 2] and list(elmo.y) == [1.0, 0.8, None]  # a missing vector is a gap
+    assert list(lines[("elmo", "dot")].y) == [0.2, 0.1, 0.15] and not lines[("elmo", "dot")].showlegend
+    assert fig.data[-2].legendgroup == "static"  # the one-layer model is drawn over the others, as a ring
+    assert lines[("static", "solid")].marker.symbol == "circle-open"
+    assert lines[("static", "solid")].line.color == lines[("static", "dot")].line.color != elmo.line.color
+    assert "&lt;b&gt;bank&lt;/b&gt;" in elmo.hovertemplate

@@ -150,6 +150,7 @@ CHOICES = {  # param: (options, widget)
     "why": (BOOL, "toggle"),
     "qk": (BOOL, "toggle"),
     "near": (BOOL, "toggle"),
+    "try": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "image_format": (["png", "svg"], "radio"),
     "ft_split": (["dev", "test"], "selectbox"),
@@ -163,10 +164,12 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "text": ["The [MASK] was by the river.", "The bank is here.", "The <mask> and the [mask]."],
         "blank": ["bank", "the (2)", "The", "river"], "why_guess": ["bank", "zebrafish", "river"],
         # a position among the sentence's pieces: its range depends on the sentence, so only sent, not checked
-        "qk_from": ["0", "2", "15", "999"]}
+        "qk_from": ["0", "2", "15", "999"],
+        "try_a": ["We sat on the bank.", ""], "try_b": ["The bank lent money.", "No such word here."],
+        "try_word": ["bank", "Bank", "", "river bank"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
-    "overview": [],
+    "overview": ["try", "try_a", "try_b", "try_word"],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
                     "corpus_word", "colour", "clusters", "near"],
@@ -747,6 +750,8 @@ def test_figures_show_text_as_typed(toks, title):
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
         figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)), np.full(k, 1.0 / k),
                                title=title),
+        figures.same_word_lines({t: {"layer_names": [t, title], "cosine": [1.0, 0.5], "baseline": [0.2, None]}
+                                 for t in dict.fromkeys(toks)}, toks[0], title=title),
         figures.neighbour_pos_bars([{"layer": t, "pos": "NOUN", "same": 1, "other": 2} for t in dict.fromkeys(toks)],
                                    {t: title for t in toks}, 3, title=title),
     ]

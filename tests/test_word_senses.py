@@ -257,3 +257,41 @@ def test_context_shifts_clear_errors(tiny_assets, monkeypatch):
     with pytest.raises(ValueError, match="3 other words to hide .* up to 3 words"):
         ws.context_shifts(model, ["the", "river", "bank", "was"], 1)
     assert ws.context_shifts(model, ["the", "river", "bank"], 1).shifts.shape == (1, 3)
+
+
+# -- one word in two sentences ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bert-eltec", "elmo-eltec", "static-eltec"])
+def test_same_word_is_the_cosine_of_its_two_vectors_per_layer(tiny_assets, name):
+    import ctxmodels
+    from ctxmodels.analysis import senses
+
+    model = ctxmodels.load(str(tiny_assets / name))
+    a, b = "we sat on the bank of the river", "the bank lent money to the Bank"
+    r = ws.same_word(model, a, b, "BANK")
+    assert r.layer_names == model.layer_names and r.index == (4, 1)  # the first occurrence, any case
+    va, vb = model.embed([a.split()])[0][:, 4], model.embed([b.split()])[0][:, 1]
+    np.testing.assert_allclose(r.cosine, 1 - _cosine_distance(va, vb), atol=1e-5)
+    # the baseline: every pair of one other word from each sentence
+    layer = model.n_layers - 1
+    others_a = np.delete(model.embed([a.split()])[0][layer], 4, axis=0)
+    others_b = np.delete(model.embed([b.split()])[0][layer], 1, axis=0)
+    want = senses.anisotropy_baseline(np.concatenate([others_a, others_b]), [0] * 7 + [1] * 6)
+    assert r.baseline[layer] == pytest.approx(want, abs=1e-6)
+    if name != "bert-eltec":  # static vectors and ELMo's character layer: one vector for one spelling
+        assert r.cosine[0] == pytest.approx(1.0, abs=1e-6)
+    if name != "static-eltec":
+        assert r.cosine[-1] < 0.9999  # the contextual layers tell the two apart
+
+
+def test_same_word_says_which_sentence_lacks_the_word(tiny_assets):
+    import ctxmodels
+
+    model = ctxmodels.load(str(tiny_assets / "bert-eltec"))
+    with pytest.raises(ValueError, match="does not occur in sentence B"):
+        ws.same_word(model, "the bank", "the river", "bank")
+    with pytest.raises(ValueError, match="occurs in none"):
+        ws.same_word(model, "a river", "the river", "bank")
+    alone = ws.same_word(model, "bank", "the bank", "bank")  # no other word in A: no baseline, still a cosine
+    assert all(np.isnan(alone.baseline)) and np.isfinite(alone.cosine).all()

@@ -1,10 +1,17 @@
-"""Overview: what the explorer shows and which models are here."""
+"""Overview: what the explorer shows, a first try (one word in two sentences), and which models are here."""
+
+from dataclasses import asdict
 
 import streamlit as st
 
+from app import figures, limits
+from app.errors import guard
 from app.explanations import explain, page_header
-from app.inputs import md
-from app.registry import label, model_ids, no_models_message
+from app.inputs import MAX_TEXT_CHARS, check_text, md
+from app.plots import plot
+from app.registry import default_models, get_model, label, model_ids, no_models_message
+from app.url_state import to_url, url_state
+from ctxmodels.analysis.word_senses import find_in_both, same_word
 
 page_header(
     "ctxmodels explorer",
@@ -29,8 +36,40 @@ cols[1].page_link("views/models.py", label="**Models** — what is loaded; train
 cols[2].page_link("views/fine_tuning.py", label="**What fine-tuning changes** — a model before and after, layer "
                   "by layer", icon=":material/tune:")
 
-st.subheader("Models available")
 ids = model_ids()
+
+# -- a first try: off until asked, so the first page stays light ------------------------------------------------
+url_state("try", False, kind=bool)
+url_state("try_a", "We sat on the bank of the river and watched the boats.", max_chars=MAX_TEXT_CHARS)
+url_state("try_b", "She paid the money into her account at the bank.", max_chars=MAX_TEXT_CHARS)
+url_state("try_word", "bank", max_chars=100)
+if ids and st.toggle("Try it: one word in two sentences", key="try", persist_state="session",
+                     help="How alike a word's two vectors are, layer by layer, in each model."):
+    c1, c2, c3 = st.columns([5, 5, 2])
+    a = c1.text_input("Sentence A", key="try_a", persist_state="session")
+    b = c2.text_input("Sentence B", key="try_b", persist_state="session")
+    word = c3.text_input("The word", key="try_word", persist_state="session")
+    to_url("try", "try_a", "try_b", "try_word")
+    results, checked = {}, False
+    with guard("The sentences"):
+        text_a, text_b = check_text(a, "sentence A"), check_text(b, "sentence B")
+        find_in_both(text_a, text_b, word)
+        checked = True
+    for model_id in default_models(ids) if checked else []:
+        with guard(label(model_id)), limits.heavy(f"{label(model_id)}: the two sentences"):
+            results[label(model_id)] = asdict(same_word(get_model(model_id), text_a, text_b, word))
+    if results:
+        plot(figures.same_word_lines(results, word, title=f"“{word}” in sentence A and in sentence B"),
+             f"same-word-{word}", key="try::lines")
+        st.caption("Each solid line is the cosine between the word's vector in A and its vector in B, in each "
+                   "layer (1: the same vector). A static model gives a word one vector whatever its sentence, and "
+                   "so do ELMo's character layer and, nearly, BERT's input embeddings (only the position differs); "
+                   "the contextual layers move the two apart by as much as their sentences differ. The dotted line "
+                   "is how alike any two words of the two sentences are in that layer: a layer where every pair "
+                   "is close says less with a high cosine. Try a B where the word means the same as in A.")
+    st.divider()
+
+st.subheader("Models available")
 if not ids:
     no_models_message()
 else:

@@ -23,7 +23,7 @@ from app.explanations import explain, page_header
 from app.inputs import last_good, listing, md, quoted, remember
 from app.plots import plot
 from app.presentation import controls, is_presenting
-from app.registry import get_model, label, require_models
+from app.registry import default_models, get_model, label, require_models
 from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
 from app.warm_up import usable_projection
@@ -77,18 +77,7 @@ MIN_DIST = dict(min_value=0.0, max_value=0.99)
 PERPLEXITY = dict(min_value=2.0, max_value=100.0)
 
 
-# The default BERT: minilm-eltec where it is shipped (on the presets its best layer's 1-NN sense accuracy is 0.94 on
-# average against bert-eltec's 0.86, and it separates all eight; bench/senses_presets.py), else bert-eltec.
-DEFAULT_BERTS = ("minilm-eltec", "bert-eltec")
-
-
-def default_models() -> list[str]:
-    bert = next((m for m in DEFAULT_BERTS if m in ids), None)
-    shipped = [m for m in ("static-eltec", "elmo-eltec", bert) if m in ids]
-    return shipped or ids[:3]
-
-
-url_state("models", default_models(), options=ids, many=True, names=label)
+url_state("models", default_models(ids), options=ids, many=True, names=label)
 url_state("projection", "umap", options=list(projections.METHODS))
 url_state("seed", 0, kind=int, **SEED)
 url_state("neighbors", 15, kind=int, **NEIGHBORS)

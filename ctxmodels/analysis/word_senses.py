@@ -29,7 +29,7 @@ import pandas as pd
 from ..cosine import unit_rows
 from ..tokenization import MASK
 from . import projections, senses
-from .vectors import OccurrenceSearch, OccurrenceVectors, embed_sentences, occurrence_vectors
+from .vectors import OccurrenceSearch, OccurrenceVectors, embed_sentences, find_occurrences, occurrence_vectors
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -234,6 +234,52 @@ def context_shifts(model: LoadedModel, words: Sequence[str], index: int, pooling
         shifts[:, j] = 1.0 - np.sum(base * moved, axis=1)
     return ContextShifts(words, index, list(model.layer_names), np.clip(shifts, 0.0, 2.0),
                          mask if mask is not None else "left out")
+
+
+@dataclass
+class SameWord:
+    """One word in two sentences: how alike its two vectors are in each layer, beside how alike any two words of
+    the two sentences are there (the layer's anisotropy: in some layers every pair of words is close)."""
+
+    layer_names: list[str]
+    cosine: list[float]  # the word's two vectors, per layer (NaN where one is missing)
+    baseline: list[float]  # mean cosine of the other words' pairs across the two sentences (NaN if none)
+    words: tuple[list[str], list[str]]  # the two sentences, split
+    index: tuple[int, int]  # the word's first occurrence in each
+
+
+def find_in_both(sentence_a: str, sentence_b: str, word: str) -> OccurrenceSearch:
+    """``word`` in the two sentences (any case), or a ValueError saying which sentence lacks it: what
+    :func:`same_word` needs of its input, whatever the model."""
+    found = find_occurrences([(sentence_a, None), (sentence_b, None)], word)
+    if found.missing:
+        which = " and ".join("A" if i == 0 else "B" for i in found.missing)
+        raise ValueError(f"{word!r} does not occur in sentence {which}: type a word that both sentences contain")
+    return found
+
+
+def same_word(model: LoadedModel, sentence_a: str, sentence_b: str, word: str, pooling: str = "mean") -> SameWord:
+    """The cosine between the vectors of ``word`` in ``sentence_a`` and in ``sentence_b`` (its first occurrence in
+    each, any case), layer by layer, with the anisotropy baseline of the two sentences' other words (every pair
+    of one word from each; :func:`~ctxmodels.analysis.senses.anisotropy_baseline`). A static layer gives 1."""
+    found = find_in_both(sentence_a, sentence_b, word)
+    first: dict[int, int] = {}
+    for o in found.occurrences:
+        first.setdefault(o.sentence_index, o.word_index)
+    arrays = embed_sentences(model, found.words, pooling=pooling)  # two [n_layers, n_words, dim]
+    context = np.array([0] * len(found.words[0]) + [1] * len(found.words[1]))
+    others = np.ones(len(context), dtype=bool)
+    others[[first[0], len(found.words[0]) + first[1]]] = False
+    cosine, baseline = [], []
+    for layer in range(model.n_layers):
+        pair = unit_rows(np.stack([arrays[0][layer, first[0]], arrays[1][layer, first[1]]]))
+        cosine.append(float(pair[0] @ pair[1]))
+        X = np.concatenate([arrays[0][layer], arrays[1][layer]])[others]
+        try:
+            baseline.append(senses.anisotropy_baseline(X, context[others]))
+        except ValueError:  # one of the sentences is the word alone: no other pairs to compare
+            baseline.append(float("nan"))
+    return SameWord(list(model.layer_names), cosine, baseline, (found.words[0], found.words[1]), (first[0], first[1]))
 
 
 # ----------------------------------------------------------------------------------------------------------
