@@ -323,6 +323,37 @@ def test_word_senses_finds_the_nearest_words_in_semcor(server, browser):
     page.close()
 
 
+def test_overview_tries_one_word_in_two_sentences(server, browser):
+    """The switch on the first page draws one line per default model; another sentence B, typed and entered,
+    redraws it and goes into the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server)
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() == 0
+    page.get_by_text("Try it: one word in two sentences").click()
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    names = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData"
+                          ".filter(t => t.showlegend).map(t => t.name)")
+    assert sorted(names) == ["bert-eltec", "elmo-eltec", "static-eltec"], names
+    ys_js = "() => document.querySelector('.js-plotly-plot')._fullData.map(t => Array.from(t.y))"
+    before = page.evaluate(ys_js)
+    box = page.get_by_label("Sentence B")
+    box.fill("The boat drifted to the bank of the stream.")
+    box.press("Enter")
+    deadline = time.time() + 60
+    while time.time() < deadline and "try_b=The" not in page.url:
+        time.sleep(0.2)
+    settle(page)
+    assert "try=1" in page.url and "try_b=The+boat" in page.url, page.url
+    ys = page.evaluate(ys_js)
+    assert ys != before  # the contextual layers' cosines moved with sentence B
+    assert all(y is None or -1 <= y <= 1.0001 for trace in ys for y in trace), ys
+    no_traceback(page)
+    screenshot(page, "overview-try.png")
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
