@@ -708,7 +708,7 @@ def _times(ratio: float) -> str:
 EFFECT_MAX_LOG2 = 10  # bars are cut at ×1024 / ÷1024 (their labels keep the true factor)
 
 
-def _effect_log2(p: float, prob: float) -> float:
+def effect_log2(p: float, prob: float) -> float:
     """log2 of how many times more likely an answer is with a word hidden (``p``) than with all in view (``prob``),
     cut at ±:data:`EFFECT_MAX_LOG2`."""
     ratio = p / prob if prob > 0 else float("inf")
@@ -718,7 +718,7 @@ def _effect_log2(p: float, prob: float) -> float:
 def shared_effect_scale(effect_sets: Sequence[dict]) -> float:
     """The longest bar (in powers of two) that any of ``effect_sets`` (the models' answers at one blank) draws: as
     ``x_max`` of :func:`word_effect_bars`, the models' charts side by side share one scale."""
-    return max((abs(_effect_log2(p, float(e["prob"]))) for e in effect_sets for p in e["hidden_probs"]
+    return max((abs(effect_log2(p, float(e["prob"]))) for e in effect_sets for p in e["hidden_probs"]
                 if p is not None), default=0.0)
 
 
@@ -741,7 +741,7 @@ def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None)
             colours.append(PALETTE[9])
             continue
         ratio = p / prob if prob > 0 else float("inf")
-        logs.append(_effect_log2(p, prob))
+        logs.append(effect_log2(p, prob))
         texts.append(_times(ratio))
         then = f"<br>first guess then: {plain(top)}" if top is not None else ""
         hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
@@ -764,6 +764,38 @@ def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None)
                        tickvals=ticks, ticktext=labels, zeroline=True, zerolinecolor="#888", zerolinewidth=1,
                        fixedrange=True),
             yaxis=dict(tickvals=rows, ticktext=names, autorange="reversed", automargin=True, fixedrange=True),
+            showlegend=False,
+        ),
+    )
+
+
+def blank_change_bars(change: dict, title: str = "", x_max: float | None = None) -> go.Figure:
+    """How the guesses at a blank move from sentence A to sentence B (``change``: :class:`ctxmodels.analysis.
+    blanks.BlankChange` as a dict), one bar per word, those that gained most in B at the top: how many times more
+    (×, to the right) or less (÷, to the left) likely the word is in B. The axis is logarithmic in the factor and
+    symmetric, at least ÷2 to ×2, or ±``x_max`` (in powers of two) to share a scale with other models."""
+    words = change["words"]
+    logs = [effect_log2(b, a) for a, b in zip(change["prob_a"], change["prob_b"])]
+    texts = [_times(b / a) if a > 0 else "" for a, b in zip(change["prob_a"], change["prob_b"])]
+    hovers = [f"{plain(w)}: {percent(a)} in A → {percent(b)} in B ({t})"
+              for w, a, b, t in zip(words, change["prob_a"], change["prob_b"], texts)]
+    span = max([abs(v) for v in logs] + [1.0, x_max or 0.0])
+    ticks = list(range(-int(np.ceil(span)), int(np.ceil(span)) + 1))
+    step = max(1, int(np.ceil(len(ticks) / 9)))
+    ticks = [t for t in ticks if t % step == 0]
+    rows = list(range(len(words)))
+    return go.Figure(
+        data=[dict(type="bar", x=logs, y=rows, orientation="h", text=texts, textposition="outside",
+                   cliponaxis=False, constraintext="none", customdata=hovers,
+                   marker=dict(color=[PALETTE[3] if v > 0 else PALETTE[0] for v in logs]),
+                   hovertemplate="%{customdata}<extra></extra>")],
+        layout=dict(
+            title=dict(text=plain(title)), height=90 + 26 * len(words), margin=dict(l=10, r=50, t=40, b=10),
+            xaxis=dict(title=dict(text="P(word) in B against A"), range=[-span * 1.2, span * 1.2], tickvals=ticks,
+                       ticktext=[_times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
+                       zerolinewidth=1, fixedrange=True),
+            yaxis=dict(tickvals=rows, ticktext=_plain_all(words), autorange="reversed", automargin=True,
+                       fixedrange=True),
             showlegend=False,
         ),
     )

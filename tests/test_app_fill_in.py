@@ -273,3 +273,33 @@ def test_presentation_mode_folds_the_controls_but_not_the_sentence_or_the_word()
     assert at.selectbox(key="blank").value == "bank" and at.metric[0].label == "P(bank)"
     at = page("fill_in", text=RIVER)
     assert not [e for e in at.expander if e.label.startswith("Controls")]
+
+
+# -- two sentences ---------------------------------------------------------------------------------------------
+
+
+def change_charts(at) -> list[dict]:
+    return [spec for spec in charts(at) if spec["layout"]["title"]["text"] == "from A to B: gained and lost"]
+
+
+def test_a_second_sentence_shows_its_guesses_and_what_gained_and_lost(tiny_assets):
+    from ctxmodels.analysis.fill_in import compare_blanks
+
+    a, b = "The boat drifted towards the [MASK] of the river.", "The boat drifted towards the [MASK] of the sea."
+    at = page("fill_in", text=a)
+    assert_clean(at)
+    assert not change_charts(at) and at.text_input(key="compare").value == ""
+    at.text_input(key="compare").set_value(b).run()
+    assert_clean(at)
+    [spec] = change_charts(at)
+    expected = compare_blanks(tiny_bert(tiny_assets), a, b, top_k=5, whole_words=True)
+    assert list(spec["layout"]["yaxis"]["ticktext"]) == expected.words
+    assert spec["data"][0]["x"] == pytest.approx([math.log2(q / p) for p, q in zip(expected.prob_a, expected.prob_b)])
+    b_bars = [s for s in charts(at) if s["layout"]["title"]["text"] == "sentence B: [MASK]"]
+    assert len(b_bars) == 1 and at.query_params["compare"] == b
+    # a sentence B without one blank: one message, the first sentence's guesses stay
+    at.text_input(key="compare").set_value("The boat drifted towards the sea.").run()
+    assert not at.exception and not change_charts(at)
+    (error,) = texts(at.error)  # said once, not once per model
+    assert error.startswith("Sentence B:") and "sentence B has 0" in error
+    assert guesses(at)

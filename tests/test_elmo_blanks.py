@@ -153,3 +153,15 @@ def test_the_fill_in_page_offers_an_elmo_beside_the_bert(elmo, monkeypatch):
     listed = at.dataframe[0].value.set_index("model")
     assert listed.loc["elmo-lm", "fill in"] and not listed.loc["elmo-eltec", "fill in"]
     assert listed.loc["bert-eltec", "fill in"]
+
+
+def test_an_elmo_compares_two_sentences_blanks(elmo):
+    a, b = "She put the money in the [MASK] .", "She put the river in the [MASK] ."
+    change = fill_in.compare_blanks(elmo, a, b, top_k=2, whole_words=False)
+    pa, pb = direct(elmo, a.split(), 6), direct(elmo, b.split(), 6)
+    rows = [VOCAB.index(w) for w in change.words]
+    assert change.prob_a == pytest.approx([float(pa[r]) for r in rows], abs=1e-6)
+    assert change.prob_b == pytest.approx([float(pb[r]) for r in rows], abs=1e-6)
+    ratios = [y / x for x, y in zip(change.prob_a, change.prob_b)]
+    assert ratios == sorted(ratios, reverse=True) and len(rows) == 4
+    assert ratios[0] == pytest.approx(max(float(pb[r] / pa[r]) for r in range(3, len(VOCAB))), rel=1e-4)

@@ -321,3 +321,16 @@ def test_same_word_lines_draw_the_word_and_any_two_words_per_model():
     assert lines[("static", "solid")].marker.symbol == "circle-open"
     assert lines[("static", "solid")].line.color == lines[("static", "dot")].line.color != elmo.line.color
     assert "&lt;b&gt;bank&lt;/b&gt;" in elmo.hovertemplate
+
+
+def test_blank_change_bars_put_what_gained_right_and_what_lost_left():
+    change = {"words": ["nurse", "<b>maid</b>", "fellow"], "prob_a": [0.01, 0.002, 0.04], "prob_b": [0.04, 0.004, 0.01]}
+    fig = figures.blank_change_bars(change, title="from A to B")
+    bars = fig.data[0]
+    assert list(bars.x) == pytest.approx([2.0, 1.0, -2.0])  # log2 of B over A
+    assert list(bars.text) == ["×4", "×2", "÷4"]
+    assert bars.marker.color[0] != bars.marker.color[2]
+    assert list(fig.layout.yaxis.ticktext)[1] == "&lt;b&gt;maid&lt;/b&gt;" and fig.layout.yaxis.autorange == "reversed"
+    assert fig.layout.xaxis.range[1] == pytest.approx(2.4)  # symmetric, a little beyond the longest bar
+    wide = figures.blank_change_bars(change, x_max=5.0)
+    assert wide.layout.xaxis.range[1] == pytest.approx(6.0)  # a scale shared with another model

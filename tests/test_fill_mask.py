@@ -11,6 +11,7 @@ import transformers
 
 from ctxmodels.analysis import blanks
 from ctxmodels.analysis.fill_in import (
+    compare_blanks,
     fill_mask,
     guess_effects,
     is_whole_word,
@@ -287,3 +288,34 @@ def test_cli_rests_on(saved, capsys):
     assert "what 'river' rests on" in text and text.count("first guess then") == 4
     assert cli_main(["fill-mask", "--model", str(directory), "--guess", "bank", "the [MASK] of the river"]) == 2
     assert "add --rests-on" in capsys.readouterr().err
+
+
+def test_compare_blanks_ranks_what_gains_and_loses_from_one_sentence_to_the_other(saved):
+    import ctxmodels
+
+    model = ctxmodels.load(str(saved[2]))
+    a, b = "the [MASK] of the river", "the [MASK] of the money"
+    change = compare_blanks(model, a, b, top_k=3, whole_words=True)
+    full_a = {g["token"]: g["prob"] for g in fill_mask(model, None, a, top_k=1000, whole_words=True)[0]}
+    full_b = {g["token"]: g["prob"] for g in fill_mask(model, None, b, top_k=1000, whole_words=True)[0]}
+    assert len(change.words) == 6 and len(set(change.words)) == 6 and set(change.words) <= set(full_a)
+    assert change.prob_a == pytest.approx([full_a[w] for w in change.words], rel=1e-5)
+    assert change.prob_b == pytest.approx([full_b[w] for w in change.words], rel=1e-5)
+    ratios = [pb / pa for pa, pb in zip(change.prob_a, change.prob_b)]
+    assert ratios == sorted(ratios, reverse=True)
+    # the vocabulary is smaller than the pool: the extremes are those of every whole word
+    every = sorted(full_b[w] / full_a[w] for w in full_a)
+    assert ratios[0] == pytest.approx(every[-1]) and ratios[-1] == pytest.approx(every[0])
+    assert (change.text_a, change.text_b) == (a, b)
+
+
+def test_compare_blanks_needs_one_blank_in_each_sentence(saved):
+    import ctxmodels
+
+    model = ctxmodels.load(str(saved[2]))
+    with pytest.raises(ValueError, match="sentence A has 2 blanks"):
+        compare_blanks(model, "the [MASK] and the [MASK]", "the [MASK] bank")
+    with pytest.raises(ValueError, match="no \\[MASK\\]"):
+        compare_blanks(model, "the [MASK] bank", "the river bank")
+    with pytest.raises(ValueError, match="top_k"):
+        compare_blanks(model, "the [MASK] bank", "a [MASK] bank", top_k=0)

@@ -166,7 +166,8 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         # a position among the sentence's pieces: its range depends on the sentence, so only sent, not checked
         "qk_from": ["0", "2", "15", "999"],
         "try_a": ["We sat on the bank.", ""], "try_b": ["The bank lent money.", "No such word here."],
-        "try_word": ["bank", "Bank", "", "river bank"]}
+        "try_word": ["bank", "Bank", "", "river bank"],
+        "compare": ["The [MASK] was by the sea.", "No blank here.", "[MASK] and [MASK]"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": ["try", "try_a", "try_b", "try_word"],
@@ -175,7 +176,7 @@ PAGE_PARAMS = {
                     "corpus_word", "colour", "clusters", "near"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview", "qk", "qk_from"],
-    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess"],
+    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess", "compare"],
     "elmo_layers": ["probe_model"],
     "models": [],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only
@@ -750,6 +751,8 @@ def test_figures_show_text_as_typed(toks, title):
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
         figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)), np.full(k, 1.0 / k),
                                title=title),
+        figures.blank_change_bars({"words": list(dict.fromkeys(toks)), "prob_a": [0.1] * len(set(toks)),
+                                   "prob_b": [0.2] * len(set(toks))}, title=title),
         figures.same_word_lines({t: {"layer_names": [t, title], "cosine": [1.0, 0.5], "baseline": [0.2, None]}
                                  for t in dict.fromkeys(toks)}, toks[0], title=title),
         figures.neighbour_pos_bars([{"layer": t, "pos": "NOUN", "same": 1, "other": 2} for t in dict.fromkeys(toks)],

@@ -22,6 +22,7 @@ from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state, url_value
 from ctxmodels.analysis import fill_in
+from ctxmodels.analysis.blanks import normalize_masks
 
 page_header(
     "Fill in the blank",
@@ -78,6 +79,7 @@ url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
 url_state("why", False, kind=bool)
 url_state("why_guess", "", max_chars=40)
+url_state("compare", "", max_chars=MAX_TEXT_CHARS)
 # A link that names a word to hide opens in that mode even without fill_mode.
 url_state("fill_mode", "word" if "blank" in st.query_params else "masks", options=list(MODES))
 
@@ -106,6 +108,57 @@ def hidden_rests_on(model_id: str, text: str, word: str, occurrence: int, whole_
     m = get_model(model_id)
     return fill_in.word_effects(m, m.tokenizer, text, word, occurrence=occurrence,
                                 whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def changed(model_id: str, text_a: str, text_b: str, k: int, whole_words: bool) -> dict:
+    return fill_in.compare_blanks(get_model(model_id), text_a, text_b, top_k=k, whole_words=whole_words).to_dict()
+
+
+def compare_control(box, mode: str) -> str | None:
+    """A second sentence to set beside the first (a minimal pair), or None."""
+    if mode != "masks":
+        return None
+    text = box.text_input("Compare with sentence B (optional; one [MASK], Enter to apply)", key="compare",
+                          persist_state="session", placeholder="The boat drifted slowly towards the near [MASK].",
+                          help="A minimal pair: change one word of the sentence (he / she, river / sea) and see which "
+                               "guesses gain and which lose. Each sentence needs one [MASK].")
+    to_url("compare")
+    return text.strip() or None
+
+
+def compare_charts(cols: list, chosen: list[str], text_a: str, text_b: str, top_k: int, whole_words: bool) -> None:
+    """Under each model's guesses: its guesses for sentence B, and the words that gained and lost most from A to B
+    (one scale for the models' bars of B, one for their changes)."""
+    found: dict[str, tuple[list, dict]] = {}
+    with guard("Sentence B"):
+        checked_b = check_masks(check_text(text_b, "sentence B"))
+        for which, text in (("A", text_a), ("B", checked_b)):
+            n = normalize_masks(text).count(fill_in.MASK)
+            if n != 1:
+                raise ValueError(f"sentence {which} has {n} [MASK]s; to compare two sentences, write one [MASK] in "
+                                 "each")
+        for model_id in chosen:
+            with guard(label(model_id)), limits.heavy(f"{label(model_id)}: sentence B"):
+                found[model_id] = (guesses(model_id, checked_b, top_k, whole_words),
+                                   changed(model_id, text_a, checked_b, top_k, whole_words))
+    if not found:
+        return
+    scale = figures.shared_bar_scale([preds for preds, _ in found.values()])
+    span = max((abs(figures.effect_log2(b, a)) for _, c in found.values() for a, b in zip(c["prob_a"], c["prob_b"])),
+               default=1.0)
+    for col, model_id in zip(cols, chosen):
+        if model_id not in found:
+            continue
+        preds, change = found[model_id]
+        name = label(model_id)
+        with col:
+            plot(figures.fill_bars(preds[0], title="sentence B: [MASK]", x_max=scale[0]), f"fill-B-{name}",
+                 key=f"fillB::{model_id}", data=pd.DataFrame(preds[0]).assign(model=name))
+            plot(figures.blank_change_bars(change, title="from A to B: gained and lost", x_max=span),
+                 f"change-{name}", key=f"change::{model_id}", data=pd.DataFrame(change).assign(model=name))
+    st.caption(f"From A to B: among the {fill_in.COMPARE_POOL} best guesses of either sentence, the words whose "
+               "probability at the blank grew most (×, to the right) and fell most (÷, to the left) when A became B.")
 
 
 def effect_chart(model_id: str, effects: dict, scale: float, key: str) -> None:
@@ -256,6 +309,7 @@ def fill_in_view() -> None:
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
     why, guess = why_controls(box, mode)
+    compare = compare_control(box, mode)
     to_url("text", "k", "fill_models", "whole_words", "fill_mode")
     checked = checked_sentence(text)
     if checked is None:
@@ -293,6 +347,8 @@ def fill_in_view() -> None:
             places[model_id] = charts(model_id, computed[model_id], scale)
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
+    if compare is not None:
+        compare_charts(cols, [m for m in chosen if m in computed], checked, compare, int(top_k), whole_words)
     if why:
         explain_each(places, computed, checked, hidden, guess, whole_words)
 

@@ -104,3 +104,18 @@ class WordEffects:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "changes": self.changes}
+
+
+@dataclass
+class BlankChange:
+    """How the guesses at one blank move from sentence A to sentence B, a minimal pair ("He worked as a [MASK]." /
+    "She worked as a [MASK]."): the words that gained most in B first, those that lost most last."""
+
+    text_a: str
+    text_b: str
+    words: list[str]
+    prob_a: list[float]  # P(word) at A's blank
+    prob_b: list[float]  # P(word) at B's blank
+
+    def to_dict(self) -> dict:
+        return asdict(self)

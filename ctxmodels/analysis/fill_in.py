@@ -38,7 +38,15 @@ import torch
 from ..bert import BertForPreTraining
 from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
-from .blanks import WordEffects, WordScore, check_words_to_hide, find_word, is_whole_word, normalize_masks
+from .blanks import (
+    BlankChange,
+    WordEffects,
+    WordScore,
+    check_words_to_hide,
+    find_word,
+    is_whole_word,
+    normalize_masks,
+)
 
 
 def _is_continuation(token: str) -> bool:
@@ -326,3 +334,46 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
     blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
     hideable, probs = _hide_each(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, blanks | {index})
     return _effects(tokenizer, enc.words, hideable, probs, original, enc.words[index], whole_words)
+
+
+COMPARE_POOL = 100  # the changes are ranked among each sentence's best guesses, where the probabilities mean something
+
+
+def _one_blank(model: Any, text: str, whole_words: bool, which: str) -> tuple[torch.Tensor, Any]:
+    """P over the vocabulary at the only blank of ``text``, with what a guess may not be set to 0, and a function
+    from a row to its word."""
+    if (elmo := _elmo(model)) is not None:
+        lm = elmo._require_lm(model)
+        words = elmo.words_of(text)
+        slots = elmo._blanks(words)
+        row, allowed = elmo.slot_probs(model, [words], slots[:1])[0], elmo._allowed(lm, whole_words)
+        name = lm.vocab.__getitem__
+    else:
+        runner, tokenizer = _parts(model, None)
+        _require_mlm_head(runner)
+        enc, slots = _blanks(tokenizer, text)
+        row = _masked_probs(runner, [enc], slots[:1])[0, 0]
+        allowed = _allowed_ids(tokenizer, row.shape[-1], "word" if whole_words else "any")
+        name = tokenizer.id_to_token
+    if len(slots) != 1:
+        raise ValueError(f"sentence {which} has {len(slots)} blanks; to compare two sentences, write one {MASK} in "
+                         "each")
+    return row.masked_fill(~allowed.to(row.device), 0.0), name
+
+
+def compare_blanks(model: Any, text_a: str, text_b: str, top_k: int = 5, whole_words: bool = True) -> BlankChange:
+    """How the guesses at the blank of ``text_a`` change at the blank of ``text_b`` (one ``[MASK]`` in each; a
+    loaded BERT-family model or ELMo): the ``top_k`` words that become most likely more in B, then the ``top_k``
+    that become most likely less, by the ratio of their probabilities, among the best :data:`COMPARE_POOL` guesses
+    of either sentence (further down the list a ratio of two tiny probabilities says little)."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    a, name = _one_blank(model, text_a, whole_words, "A")
+    b, _ = _one_blank(model, text_b, whole_words, "B")
+    n = min(COMPARE_POOL, a.shape[-1])
+    pool = torch.unique(torch.cat([a.topk(n).indices, b.topk(n).indices]))
+    pool = pool[(a[pool] > 0) & (b[pool] > 0)]
+    order = pool[torch.argsort(torch.log(b[pool]) - torch.log(a[pool]), descending=True)].tolist()
+    picked = order[:top_k] + order[max(top_k, len(order) - top_k):]
+    return BlankChange(text_a, text_b, [name(i) for i in picked], [float(a[i]) for i in picked],
+                       [float(b[i]) for i in picked])
