@@ -48,7 +48,10 @@ explain(
     "**ELMo** has no `[MASK]`: its forward language model predicts a word from the words before it, its backward "
     "one from the words after it, so it fills a blank with the product of the two, renormalised over its "
     "vocabulary of whole words (as the training text wrote them, so *Paris* and *paris* differ); to hide a word "
-    "it leaves it out of the sentence.",
+    "it leaves it out of the sentence. *Compare with sentence B* reads the blank of a second sentence that "
+    "differs from the first in a word or two (he / she, river / sea): the words whose probability grew or fell "
+    "most from A to B, by how many times, among the 100 best guesses of either sentence, show what that word "
+    "changed in the model's expectations, its learnt biases included.",
     ["mlm"],
 )
 
