@@ -277,6 +277,26 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
     page.close()
 
 
+def test_fill_in_compares_two_sentences(server, browser):
+    """Sentence B typed into its box and entered: its guesses and the words that gained and lost from A to B are
+    drawn under the first sentence's guesses, and B goes into the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/fill_in?text=The+boat+drifted+towards+the+%5BMASK%5D+of+the+river.")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    box = page.get_by_role("textbox", name="Compare with sentence B")
+    box.fill("The boat drifted towards the [MASK] of the sea.")
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 3", timeout=60_000)
+    settle(page)
+    titles = plot_titles(page)
+    assert titles[1:] == ["sentence B: [MASK]", "from A to B: gained and lost"], titles
+    assert "compare=The+boat" in page.url, page.url
+    no_traceback(page)
+    screenshot(page, "fill_in-compare.png")
+    page.close()
+
+
 def test_word_senses_shows_which_words_shape_one_occurrence(server, browser):
     """The switch under the panels draws one map per model: its layers by the words of the occurrence's sentence,
     the occurrence's own word bold; another occurrence picked redraws them for its sentence."""
