@@ -1,8 +1,8 @@
 """Search by vector (exBERT's "search by embedding"): which words of a tagged reference text sit nearest to one
 occurrence's vector, layer by layer, and what part of speech they are.
 
-The reference text is a fixed sample of SemCor's sentences; its sense-tagged one-word tokens (nouns, verbs,
-adjectives, adverbs) are the candidates, each with its lemma and part of speech. A model embeds them once
+The reference text is a fixed sample of SemCor's sentences; its sense-tagged one-word tokens (nouns, proper nouns,
+verbs, adjectives, adverbs) are the candidates, each with its lemma and part of speech. A model embeds them once
 (:func:`build_index`; the app and the command line keep the result in the project cache, keyed by the model's files
 and the sample), and a search is then one matrix-vector product per layer. What it shows: in a context-free layer
 an occurrence's nearest words are its own word form; in the contextual layers, other words that play the same part
@@ -43,7 +43,7 @@ class TokenIndex:
     """The candidate words of a reference text, embedded by one model at every layer.
 
     vectors: float16 ``[n_words, n_layers, dim]``, each row of unit length (a word the model has no vector for is
-    all zeros, so it is never near anything). words, lemmas, pos (coarse: NOUN, VERB, ADJ, ADV, PROPN), sentence
+    all zeros: its cosine with anything is 0). words, lemmas, pos (coarse: NOUN, VERB, ADJ, ADV, PROPN), sentence
     (index into ``sentences``) and position (the word's index in its sentence) describe each row.
     """
 
