@@ -506,7 +506,7 @@ if show_near:
                 layers = shared().get(("nearest", model_id, id(model), chosen.key, occ_index), partial(
                     ts.nearest, index, ov.vectors[occ_index], k=NEAREST_K, exclude=sentence_words))
             kinds = ts.neighbour_kinds(layers, index.layer_names, ov.forms)
-            nearest = {name: ", ".join(n.word for n in found_[:10]) for name, found_ in zip(index.layer_names, layers)}
+            nearest = {name: ", ".join(n.word for n in near[:10]) for name, near in zip(index.layer_names, layers)}
             plot(figures.neighbour_pos_bars(kinds.to_dict("records"), nearest, NEAREST_K, title=label(model_id)),
                  f"nearest-{label(model_id)}-{occ.word}", key=f"near::{model_id}", data=kinds)
             st.dataframe(pd.DataFrame({"layer": list(nearest), "the 10 nearest": list(nearest.values())}),
