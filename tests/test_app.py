@@ -141,6 +141,10 @@ def test_overview_tries_one_word_in_two_sentences():
     assert set(solid) == {"static-eltec", "elmo-eltec", "bert-eltec"}
     assert [round(y, 4) for y in solid["static-eltec"]["y"]] == [1.0]  # one vector for every "bank"
     assert len(solid["elmo-eltec"]["y"]) == 3 and solid["elmo-eltec"]["y"][0] == pytest.approx(1.0, abs=1e-5)
+    at.multiselect(key="try_models").set_value(["bert-eltec"]).run()  # the models are the visitor's to choose
+    assert_clean(at)
+    assert [t["name"] for t in charts(at)[0]["data"] if t["line"]["dash"] == "solid"] == ["bert-eltec"]
+    assert at.query_params["try_models"] == "bert-eltec"
     at.text_input(key="try_b").set_value("She paid the money into the vault.").run()
     assert not at.exception and not charts(at)
     (error,) = texts(at.error)  # said once, not once per model

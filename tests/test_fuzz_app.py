@@ -157,7 +157,7 @@ CHOICES = {  # param: (options, widget)
     "ft_layer": (["0", "1", "2"], "selectbox"),  # the tiny BERT's embeddings, layer 1, layer 2
     "ft_projection": (["pca", "umap"], "radio"),
 }
-MANY = {"models": MODELS, "fill_models": ["bert-eltec"]}
+MANY = {"models": MODELS, "fill_models": ["bert-eltec"], "try_models": MODELS}
 TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "sentences": ["The bank. | a\nThe bank! | b"],
         "sentence": ["He came from the bank."], "pair": ["She went home."],
@@ -170,7 +170,7 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "compare": ["The [MASK] was by the sea.", "No blank here.", "[MASK] and [MASK]"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
-    "overview": ["try", "try_a", "try_b", "try_word"],
+    "overview": ["try", "try_a", "try_b", "try_word", "try_models"],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
                     "corpus_word", "colour", "clusters", "near"],

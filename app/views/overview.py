@@ -43,19 +43,23 @@ url_state("try", False, kind=bool)
 url_state("try_a", "We sat on the bank of the river and watched the boats.", max_chars=MAX_TEXT_CHARS)
 url_state("try_b", "She paid the money into her account at the bank.", max_chars=MAX_TEXT_CHARS)
 url_state("try_word", "bank", max_chars=100)
+url_state("try_models", default_models(ids), options=ids, many=True, names=label)
 if ids and st.toggle("Try it: one word in two sentences", key="try", persist_state="session",
                      help="How alike a word's two vectors are, layer by layer, in each model."):
     c1, c2, c3 = st.columns([5, 5, 2])
     a = c1.text_input("Sentence A", key="try_a", persist_state="session")
     b = c2.text_input("Sentence B", key="try_b", persist_state="session")
     word = c3.text_input("The word", key="try_word", persist_state="session")
-    to_url("try", "try_a", "try_b", "try_word")
+    chosen = st.multiselect("Models", ids, key="try_models", persist_state="session", format_func=label)
+    to_url("try", "try_a", "try_b", "try_word", "try_models")
+    if not chosen:
+        st.info("Choose at least one model.")
     results, checked = {}, False
     with guard("The sentences"):
         text_a, text_b = check_text(a, "sentence A"), check_text(b, "sentence B")
         find_in_both(text_a, text_b, word)
         checked = True
-    for model_id in default_models(ids) if checked else []:
+    for model_id in chosen if checked else []:
         with guard(label(model_id)), limits.heavy(f"{label(model_id)}: the two sentences"):
             results[label(model_id)] = asdict(same_word(get_model(model_id), text_a, text_b, word))
     if results:
