@@ -206,6 +206,13 @@ def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
     assert list(totals) == [12, 12, 12]
     assert [t["name"] for t in bert["data"]] == ["noun"] and bert["data"][0]["marker"]["pattern"]["shape"] == "/"
     assert at.query_params["near"] == "1"
+    # the sentences of the nearest words, for any layer (the top one first)
+    pick = at.selectbox(key="near_layer::bert-eltec")
+    assert pick.value == 2
+    pick.set_value(0).run()
+    assert_clean(at)
+    contexts = [list(df.value["in context"]) for df in at.dataframe if "in context" in df.value.columns]
+    assert contexts and all(any("[bank]" in c for c in cs) for cs in contexts)
     assert len(list((tmp_path / "cache" / "token-index").glob("*.npz"))) == 2
 
 

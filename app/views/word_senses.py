@@ -511,8 +511,10 @@ if show_near:
                  f"nearest-{label(model_id)}-{occ.word}", key=f"near::{model_id}", data=kinds)
             st.dataframe(pd.DataFrame({"layer": list(nearest), "the 10 nearest": list(nearest.values())}),
                          hide_index=True, width="stretch")
-            top = layers[-1]
-            with st.expander(f"In their sentences: the 10 nearest in {index.layer_names[-1]}"):
+            with st.expander("The 10 nearest in their sentences"):
+                pick = st.selectbox("Layer", range(len(layers)), index=len(layers) - 1, key=f"near_layer::{model_id}",
+                                    format_func=index.layer_names.__getitem__)
+                top = layers[pick]
                 st.dataframe(pd.DataFrame({
                     "word": [n.word for n in top[:10]], "part of speech": [n.pos for n in top[:10]],
                     "cosine": [round(n.cosine, 3) for n in top[:10]],
