@@ -505,6 +505,10 @@ if show_near:
             with limits.heavy(f"{label(model_id)}: searching"):
                 layers = shared().get(("nearest", model_id, id(model), chosen.key, occ_index), partial(
                     ts.nearest, index, ov.vectors[occ_index], k=NEAREST_K, exclude=sentence_words))
+            if not any(layers):
+                st.info(f"{md(label(model_id))} has no vector for “{md(occ.word)}” here (a word its vocabulary "
+                        "lacks, or one past its length), so there is nothing to search with.")
+                continue
             kinds = ts.neighbour_kinds(layers, index.layer_names, ov.forms)
             nearest = {name: ", ".join(n.word for n in near[:10]) for name, near in zip(index.layer_names, layers)}
             plot(figures.neighbour_pos_bars(kinds.to_dict("records"), nearest, NEAREST_K, title=label(model_id)),
