@@ -35,6 +35,7 @@ import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,6 +149,27 @@ def seconds(times: list[float]) -> str:
     return " ".join(f"{t:.3f}" for t in times)
 
 
+def timed(b: Page, server, action: Change, act, done, timeout: float = 120) -> None:
+    """Time ``act()`` (a key press or a click) until ``done(state)`` holds and the page is idle, adding its seconds,
+    script runs, bytes received and server CPU-seconds to ``action``."""
+    bytes0, cpu0 = b.wire.bytes, server.cpu()
+    t0 = time.perf_counter()
+    act()
+    seconds, _ = b.wait(t0, done, timeout=timeout)
+    full, frag = b.wire.counts(t0, time.perf_counter())
+    action.times.append(seconds)
+    action.full += full
+    action.fragments += frag
+    action.mbytes += (b.wire.bytes - bytes0) / 2**20
+    action.cpu += server.cpu() - cpu0
+
+
+def per_change(action: Change, n: int) -> None:
+    """The bytes and CPU-seconds added up over ``n`` changes, as a mean per change."""
+    action.mbytes /= max(n, 1)
+    action.cpu /= max(n, 1)
+
+
 def changes(b: Page, server, what: str, n: int, action: Change) -> None:
     """``n`` changes of the ``what`` slider ("Layer" or "Head"), each until the heatmap's title shows the new
     value and the page is idle."""
@@ -155,30 +177,19 @@ def changes(b: Page, server, what: str, n: int, action: Change) -> None:
         server_idle(server)
         slider = b.slider(what)
         before = b.state()
-        bytes0 = b.wire.bytes
         slider.focus()
-        cpu0 = server.cpu()
-        t0 = time.perf_counter()
-        slider.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
 
         def done(s, before=before):
             return s["fingerprint"] not in (None, before["fingerprint"]) and s["title"] != before["title"]
 
-        seconds, s = b.wait(t0, done, timeout=120)
-        full, frag = b.wire.counts(t0, time.perf_counter())
-        action.times.append(seconds)
-        action.full += full
-        action.fragments += frag
-        action.mbytes += (b.wire.bytes - bytes0) / 2**20
-        action.cpu += server.cpu() - cpu0
+        timed(b, server, action, partial(slider.press, "ArrowRight" if i % 2 == 0 else "ArrowLeft"), done)
         after = b.settle(quiet=1.0)
         if after:
             action.notes.append(f"change {i + 1}: {after} more run(s) after the page looked idle")
         param = {"Layer": "att_layer", "Head": "att_head"}[what]
         if param + "=" not in b.state()["url"] and i == 0:
             action.notes.append(f"{param} not in the URL")
-    action.mbytes /= max(n, 1)
-    action.cpu /= max(n, 1)
+    per_change(action, n)
 
 
 def from_changes(b: Page, server, n: int, action: Change) -> None:
@@ -201,26 +212,15 @@ def from_changes(b: Page, server, n: int, action: Change) -> None:
         current = next((k for k in range(count) if options.nth(k).get_attribute("aria-selected") == "true"), 0)
         target = options.nth(min(current + 1, count - 1) if i % 2 == 0 else max(current - 1, 0))
         before = b.state()
-        bytes0 = b.wire.bytes
-        cpu0 = server.cpu()
-        t0 = time.perf_counter()
-        target.click()
 
         def done(s, before=before):
             return s["qk"] not in (None, before["qk"])
 
-        seconds, _ = b.wait(t0, done, timeout=120)
-        full, frag = b.wire.counts(t0, time.perf_counter())
-        action.times.append(seconds)
-        action.full += full
-        action.fragments += frag
-        action.mbytes += (b.wire.bytes - bytes0) / 2**20
-        action.cpu += server.cpu() - cpu0
+        timed(b, server, action, target.click, done)
         after = b.settle(quiet=1.0)
         if after:
             action.notes.append(f"change {i + 1}: {after} more run(s) after the page looked idle")
-    action.mbytes /= max(n, 1)
-    action.cpu /= max(n, 1)
+    per_change(action, n)
 
 
 def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
@@ -232,25 +232,14 @@ def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
     for i in range(n):
         server_idle(server)
         before = b.state()
-        bytes0 = b.wire.bytes
-        cpu0 = server.cpu()
         box.fill(texts[i + 1])
-        t0 = time.perf_counter()
-        box.press("Enter")
 
         def done(s, before=before):
             return s["fingerprint"] not in (None, before["fingerprint"])
 
-        seconds, _ = b.wait(t0, done, timeout=300)
-        full, frag = b.wire.counts(t0, time.perf_counter())
-        action.times.append(seconds)
-        action.full += full
-        action.fragments += frag
-        action.mbytes += (b.wire.bytes - bytes0) / 2**20
-        action.cpu += server.cpu() - cpu0
+        timed(b, server, action, partial(box.press, "Enter"), done, timeout=300)
         b.settle(quiet=1.0)
-    action.mbytes /= max(n, 1)
-    action.cpu /= max(n, 1)
+    per_change(action, n)
 
 
 def open_page(b: Page, url: str) -> float:
@@ -320,7 +309,7 @@ def main() -> None:
                         server_idle(server)
                         first = open_page(b, url)
                         print(f"  {name}, {what_input}: page open after {first:.2f} s", flush=True)
-                        if args.redraws and query:
+                        if args.redraws and "sentence" in query:
                             # about the same length, one word changed each time: every redraw runs the model
                             # (the page keeps the maps of texts it has seen)
                             words = query["sentence"].split()
