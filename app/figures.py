@@ -747,23 +747,29 @@ def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None)
         hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
                       f"({_times(ratio)}){then}")
         colours.append(PALETTE[0] if ratio < 1 else PALETTE[3])
+    names = [plain(w) if h is not None else f"<i>{plain(w)}</i>" for w, h in zip(words, hidden)]
+    return _factor_bars(logs, names, texts, hovers, colours, f"P({answer}) with the word hidden", title, x_max)
+
+
+def _factor_bars(logs: Sequence[float | None], names: Sequence[str], texts: Sequence[str], hovers: Sequence[str],
+                 colours: Sequence[str], axis_title: str, title: str, x_max: float | None) -> go.Figure:
+    """One horizontal bar per row (``names``, already escaped, top to bottom) of a factor drawn as its log2
+    (``logs``; None: no bar), on a symmetric axis labelled ÷4 … ×4: at least ÷2 to ×2, or ±``x_max``."""
     span = max([abs(v) for v in logs if v is not None] + [1.0, x_max or 0.0])
     ticks = list(range(-int(np.ceil(span)), int(np.ceil(span)) + 1))
     step = max(1, int(np.ceil(len(ticks) / 9)))  # at most about nine labels on the axis
     ticks = [t for t in ticks if t % step == 0]
-    labels = [_times(2.0 ** t) for t in ticks]
-    rows = list(range(len(words)))
-    names = [plain(w) if h is not None else f"<i>{plain(w)}</i>" for w, h in zip(words, hidden)]
+    rows = list(range(len(names)))
     return go.Figure(
-        data=[dict(type="bar", x=logs, y=rows, orientation="h", marker=dict(color=colours), text=texts,
-                   textposition="outside", cliponaxis=False, constraintext="none", customdata=hovers,
-                   hovertemplate="%{customdata}<extra></extra>")],
+        data=[dict(type="bar", x=list(logs), y=rows, orientation="h", marker=dict(color=list(colours)),
+                   text=list(texts), textposition="outside", cliponaxis=False, constraintext="none",
+                   customdata=list(hovers), hovertemplate="%{customdata}<extra></extra>")],
         layout=dict(
-            title=dict(text=plain(title)), height=90 + 26 * len(words), margin=dict(l=10, r=50, t=40, b=10),
-            xaxis=dict(title=dict(text=f"P({answer}) with the word hidden"), range=[-span * 1.2, span * 1.2],
-                       tickvals=ticks, ticktext=labels, zeroline=True, zerolinecolor="#888", zerolinewidth=1,
-                       fixedrange=True),
-            yaxis=dict(tickvals=rows, ticktext=names, autorange="reversed", automargin=True, fixedrange=True),
+            title=dict(text=plain(title)), height=90 + 26 * len(names), margin=dict(l=10, r=50, t=40, b=10),
+            xaxis=dict(title=dict(text=axis_title), range=[-span * 1.2, span * 1.2], tickvals=ticks,
+                       ticktext=[_times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
+                       zerolinewidth=1, fixedrange=True),
+            yaxis=dict(tickvals=rows, ticktext=list(names), autorange="reversed", automargin=True, fixedrange=True),
             showlegend=False,
         ),
     )
@@ -779,26 +785,8 @@ def blank_change_bars(change: dict, title: str = "", x_max: float | None = None)
     texts = [_times(b / a) if a > 0 else "" for a, b in zip(change["prob_a"], change["prob_b"])]
     hovers = [f"{plain(w)}: {percent(a)} in A → {percent(b)} in B ({t})"
               for w, a, b, t in zip(words, change["prob_a"], change["prob_b"], texts)]
-    span = max([abs(v) for v in logs] + [1.0, x_max or 0.0])
-    ticks = list(range(-int(np.ceil(span)), int(np.ceil(span)) + 1))
-    step = max(1, int(np.ceil(len(ticks) / 9)))
-    ticks = [t for t in ticks if t % step == 0]
-    rows = list(range(len(words)))
-    return go.Figure(
-        data=[dict(type="bar", x=logs, y=rows, orientation="h", text=texts, textposition="outside",
-                   cliponaxis=False, constraintext="none", customdata=hovers,
-                   marker=dict(color=[PALETTE[3] if v > 0 else PALETTE[0] for v in logs]),
-                   hovertemplate="%{customdata}<extra></extra>")],
-        layout=dict(
-            title=dict(text=plain(title)), height=90 + 26 * len(words), margin=dict(l=10, r=50, t=40, b=10),
-            xaxis=dict(title=dict(text="P(word) in B against A"), range=[-span * 1.2, span * 1.2], tickvals=ticks,
-                       ticktext=[_times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
-                       zerolinewidth=1, fixedrange=True),
-            yaxis=dict(tickvals=rows, ticktext=_plain_all(words), autorange="reversed", automargin=True,
-                       fixedrange=True),
-            showlegend=False,
-        ),
-    )
+    colours = [PALETTE[3] if v > 0 else PALETTE[0] for v in logs]
+    return _factor_bars(logs, _plain_all(words), texts, hovers, colours, "P(word) in B against A", title, x_max)
 
 
 def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:
