@@ -315,7 +315,7 @@ def test_compare_blanks_needs_one_blank_in_each_sentence(saved):
     model = ctxmodels.load(str(saved[2]))
     with pytest.raises(ValueError, match="sentence A has 2 blanks"):
         compare_blanks(model, "the [MASK] and the [MASK]", "the [MASK] bank")
-    with pytest.raises(ValueError, match="no \\[MASK\\]"):
+    with pytest.raises(ValueError, match="sentence B has 0 blanks"):
         compare_blanks(model, "the [MASK] bank", "the river bank")
     with pytest.raises(ValueError, match="top_k"):
         compare_blanks(model, "the [MASK] bank", "a [MASK] bank", top_k=0)

@@ -106,6 +106,14 @@ class WordEffects:
         return {**asdict(self), "changes": self.changes}
 
 
+def check_comparable(text_a: str, text_b: str) -> None:
+    """ValueError unless each of two sentences to compare has exactly one blank (whatever the model)."""
+    for which, text in (("A", text_a), ("B", text_b)):
+        n = normalize_masks(text).count(MASK)
+        if n != 1:
+            raise ValueError(f"sentence {which} has {n} blanks; to compare two sentences, write one {MASK} in each")
+
+
 @dataclass
 class BlankChange:
     """How the guesses at one blank move from sentence A to sentence B, a minimal pair ("He worked as a [MASK]." /

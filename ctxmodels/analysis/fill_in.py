@@ -42,6 +42,7 @@ from .blanks import (
     BlankChange,
     WordEffects,
     WordScore,
+    check_comparable,
     check_words_to_hide,
     find_word,
     is_whole_word,
@@ -339,8 +340,8 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
 COMPARE_POOL = 100  # the changes are ranked among each sentence's best guesses, where the probabilities mean something
 
 
-def _one_blank(model: Any, text: str, whole_words: bool, which: str) -> tuple[torch.Tensor, Any]:
-    """P over the vocabulary at the only blank of ``text``, with what a guess may not be set to 0, and a function
+def _one_blank(model: Any, text: str, whole_words: bool) -> tuple[torch.Tensor, Any]:
+    """P over the vocabulary at the first blank of ``text``, with what a guess may not be set to 0, and a function
     from a row to its word."""
     if (elmo := _elmo(model)) is not None:
         lm = elmo._require_lm(model)
@@ -355,9 +356,6 @@ def _one_blank(model: Any, text: str, whole_words: bool, which: str) -> tuple[to
         row = _masked_probs(runner, [enc], slots[:1])[0, 0]
         allowed = _allowed_ids(tokenizer, row.shape[-1], "word" if whole_words else "any")
         name = tokenizer.id_to_token
-    if len(slots) != 1:
-        raise ValueError(f"sentence {which} has {len(slots)} blanks; to compare two sentences, write one {MASK} in "
-                         "each")
     return row.masked_fill(~allowed.to(row.device), 0.0), name
 
 
@@ -368,8 +366,9 @@ def compare_blanks(model: Any, text_a: str, text_b: str, top_k: int = 5, whole_w
     of either sentence (further down the list a ratio of two tiny probabilities says little)."""
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
-    a, name = _one_blank(model, text_a, whole_words, "A")
-    b, _ = _one_blank(model, text_b, whole_words, "B")
+    check_comparable(text_a, text_b)
+    a, name = _one_blank(model, text_a, whole_words)
+    b, _ = _one_blank(model, text_b, whole_words)
     n = min(COMPARE_POOL, a.shape[-1])
     pool = torch.unique(torch.cat([a.topk(n).indices, b.topk(n).indices]))
     pool = pool[(a[pool] > 0) & (b[pool] > 0)]
