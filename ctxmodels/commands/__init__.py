@@ -11,7 +11,10 @@ itself refuses a value out of range, NaN, infinity or a word, with a message nam
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from ..bounds import MAX_SEED, Bound, float_range, int_range
 
@@ -32,6 +35,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ship": ("ship", "copy a training run into assets/ (fp16) and write measured figures into its card"),
     "get": ("get", "download a published model (Hugging Face id, or elmo-small/-medium/-original/-original-5.5b)"),
 }
+
+
+@contextmanager
+def progress_bar(desc: str, **tqdm_options: Any) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback for a library call that reports how far it is: a bar on stderr from its
+    first report (nothing when there is none: a result read from a cache), closed when the block ends."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, file=sys.stderr, **tqdm_options)
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def load_model(name: str, kind: str | None = None, need: str = ""):

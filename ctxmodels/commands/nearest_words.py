@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from . import bounded_int, load_model
+from . import bounded_int, load_model, progress_bar
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     model = load_model(args.model)
     occ = word_vectors(model, [args.sentence], args.word)
-    index = ts.cached_index(model, args.semcor, n=args.sentences, progress=_progress())
+    with progress_bar("embedding SemCor (once)", unit="sentence") as progress:
+        index = ts.cached_index(model, args.semcor, n=args.sentences, progress=progress)
     layers = ts.nearest(index, occ.vectors[0], k=args.k)
     kinds = ts.neighbour_kinds(layers, index.layer_names, occ.forms)
     if args.json:
@@ -58,19 +58,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}  {counts}" + (f"\n{'':<{width}}  {listed}" if listed else ""))
     return 0
 
-
-def _progress():
-    """A ``progress(done, total)`` that draws a bar on stderr while the index is built (nothing when it is read)."""
-    from tqdm import tqdm
-
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, unit="sentence", desc="embedding SemCor (once)", file=sys.stderr)
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
-
-    return progress

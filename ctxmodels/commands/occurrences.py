@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ..corpus_index import MAX_LIMIT, CorpusIndex, Hit, Lookup
-from . import SEED, bounded, bounded_int
+from . import SEED, bounded, bounded_int, progress_bar
 
 LISTED = 20  # occurrences a plain listing shows unless --limit says otherwise: a screenful
 CONTEXT = 50  # characters of context on each side in the listing
@@ -53,21 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _open(corpus: str) -> CorpusIndex:
     """The corpus index, with a progress bar on stderr when it has to be built first."""
-    from tqdm import tqdm
-
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, unit="B", unit_scale=True, desc="indexing the corpus", file=sys.stderr)
-        bar.update(done - bar.n)
-
-    try:
+    with progress_bar("indexing the corpus", unit="B", unit_scale=True) as progress:
         return CorpusIndex.open(corpus, progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _in_context(h: Hit) -> str:
