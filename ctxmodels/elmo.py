@@ -416,16 +416,31 @@ class ElmoBiLM(nn.Module):
         ``return_state`` returns each row's state after its last real token (rows with no tokens keep theirs).
         """
         mask = self._check_inputs(char_ids, mask)
+        return self.contextualize(self.embed_tokens(char_ids, mask), mask, state, return_state)
+
+    def embed_tokens(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The char CNN's token vectors [B, T, P] for checked ``char_ids`` [B, T, C] and ``mask`` [B, T]."""
         B, T = mask.shape
-        s = self.config.lstm
-        P, H, L = s.projection_dim, s.dim, s.n_layers
         # Encode each distinct spelling once (a batch of text repeats its frequent words many times), and only
         # real tokens: padded positions stay exactly zero.
         spellings, inverse = torch.unique(char_ids[mask], dim=0, return_inverse=True)
         encoded = self.token_encoder(spellings)[inverse]
-        token_embedding = encoded.new_zeros(B, T, P)
+        token_embedding = encoded.new_zeros(B, T, self.config.lstm.projection_dim)
         token_embedding[mask] = encoded
+        return token_embedding
 
+    def contextualize(
+        self,
+        token_embedding: torch.Tensor,
+        mask: torch.Tensor,
+        state: LSTMState | None = None,
+        return_state: bool = False,
+    ) -> ElmoBiLMOutput:
+        """Both directions' LSTM layers over token vectors [B, T, P] (:meth:`embed_tokens`, or vectors made
+        otherwise: integrated gradients runs them on blends of two sentences' token vectors)."""
+        B, T = mask.shape
+        s = self.config.lstm
+        P, H, L = s.projection_dim, s.dim, s.n_layers
         if state is None:
             h0 = token_embedding.new_zeros(L, 2, B, P)
             c0 = token_embedding.new_zeros(L, 2, B, H)

@@ -111,6 +111,30 @@ def test_what_an_elmo_answer_rests_on_leaves_each_word_out(elmo):
         fill_in.mask_word(elmo, None, "She put the money in the .", "money").prob, abs=1e-6)
 
 
+def test_what_an_elmo_answer_rests_on_by_integrated_gradients(elmo):
+    text = "She put the money in the [MASK] ."
+    words = text.split()
+    first = fill_in.fill_mask(elmo, None, text, top_k=1)[0][0]
+    result = fill_in.guess_attributions(elmo, None, text, whole_words=False, steps=64)
+    assert result.answer == first["token"] and result.prob == pytest.approx(first["prob"], rel=1e-5)
+    assert result.scores[6] is None and all(s is not None for j, s in enumerate(result.scores) if j != 6)
+    # the path starts at the sentence with every word read as the unknown word [MASK], as ELMo reads a blank
+    baseline = ["[MASK]"] * len(words)
+    row = VOCAB.index(result.answer)
+    assert result.baseline_prob == pytest.approx(float(direct(elmo, baseline, 6)[row]), rel=1e-4)
+    total = sum(s for s in result.scores if s is not None)
+    assert abs(result.gap) < 0.01 and total == pytest.approx(math.log(result.prob / result.baseline_prob), abs=0.01)
+    named = fill_in.guess_attributions(elmo, None, text, guess="Paris", steps=4)
+    assert named.answer == "Paris" and named.prob == pytest.approx(float(direct(elmo, words, 6)[VOCAB.index("Paris")]),
+                                                                    rel=1e-5)
+    hidden = fill_in.word_attributions(elmo, None, "She put the money in the bank .", "money", steps=4)
+    score = fill_in.mask_word(elmo, None, "She put the money in the bank .", "money")
+    assert hidden.answer == "money" and hidden.prob == pytest.approx(score.prob, rel=1e-5)
+    assert hidden.scores[3] is None
+    with pytest.raises(ValueError, match="'zebra' is not in"):
+        fill_in.guess_attributions(elmo, None, text, guess="zebra")
+
+
 def test_an_elmo_without_its_softmax_cannot_fill_in_and_says_why(tmp_path):
     save_elmo(ElmoLanguageModel(ElmoConfig.preset("tiny")), tmp_path / "no-lm")
     model = ctxmodels.load(str(tmp_path / "no-lm"))

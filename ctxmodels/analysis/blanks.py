@@ -106,6 +106,31 @@ class WordEffects:
         return {**asdict(self), "changes": self.changes}
 
 
+@dataclass
+class WordAttributions:
+    """Which words an answer rests on, by integrated gradients (:mod:`.integrated_gradients`): how much of the
+    answer's log-probability each word of the sentence accounts for.
+
+    The path runs from a baseline, the sentence with every attributed word hidden (all its pieces ``[MASK]`` for a
+    BERT; for ELMo, which has no mask, the unknown word ``[MASK]`` in its place), to the sentence as written, through
+    blends of the two sentences' input word vectors. ``scores[i]`` is word i's share of ``log(prob /
+    baseline_prob)`` in nats: ``exp(scores[i])`` is the factor it accounts for, so a word scored +2.3 raises the
+    answer about ten times, where :class:`WordEffects` hides the word on its own. The scores add up to that log-ratio
+    up to ``gap`` (the integral's approximation error over ``steps`` intervals).
+    """
+
+    words: list[str]
+    answer: str
+    prob: float  # P(answer), the sentence as written
+    baseline_prob: float  # P(answer) with every attributed word hidden
+    scores: list[float | None]  # nats per word; None where nothing is attributed (a blank, the hidden word)
+    steps: int
+    gap: float  # Σ scores − log(prob / baseline_prob)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 def check_comparable(text_a: str, text_b: str) -> None:
     """ValueError unless each of two sentences to compare has exactly one blank (whatever the model)."""
     for which, text in (("A", text_a), ("B", text_b)):

@@ -10,7 +10,8 @@ the two directions, renormalised over the vocabulary's words::
 not matter; another blank in the sentence is read as the unknown word ``[MASK]``. The vocabulary is of whole words
 as the training text wrote them (cased: *Paris*, *bank*), so a hidden word is scored whole, and one the vocabulary
 lacks cannot be scored. ELMo has no mask to hide a word with either: to see which words an answer rests on, each
-word is left out of the sentence in turn.
+word is left out of the sentence in turn; integrated gradients instead blends each word's character-CNN vector with
+that of the unknown word ``[MASK]``, which is how ELMo reads a blank.
 
 The functions here mirror :mod:`~ctxmodels.analysis.fill_in`'s, which hands an ELMo over to them.
 """
@@ -26,7 +27,16 @@ import torch
 from ..char_ids import batch_to_char_ids
 from ..text import tokenize
 from ..tokenization import MASK
-from .blanks import WordEffects, WordScore, check_words_to_hide, find_word, is_whole_word, normalize_masks
+from .blanks import (
+    WordAttributions,
+    WordEffects,
+    WordScore,
+    check_words_to_hide,
+    find_word,
+    is_whole_word,
+    normalize_masks,
+)
+from .integrated_gradients import STEPS, integrate
 
 SPECIALS = ("<S>", "</S>", "<UNK>")
 _ROWS_PER_RUN = 32
@@ -193,3 +203,62 @@ def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
     answer = _row_of(lm, words[index], model.name)
     blanks = {i for i, w in enumerate(words) if w == MASK}
     return _effects(model, words, index, blanks | {index}, answer, whole_words)
+
+
+def _attributions(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None, whole_words: bool,
+                  steps: int) -> WordAttributions:
+    """Integrated gradients of log P(vocabulary row ``answer`` at ``slot``) (None: the first guess) along the blends
+    of the sentence's token vectors with those of the sentence with every word not in ``keep`` read as ``[MASK]``."""
+    lm = model.model
+    attributed = [j for j in range(len(words)) if j not in keep]
+    check_words_to_hide(len(attributed))
+    if answer is None:
+        answer = _index(lm)[_top(lm, slot_probs(model, [words], [slot])[0], 1, whole_words)[0]["token"]]
+    baseline_words = [MASK if j in attributed else w for j, w in enumerate(words)]
+    device = next(lm.parameters()).device
+    char_ids, mask = batch_to_char_ids([words, baseline_words], add_boundaries=True,
+                                       max_chars=lm.config.char_cnn.max_characters_per_token)
+    char_ids, mask = char_ids.to(device), mask.to(device)
+    specials = [_index(lm)[s] for s in SPECIALS if s in _index(lm)]
+    lm.eval()
+    with torch.no_grad():
+        tokens = lm.bilm.embed_tokens(char_ids, mask)  # [2, T, P]: the sentence, the baseline
+
+    def log_prob(blends: torch.Tensor) -> torch.Tensor:
+        states = lm.bilm.contextualize(blends, mask[:1].expand(blends.shape[0], -1))
+        # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
+        both = torch.stack([states.forward_layers[-1][:, slot], states.backward_layers[-1][:, slot + 2]])
+        joint = torch.log_softmax(lm.full_softmax_logits(both).float(), dim=-1).sum(dim=0)
+        joint[:, specials] = -math.inf
+        return joint.log_softmax(dim=-1)[:, answer]
+
+    ig = integrate(log_prob, tokens[0], tokens[1], steps)
+    per_token = ig.attributions.tolist()
+    scores: list[float | None] = [None] * len(words)
+    for j in attributed:
+        scores[j] = per_token[j + 1]
+    return WordAttributions(list(words), lm.vocab[answer], math.exp(ig.score), math.exp(ig.baseline_score), scores,
+                            steps, ig.gap)
+
+
+def guess_attributions(model: Any, text: str, blank: int = 0, guess: str | None = None, whole_words: bool = True,
+                       steps: int = STEPS) -> WordAttributions:
+    """:func:`~ctxmodels.analysis.fill_in.guess_attributions` for an ELMo; ``guess``: any word of its vocabulary."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    slots = _blanks(words)
+    if not 0 <= blank < len(slots):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
+    answer = None if guess is None else _row_of(lm, guess, model.name)
+    return _attributions(model, words, slots[blank], set(slots), answer, whole_words, steps)
+
+
+def word_attributions(model: Any, text: str, word: str | int, occurrence: int = 0,
+                      steps: int = STEPS) -> WordAttributions:
+    """:func:`~ctxmodels.analysis.fill_in.word_attributions` for an ELMo."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    index = find_word(words, word, occurrence, lowercase=False)
+    answer = _row_of(lm, words[index], model.name)
+    blanks = {i for i, w in enumerate(words) if w == MASK}
+    return _attributions(model, words, index, blanks | {index}, answer, True, steps)

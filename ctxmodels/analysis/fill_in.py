@@ -40,6 +40,7 @@ from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
 from .blanks import (
     BlankChange,
+    WordAttributions,
     WordEffects,
     WordScore,
     check_comparable,
@@ -48,6 +49,7 @@ from .blanks import (
     is_whole_word,
     normalize_masks,
 )
+from .integrated_gradients import STEPS, integrate
 
 
 def _is_continuation(token: str) -> bool:
@@ -296,6 +298,19 @@ def _effects(tokenizer: Any, words: list[str], hideable: list[int], probs: torch
     return WordEffects.of(words, answer, float(answer_probs[0]), hideable, answer_probs[1:].tolist(), firsts)
 
 
+def _answer_id(row: torch.Tensor, tokenizer: Any, guess: str | None, whole_words: bool, search: int) -> int:
+    """The vocabulary id of ``guess`` at a blank whose probabilities are ``row`` [V], looked up among the blank's
+    first ``search`` guesses (then in the vocabulary); None: the blank's first guess."""
+    kind = "word" if whole_words else "any"
+    ids = _top_ids(row, tokenizer, 1 if guess is None else search, kind).indices.tolist()
+    found = [i for i in ids if guess is None or tokenizer.id_to_token(i) == guess]
+    answer_id = found[0] if found else tokenizer.token_to_id(guess)
+    if answer_id is None or answer_id >= row.shape[-1]:
+        raise ValueError(f"{guess!r} is not one piece of this model's vocabulary, so it cannot be a guess at one "
+                         "blank; pick one of the guesses shown")
+    return answer_id
+
+
 def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
                   guess: str | None = None, whole_words: bool = True, search: int = 1000) -> WordEffects:
     """Which words of ``text`` the model's ``guess`` at blank number ``blank`` (0-based) rests on: see
@@ -310,14 +325,7 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
     if not 0 <= blank < len(positions):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
     hideable, probs = _hide_each(model, tokenizer, enc, [positions[blank]], {enc.word_ids[p] for p in positions})
-    row = probs[0, 0]  # the whole sentence: the guesses fill_mask shows
-    kind = "word" if whole_words else "any"
-    ids = _top_ids(row, tokenizer, 1 if guess is None else search, kind).indices.tolist()
-    found = [i for i in ids if guess is None or tokenizer.id_to_token(i) == guess]
-    answer_id = found[0] if found else tokenizer.token_to_id(guess)
-    if answer_id is None or answer_id >= row.shape[-1]:
-        raise ValueError(f"{guess!r} is not one piece of this model's vocabulary, so it cannot be a guess at one "
-                         "blank; pick one of the guesses shown")
+    answer_id = _answer_id(probs[0, 0], tokenizer, guess, whole_words, search)
     return _effects(tokenizer, enc.words, hideable, probs, [answer_id], tokenizer.id_to_token(answer_id),
                     whole_words)
 
@@ -335,6 +343,102 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
     blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
     hideable, probs = _hide_each(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, blanks | {index})
     return _effects(tokenizer, enc.words, hideable, probs, original, enc.words[index], whole_words)
+
+
+# --- The same question by integrated gradients ----------------------------------------------------------------------
+
+
+def _word_embeddings(runner: Any) -> torch.nn.Module:
+    """The module that turns ids into word vectors: integrated gradients blends its output."""
+    if isinstance(runner, torch.nn.Module):
+        return runner.bert.embeddings.word_embeddings
+    return runner.model.get_input_embeddings()
+
+
+def _hide_all(enc: Encoded, words: list[int], mask_id: int) -> Encoded:
+    for w in words:
+        enc = _hide(enc, w, mask_id)
+    return enc
+
+
+def _attributions(runner: Any, tokenizer: Any, enc: Encoded, positions: list[int], answer_ids: list[int],
+                  answer_text: str, keep: set[int], steps: int) -> WordAttributions:
+    """Integrated gradients of log P(answer) (the product of ``answer_ids``' probabilities at ``positions``) along
+    the blends of the word vectors of ``enc`` with those of ``enc`` with every word not in ``keep`` hidden."""
+    attributed = [w for w in range(len(enc.words)) if w not in keep and enc.word_pieces(w)]
+    check_words_to_hide(len(attributed))
+    embeddings = _word_embeddings(runner)
+    module = runner if isinstance(runner, torch.nn.Module) else runner.model
+    device = next(module.parameters()).device
+    ids = torch.tensor([enc.ids], device=device)
+    with torch.no_grad():
+        x = embeddings(ids)[0]
+        baseline = embeddings(torch.tensor([_hide_all(enc, attributed, tokenizer.mask_id).ids], device=device))[0]
+    answer = torch.tensor(answer_ids, device=device)
+    where = torch.arange(len(positions), device=device)
+
+    def log_prob(blends: torch.Tensor) -> torch.Tensor:
+        n = blends.shape[0]
+        # The model reads the blends in place of its own word vectors for the ids (same shape, so every other
+        # input, positions and segments, is its own).
+        handle = embeddings.register_forward_hook(lambda _module, _inputs, _output: blends)
+        try:
+            if isinstance(runner, torch.nn.Module):
+                types = torch.tensor([enc.type_ids] * n, device=device)
+                pos = torch.tensor([positions] * n, device=device)
+                logits = runner(ids.expand(n, -1), token_type_ids=types, mlm_positions=pos).prediction_logits
+            else:
+                logits = runner.model(**runner.tokenizer.collate([enc] * n, device=device)).logits[:, positions]
+        finally:
+            handle.remove()
+        return logits.float().log_softmax(dim=-1)[:, where, answer].sum(dim=-1)
+
+    was_training = module.training
+    module.eval()
+    try:
+        ig = integrate(log_prob, x, baseline, steps)
+    finally:
+        module.train(was_training)
+    per_piece = ig.attributions.tolist()
+    scores: list[float | None] = [None] * len(enc.words)
+    for w in attributed:
+        scores[w] = sum(per_piece[p] for p in enc.word_pieces(w))
+    return WordAttributions(list(enc.words), answer_text, math.exp(ig.score), math.exp(ig.baseline_score),
+                            scores, steps, ig.gap)
+
+
+def guess_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str,
+                       blank: int = 0, guess: str | None = None, whole_words: bool = True, steps: int = STEPS,
+                       search: int = 1000) -> WordAttributions:
+    """Which words of ``text`` the model's ``guess`` at blank number ``blank`` rests on, by integrated gradients:
+    see :class:`WordAttributions`. ``guess``, ``whole_words`` and ``search`` as for :func:`guess_effects`; other
+    blanks stay blank. ``model`` and ``tokenizer`` as for :func:`fill_mask`."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.guess_attributions(model, text, blank, guess, whole_words, steps)
+    model, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(model)
+    enc, positions = _blanks(tokenizer, text)
+    if not 0 <= blank < len(positions):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
+    row = _masked_probs(model, [enc], [positions[blank]])[0, 0]
+    answer_id = _answer_id(row, tokenizer, guess, whole_words, search)
+    return _attributions(model, tokenizer, enc, [positions[blank]], [answer_id], tokenizer.id_to_token(answer_id),
+                         {enc.word_ids[p] for p in positions}, steps)
+
+
+def word_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str,
+                      word: str | int, occurrence: int = 0, steps: int = STEPS) -> WordAttributions:
+    """Which other words of ``text`` the probability of ``word`` (hidden as in :func:`mask_word`) rests on, by
+    integrated gradients: see :class:`WordAttributions`. Blanks written in the text stay blank."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.word_attributions(model, text, word, occurrence, steps)
+    model, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(model)
+    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
+    original = [enc.ids[p] for p in positions]
+    blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
+    return _attributions(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, original,
+                         enc.words[index], blanks | {index}, steps)
 
 
 COMPARE_POOL = 100  # the changes are ranked among each sentence's best guesses, where the probabilities mean something

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from ..analysis.fill_in import (
+    WordAttributions,
     WordEffects,
     fill_mask,
     fills_blanks,
+    guess_attributions,
     guess_effects,
     mask_word,
     why_no_fill,
+    word_attributions,
     word_effects,
 )
+from ..analysis.integrated_gradients import STEPS
 from . import bounded_int, load_model
 
 
@@ -34,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rests-on", action="store_true",
                    help="also show which words each answer rests on: every other word hidden in turn ([MASK] in "
                         "its place) and the answer's probability read again (one model run per word)")
+    p.add_argument("--by", choices=("hiding", "gradients"), default="hiding",
+                   help="with --rests-on: hide each word in turn (default), or integrated gradients: each word's "
+                        "share of the answer's log-probability on the way from the sentence with every word hidden "
+                        "to the sentence as written")
+    p.add_argument("--steps", type=bounded_int(1, 1024), default=STEPS,
+                   help=f"with --by gradients: intervals of the path's integral (default {STEPS})")
     p.add_argument("--guess", default=None,
                    help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
@@ -50,6 +61,33 @@ def print_effects(effects: WordEffects) -> None:
         print(f"    {word:<{width}}  hidden: {p:.4g}  {times:>9}  first guess then: {top}")
 
 
+def print_attributions(result: WordAttributions) -> None:
+    print(f"  what {result.answer!r} rests on, by integrated gradients (probability {result.prob:.4g} as written, "
+          f"{result.baseline_prob:.4g} with every word hidden; {result.steps} steps, the scores add up to within "
+          f"{abs(result.gap):.2g} nats of the log of their ratio):")
+    width = max(len(w) for w in result.words)
+    for word, score in zip(result.words, result.scores):
+        if score is not None:
+            print(f"    {word:<{width}}  {score:+.3f} nats  x{math.exp(score):.3g}")
+
+
+def explain(model, tokenizer, text: str, args: argparse.Namespace, blank: int | None = None
+            ) -> WordEffects | WordAttributions:
+    """What the answer at ``blank`` (None: the hidden ``--word``) rests on, by the method ``--by`` names."""
+    if args.by == "gradients":
+        if blank is None:
+            return word_attributions(model, tokenizer, text, args.word, steps=args.steps)
+        return guess_attributions(model, tokenizer, text, blank=blank, guess=args.guess,
+                                  whole_words=args.whole_words, steps=args.steps)
+    if blank is None:
+        return word_effects(model, tokenizer, text, args.word, whole_words=args.whole_words)
+    return guess_effects(model, tokenizer, text, blank=blank, guess=args.guess, whole_words=args.whole_words)
+
+
+def print_explanation(result: WordEffects | WordAttributions) -> None:
+    (print_attributions if isinstance(result, WordAttributions) else print_effects)(result)
+
+
 def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     model = load_model(args.model)
@@ -58,10 +96,11 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = model.tokenizer
     if args.guess is not None and not args.rests_on:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
+    if (args.by != "hiding" or args.steps != STEPS) and not args.rests_on:
+        raise ValueError("--by and --steps say how --rests-on explains an answer; add --rests-on")
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
-        effects = word_effects(model, tokenizer, text, args.word, whole_words=args.whole_words) \
-            if args.rests_on else None
+        effects = explain(model, tokenizer, text, args) if args.rests_on else None
         if args.json:
             out = score.to_dict()
             print(json.dumps(out if effects is None else {**out, "rests_on": effects.to_dict()}, ensure_ascii=False))
@@ -71,11 +110,10 @@ def run(args: argparse.Namespace) -> int:
                 shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
                 print(f"  {piece}: model's guesses {shown}")
             if effects is not None:
-                print_effects(effects)
+                print_explanation(effects)
         return 0
     results = fill_mask(model, tokenizer, text, top_k=args.top_k, whole_words=args.whole_words)
-    effects_per_blank = [guess_effects(model, tokenizer, text, blank=n, guess=args.guess,
-                                       whole_words=args.whole_words) for n in range(len(results))] \
+    effects_per_blank = [explain(model, tokenizer, text, args, n) for n in range(len(results))] \
         if args.rests_on else None
     if args.json:
         # with --rests-on: {"guesses": [...], "rests_on": [per blank]}; without: the guesses' list, as before
@@ -89,5 +127,5 @@ def run(args: argparse.Namespace) -> int:
         for g in guesses:
             print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
         if effects_per_blank is not None:
-            print_effects(effects_per_blank[n - 1])
+            print_explanation(effects_per_blank[n - 1])
     return 0
