@@ -693,7 +693,10 @@ def shared_bar_scale(bar_sets: Sequence[Sequence[Sequence[dict]]]) -> list[float
             for i in range(blanks)]
 
 
-def _times(ratio: float) -> str:
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def times(ratio: float) -> str:
     """A ratio of probabilities as a reader says it: ×2.5 (more likely), ÷3.1 (less likely), ×1."""
     if not np.isfinite(ratio) or ratio <= 0:
         return "÷∞" if ratio == 0 else "×∞"
@@ -702,6 +705,9 @@ def _times(ratio: float) -> str:
     factor = ratio if ratio > 1 else 1 / ratio
     whole = abs(factor - round(factor)) < 1e-9  # the axis' ticks: ÷2, ÷4
     shown = f"{factor:,.0f}" if whole or factor >= 9.95 else f"{factor:.1f}"
+    if factor >= 1e5:  # ×270,000,000 is read digit by digit; ×2.7·10⁸ at a glance
+        mantissa, exponent = f"{factor:.1e}".split("e")
+        shown = f"{mantissa}·10{str(int(exponent)).translate(SUPERSCRIPTS)}"
     return ("×" if ratio > 1 else "÷") + shown
 
 
@@ -715,11 +721,21 @@ def effect_log2(p: float, prob: float) -> float:
     return float(np.clip(np.log2(max(ratio, 1e-300)), -EFFECT_MAX_LOG2, EFFECT_MAX_LOG2))
 
 
+def _effect_logs(result: dict) -> list[float | None]:
+    """The bars of :func:`word_effect_bars` (a :class:`~ctxmodels.analysis.blanks.WordEffects` dict) or of
+    :func:`attribution_bars` (a :class:`~ctxmodels.analysis.blanks.WordAttributions` dict): the log2 of the factor
+    by which the answer is more likely without the word (hidden, or without its share), None where no bar."""
+    if "scores" in result:  # a share of log P in nats: without it, P is divided by e^score
+        return [None if s is None else float(np.clip(-s / np.log(2), -EFFECT_MAX_LOG2, EFFECT_MAX_LOG2))
+                for s in result["scores"]]
+    return [None if p is None else effect_log2(p, float(result["prob"])) for p in result["hidden_probs"]]
+
+
 def shared_effect_scale(effect_sets: Sequence[dict]) -> float:
-    """The longest bar (in powers of two) that any of ``effect_sets`` (the models' answers at one blank) draws: as
-    ``x_max`` of :func:`word_effect_bars`, the models' charts side by side share one scale."""
-    return max((abs(effect_log2(p, float(e["prob"]))) for e in effect_sets for p in e["hidden_probs"]
-                if p is not None), default=0.0)
+    """The longest bar (in powers of two) that any of ``effect_sets`` (the models' answers at one blank, by either
+    method) draws: as ``x_max`` of :func:`word_effect_bars` or :func:`attribution_bars`, the models' charts side by
+    side share one scale."""
+    return max((abs(v) for e in effect_sets for v in _effect_logs(e) if v is not None), default=0.0)
 
 
 def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None) -> go.Figure:
@@ -732,23 +748,45 @@ def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None)
     hidden = effects["hidden_probs"]
     tops = effects.get("top_when_hidden") or [None] * len(words)
     answer = plain(effects["answer"])
-    logs, texts, hovers, colours = [], [], [], []
+    logs = _effect_logs(effects)
+    texts, hovers, colours = [], [], []
     for word, p, top in zip(words, hidden, tops):
         if p is None:
-            logs.append(None)
             texts.append("")
             hovers.append(f"{plain(word)}: not hidden")
             colours.append(PALETTE[9])
             continue
         ratio = p / prob if prob > 0 else float("inf")
-        logs.append(effect_log2(p, prob))
-        texts.append(_times(ratio))
+        texts.append(times(ratio))
         then = f"<br>first guess then: {plain(top)}" if top is not None else ""
         hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
-                      f"({_times(ratio)}){then}")
+                      f"({times(ratio)}){then}")
         colours.append(PALETTE[0] if ratio < 1 else PALETTE[3])
     names = [plain(w) if h is not None else f"<i>{plain(w)}</i>" for w, h in zip(words, hidden)]
     return _factor_bars(logs, names, texts, hovers, colours, f"P({answer}) with the word hidden", title, x_max)
+
+
+def attribution_bars(result: dict, title: str = "", x_max: float | None = None) -> go.Figure:
+    """Which words an answer rests on by integrated gradients (``result``: :class:`ctxmodels.analysis.blanks.
+    WordAttributions` as a dict), drawn as :func:`word_effect_bars` draws hiding, so the two methods compare: one bar
+    per word, how many times less (÷, to the left) or more (×, to the right) likely the answer is without the
+    word's share of its log-probability (e^-score). A word without a score (a blank, the hidden word) keeps its row
+    without a bar."""
+    words, answer = result["words"], plain(result["answer"])
+    logs = _effect_logs(result)
+    texts, hovers, colours = [], [], []
+    for word, score, v in zip(words, result["scores"], logs):
+        if score is None:
+            texts.append("")
+            hovers.append(f"{plain(word)}: not scored")
+            colours.append(PALETTE[9])
+            continue
+        ratio = float(np.exp(np.clip(-score, -700.0, 700.0)))  # P without the word's share, against P
+        texts.append(times(ratio))
+        hovers.append(f"“{plain(word)}”: {score:+.2f} nats of log P({answer}), a factor of {times(1 / ratio)}")
+        colours.append(PALETTE[0] if v < 0 else PALETTE[3])
+    names = [plain(w) if s is not None else f"<i>{plain(w)}</i>" for w, s in zip(words, result["scores"])]
+    return _factor_bars(logs, names, texts, hovers, colours, f"P({answer}) without the word's share", title, x_max)
 
 
 def _factor_bars(logs: Sequence[float | None], names: Sequence[str], texts: Sequence[str], hovers: Sequence[str],
@@ -767,7 +805,7 @@ def _factor_bars(logs: Sequence[float | None], names: Sequence[str], texts: Sequ
         layout=dict(
             title=dict(text=plain(title)), height=90 + 26 * len(names), margin=dict(l=10, r=50, t=40, b=10),
             xaxis=dict(title=dict(text=axis_title), range=[-span * 1.2, span * 1.2], tickvals=ticks,
-                       ticktext=[_times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
+                       ticktext=[times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
                        zerolinewidth=1, fixedrange=True),
             yaxis=dict(tickvals=rows, ticktext=list(names), autorange="reversed", automargin=True, fixedrange=True),
             showlegend=False,
@@ -782,7 +820,7 @@ def blank_change_bars(change: dict, title: str = "", x_max: float | None = None)
     symmetric, at least ÷2 to ×2, or ±``x_max`` (in powers of two) to share a scale with other models."""
     words = change["words"]
     logs = [effect_log2(b, a) for a, b in zip(change["prob_a"], change["prob_b"])]
-    texts = [_times(b / a) if a > 0 else "" for a, b in zip(change["prob_a"], change["prob_b"])]
+    texts = [times(b / a) if a > 0 else "" for a, b in zip(change["prob_a"], change["prob_b"])]
     hovers = [f"{plain(w)}: {percent(a)} in A → {percent(b)} in B ({t})"
               for w, a, b, t in zip(words, change["prob_a"], change["prob_b"], texts)]
     colours = [PALETTE[3] if v > 0 else PALETTE[0] for v in logs]

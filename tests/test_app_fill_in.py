@@ -13,7 +13,15 @@ import math
 import pytest
 
 from app.inputs import md
-from ctxmodels.analysis.fill_in import fill_mask, guess_effects, is_whole_word, mask_word, word_effects
+from ctxmodels.analysis.fill_in import (
+    fill_mask,
+    guess_attributions,
+    guess_effects,
+    is_whole_word,
+    mask_word,
+    word_attributions,
+    word_effects,
+)
 from tests.app_fixtures import assert_clean, charts, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
@@ -216,6 +224,31 @@ def test_which_words_a_hidden_word_rests_on(tiny_assets):
     assert hidden[RIVER.split().index("bank")] is None
 
 
+def test_which_words_an_answer_rests_on_by_integrated_gradients(tiny_assets):
+    text = "The boat drifted towards the [MASK] of the river."
+    at = page("fill_in", text=text, why="1")
+    assert at.radio(key="why_by").value == "hiding"
+    at.radio(key="why_by").set_value("gradients").run()
+    assert_clean(at)
+    bert = tiny_bert(tiny_assets)
+    expected = guess_attributions(bert, None, text)
+    [spec] = effect_charts(at)
+    assert spec["layout"]["title"]["text"] == f"what “{expected.answer}” rests on (gradients)"
+    bars = spec["data"][0]["x"]
+    assert bars[5] is None  # the blank has no score
+    assert [b for b in bars if b is not None] == pytest.approx(
+        [-s / math.log(2) for s in expected.scores if s is not None], abs=1e-6)
+    assert any("Together the scored words account for a factor of" in c for c in texts(at.caption))
+    assert at.query_params["why_by"] == "gradients"
+    # the link opens with it, for a hidden word too
+    at = page("fill_in", text=RIVER, blank="bank", why="1", why_by="gradients")
+    assert_clean(at)
+    [spec] = effect_charts(at)
+    hidden = word_attributions(bert, None, RIVER, "bank")
+    assert spec["layout"]["title"]["text"] == "what “bank” rests on (gradients)"
+    assert [x is None for x in spec["data"][0]["x"]] == [s is None for s in hidden.scores]
+
+
 def test_a_text_too_long_to_explain_says_so_and_keeps_its_guesses():
     text = " ".join(["the river"] * 60) + " [MASK] 🙂."  # 122 words to hide, an emoji among them
     at = page("fill_in", text=text, why="1")
@@ -226,7 +259,7 @@ def test_a_text_too_long_to_explain_says_so_and_keeps_its_guesses():
     assert_clean(at)
     assert len(effect_charts(at)) == 1
     assert [e.label for e in at.expander if e.label.startswith("Controls")] == [
-        "Controls: the blanks I write, 5 guesses, whole words, which words it rests on"]
+        "Controls: the blanks I write, 5 guesses, whole words, which words it rests on (hiding each word)"]
 
 
 # -- the link is checked ------------------------------------------------------------------------------------------
@@ -234,11 +267,13 @@ def test_a_text_too_long_to_explain_says_so_and_keeps_its_guesses():
 
 @pytest.mark.parametrize("param, value", [("blank", "zebra"), ("blank", "<b>x</b>"), ("fill_mode", "bogus"),
                                           ("whole_words", "maybe"), ("k", "99"), ("fill_models", "nope"),
-                                          ("why", "maybe"), ("why_guess", "x" * 41)])
+                                          ("why", "maybe"), ("why_guess", "x" * 41), ("why_by", "saliency")])
 def test_bad_values_in_the_link_are_warned_about(param, value):
     query = {"text": RIVER, param: value}
     if param == "blank":
         query["fill_mode"] = "word"
+    if param == "why_by":
+        query["why"] = "1"
     at = page("fill_in", **query)
     assert not at.exception
     assert warned(at, param), texts(at.warning)
@@ -252,6 +287,8 @@ def test_bad_values_in_the_link_are_warned_about(param, value):
         assert at.slider(key="k").value == 20
     if param == "why":
         assert at.toggle(key="why").value is False
+    if param == "why_by":
+        assert at.radio(key="why_by").value == "hiding"
 
 
 def test_a_blank_in_the_link_is_checked_against_the_sentence():

@@ -1,5 +1,7 @@
 """The app's figure functions are pure: data in, a Plotly figure out, checkable without a browser."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -233,7 +235,9 @@ def test_word_effect_bars_one_row_per_word_in_order_on_a_log_scale():
     # log2 of how many times more likely the answer is without the word; a word that made it impossible is cut
     assert list(bar.x[:5]) == pytest.approx([0.0, -2.0, -4.0, 1.0, -figures.EFFECT_MAX_LOG2]) and bar.x[5] is None
     assert list(bar.text) == ["×1", "÷4", "÷16", "×2", "÷∞", ""]
-    assert figures._times(0.3) == "÷3.3" and figures._times(1.26) == "×1.3" and figures._times(1 / 123.4) == "÷123"
+    assert figures.times(0.3) == "÷3.3" and figures.times(1.26) == "×1.3" and figures.times(1 / 123.4) == "÷123"
+    assert figures.times(2.67e8) == "×2.7·10⁸" and figures.times(1 / 3.3e-6) == "×3.0·10⁵"
+    assert figures.times(9e-6) == "÷1.1·10⁵"
     assert bar.marker.color[1] == figures.PALETTE[0] and bar.marker.color[3] == figures.PALETTE[3]
     assert "P(bank) 20.0% → 1.2%" in bar.customdata[2] and "first guess then: room" in bar.customdata[2]
     # a symmetric axis, ÷ left and × right, long enough for the longest bar
@@ -245,6 +249,28 @@ def test_word_effect_bars_one_row_per_word_in_order_on_a_log_scale():
     small = dict(effects, hidden_probs=[0.21, 0.19, None, None, None, None])
     assert figures.word_effect_bars(small).layout.xaxis.range[1] == pytest.approx(1.2)
     assert figures.word_effect_bars(small, x_max=3).layout.xaxis.range[1] == pytest.approx(3.6)
+
+
+def test_attribution_bars_draw_a_share_of_log_p_as_hiding_draws_a_factor():
+    ln2 = math.log(2)
+    result = {"words": ["She", "put", "<b>money</b>", "in", "the", "[MASK]"], "answer": "bank", "prob": 0.2,
+              "baseline_prob": 0.001, "scores": [0.0, 2 * ln2, 4 * ln2, -ln2, 1000.0, None], "steps": 32,
+              "gap": 0.0}
+    fig = figures.attribution_bars(result, title="what “bank” rests on")
+    bar = fig.data[0]
+    assert list(fig.layout.yaxis.ticktext)[2] == "&lt;b&gt;money&lt;/b&gt;"
+    assert list(fig.layout.yaxis.ticktext)[5] == "<i>[MASK]</i>"  # a blank: a row without a bar
+    # a word that raised the answer by a factor of 4 (2 ln 2 nats) is drawn as hiding one that divides it by 4
+    assert list(bar.x[:5]) == pytest.approx([0.0, -2.0, -4.0, 1.0, -figures.EFFECT_MAX_LOG2]) and bar.x[5] is None
+    assert list(bar.text[:4]) == ["×1", "÷4", "÷16", "×2"] and bar.text[5] == ""
+    assert bar.marker.color[1] == figures.PALETTE[0] and bar.marker.color[3] == figures.PALETTE[3]
+    assert "+1.39 nats of log P(bank), a factor of ×4" in bar.customdata[1]
+    assert "P(bank) without the word's share" in fig.layout.xaxis.title.text
+    # one scale for both methods side by side
+    hiding = {"words": ["a"], "answer": "bank", "prob": 0.2, "hidden_probs": [0.1], "top_when_hidden": ["x"]}
+    assert figures.shared_effect_scale([hiding]) == pytest.approx(1.0)
+    assert figures.shared_effect_scale([hiding, dict(result, scores=[3 * ln2, None, None, None, None, None])]) \
+        == pytest.approx(3.0)
 
 
 def test_context_shift_heatmap_layers_down_words_across_the_occurrence_bold_and_empty():

@@ -45,6 +45,11 @@ explain(
     "a bar to the left (÷) is how many times less likely the answer becomes without that word, one to the right (×) "
     "a word that was pulling towards another answer; the hover says what the model would then guess first. It "
     "explains each model's first guess, or a word you type (any word of the vocabulary), or the word you hid. "
+    "*By integrated gradients* asks the same question another way (LIT's salience): it walks from the sentence with "
+    "every word hidden to the sentence as written, blending their input word vectors in 32 steps, and splits the "
+    "answer's whole rise in log-probability among the words by the model's gradients (Sundararajan et al. 2017); "
+    "a bar is how many times less likely the answer is without that word's share, so the bars multiply to the "
+    "whole rise, and where the two methods disagree, the answer rests on words together rather than one by one. "
     "**ELMo** has no `[MASK]`: its forward language model predicts a word from the words before it, its backward "
     "one from the words after it, so it fills a blank with the product of the two, renormalised over its "
     "vocabulary of whole words (as the training text wrote them, so *Paris* and *paris* differ); to hide a word "
@@ -82,6 +87,8 @@ url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
 url_state("why", False, kind=bool)
 url_state("why_guess", "", max_chars=40)
+BY = {"hiding": "hiding each word", "gradients": "integrated gradients"}
+url_state("why_by", "hiding", options=list(BY))
 url_state("compare", "", max_chars=MAX_TEXT_CHARS)
 # A link that names a word to hide opens in that mode even without fill_mode.
 url_state("fill_mode", "word" if "blank" in st.query_params else "masks", options=list(MODES))
@@ -111,6 +118,19 @@ def hidden_rests_on(model_id: str, text: str, word: str, occurrence: int, whole_
     m = get_model(model_id)
     return fill_in.word_effects(m, m.tokenizer, text, word, occurrence=occurrence,
                                 whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def gradients(model_id: str, text: str, blank: int, guess: str | None, whole_words: bool) -> dict:
+    m = get_model(model_id)
+    return fill_in.guess_attributions(m, m.tokenizer, text, blank=blank, guess=guess,
+                                      whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def hidden_gradients(model_id: str, text: str, word: str, occurrence: int) -> dict:
+    m = get_model(model_id)
+    return fill_in.word_attributions(m, m.tokenizer, text, word, occurrence=occurrence).to_dict()
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -161,11 +181,26 @@ def compare_charts(cols: list, chosen: list[str], text_a: str, text_b: str, top_
 
 
 def effect_chart(model_id: str, effects: dict, scale: float, key: str) -> None:
+    """What one answer rests on, by either method (a result with ``scores`` is integrated gradients)."""
     name = label(model_id)
+    title = f"what “{effects['answer']}” rests on"
+    if "scores" in effects:
+        data = pd.DataFrame({"word": effects["words"], "nats": effects["scores"]}).assign(
+            answer=effects["answer"], p_all_words=effects["prob"], p_every_word_hidden=effects["baseline_prob"],
+            model=name)
+        plot(figures.attribution_bars(effects, title=title + " (gradients)", x_max=scale),
+             f"gradients-{name}-{effects['answer']}", key=key, data=data)
+        rise = effects["prob"] / effects["baseline_prob"] if effects["baseline_prob"] > 0 else float("inf")
+        st.caption(f"Together the scored words account for a factor of {figures.times(rise)}: "
+                   f"P({md(effects['answer'])}) is {figures.percent(effects['baseline_prob'])} with every scored "
+                   f"word hidden and {figures.percent(effects['prob'])} as written ({effects['steps']} steps of "
+                   "the integral; the scores add up to within "
+                   f"{abs(effects['gap']):.2g} nats).")
+        return
     data = pd.DataFrame({"word": effects["words"], "p_hidden": effects["hidden_probs"],
                          "first_guess_then": effects["top_when_hidden"]}).assign(
         answer=effects["answer"], p_all_words=effects["prob"], model=name)
-    plot(figures.word_effect_bars(effects, title=f"what “{effects['answer']}” rests on", x_max=scale),
+    plot(figures.word_effect_bars(effects, title=title, x_max=scale),
          f"rests-on-{name}-{effects['answer']}", key=key, data=data)
 
 
@@ -248,26 +283,32 @@ def score_charts(model_id: str, s: dict, scale: list[float]) -> list:
     return [st.container()]
 
 
-def why_controls(box, mode: str) -> tuple[bool, str | None]:
-    """The "which words it rests on" switch, and (for the blanks) the guess to explain: None for each model's
-    first guess."""
-    c1, c2 = box.columns(2, vertical_alignment="bottom") if mode == "masks" else (box, None)
+def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
+    """The "which words it rests on" switch, the method, and (for the blanks) the guess to explain: None for each
+    model's first guess."""
+    c1, c2, c3 = box.columns(3, vertical_alignment="bottom")
     why = c1.toggle("Show which words it rests on", key="why", persist_state="session",
                     help="Hides each other word of the sentence in turn ([MASK] in its place) and shows how many "
                          "times less (÷) or more (×) likely the answer becomes: a long bar to the left is a word "
                          "the answer rests on. One model run per word.")
-    guess = None
-    if why and c2 is not None:
-        guess = c2.text_input("for the guess", key="why_guess", max_chars=40,
+    by, guess = "hiding", None
+    if why:
+        by = c2.radio("by", list(BY), key="why_by", persist_state="session", format_func=BY.get, horizontal=True,
+                      help="Hiding each word asks what the answer loses without that word alone. Integrated "
+                           "gradients walks from the sentence with every word hidden to the sentence as written and "
+                           "splits the answer's whole rise in log-probability among the words (Sundararajan et al. "
+                           "2017): the bars then multiply to that rise. 33 runs with gradients, whatever the length.")
+    if why and mode == "masks":
+        guess = c3.text_input("for the guess", key="why_guess", max_chars=40,
                               placeholder="each model's first guess",
                               help="A word to explain at every blank (bank, say), whether or not it is among the "
                                    "guesses shown; empty: each model's own first guess.").strip() or None
-    to_url("why", "why_guess")
-    return why, guess
+    to_url("why", "why_by", "why_guess")
+    return why, by, guess
 
 
 def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, int] | None, guess: str | None,
-                 whole_words: bool) -> None:
+                 whole_words: bool, by: str) -> None:
     """Under each model's answers (``places``: per model, a place per blank, or one for the hidden word), which words
     they rest on, drawn once every model's are computed, on one scale per blank. Called after the guesses are drawn,
     so they show while this runs (one model run per word of the sentence)."""
@@ -276,9 +317,11 @@ def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, 
         with spots[0], guard(f"What {label(model_id)}'s answer rests on"), \
                 limits.heavy(f"{label(model_id)}'s explanation"):
             if hidden is not None:
-                effects[model_id] = [hidden_rests_on(model_id, checked, *hidden, whole_words)]
+                effects[model_id] = [hidden_gradients(model_id, checked, *hidden) if by == "gradients" else
+                                     hidden_rests_on(model_id, checked, *hidden, whole_words)]
             else:
-                effects[model_id] = [rests_on(model_id, checked, i, guess, whole_words)
+                explain = gradients if by == "gradients" else rests_on
+                effects[model_id] = [explain(model_id, checked, i, guess, whole_words)
                                      for i in range(len(computed[model_id]))]
     blanks = max((len(per_blank) for per_blank in effects.values()), default=0)
     scales = [figures.shared_effect_scale([e[i] for e in effects.values() if i < len(e)]) for i in range(blanks)]
@@ -298,7 +341,8 @@ def fill_in_view() -> None:
     # A collapsed expander in presentation mode (the sentence box stays open): the first screen shows the bars.
     box = controls(summary=f"{MODES[st.session_state['fill_mode']]}, {st.session_state['k']} guesses"
                            + (", whole words" if st.session_state["whole_words"] else "")
-                           + (", which words it rests on" if st.session_state["why"] else ""))
+                           + (f", which words it rests on ({BY[st.session_state['why_by']]})"
+                              if st.session_state["why"] else ""))
     c1, c2, c3, c4 = box.columns([2, 3, 2, 2], vertical_alignment="bottom")
     mode = c1.radio("Guess", list(MODES), key="fill_mode", persist_state="session", format_func=MODES.get,
                     help="Fill in the blanks you write ([MASK]), or hide one word of the sentence and see how the "
@@ -307,7 +351,7 @@ def fill_in_view() -> None:
     top_k = c3.slider("Guesses per blank", **TOP_K, key="k", persist_state="session")
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
-    why, guess = why_controls(box, mode)
+    why, by, guess = why_controls(box, mode)
     compare = compare_control(box, mode)
     to_url("text", "k", "fill_models", "whole_words", "fill_mode")
     checked = checked_sentence(text)
@@ -349,7 +393,7 @@ def fill_in_view() -> None:
     if compare is not None:
         compare_charts(cols, [m for m in chosen if m in computed], checked, compare, int(top_k), whole_words)
     if why:
-        explain_each(places, computed, checked, hidden, guess, whole_words)
+        explain_each(places, computed, checked, hidden, guess, whole_words, by)
 
 
 fill_in_view()
