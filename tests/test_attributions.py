@@ -14,7 +14,7 @@ import transformers
 import ctxmodels
 from ctxmodels.analysis import blanks
 from ctxmodels.analysis.fill_in import fill_mask, guess_attributions, mask_word, word_attributions
-from ctxmodels.analysis.integrated_gradients import integrate
+from ctxmodels.analysis.integrated_gradients import FIRST_STEPS, TOLERANCE, integrate
 from ctxmodels.bert import BertConfig, BertForPreTraining
 from ctxmodels.cli import main as cli_main
 from ctxmodels.formats.huggingface import save_pretrained
@@ -39,6 +39,22 @@ def test_integrate_reports_the_error_of_too_few_steps():
     x, b = torch.randn(4, 6) * 3, torch.zeros(4, 6)
     gaps = [abs(integrate(lambda z: torch.sin(z).sum(dim=(1, 2)), x, b, steps=n).gap) for n in (1, 4, 64)]
     assert gaps[0] > gaps[1] > gaps[2] and gaps[0] > 0.1 and gaps[2] < 1e-2
+
+
+def test_integrate_without_a_number_of_steps_refines_until_the_scores_add_up():
+    torch.manual_seed(0)
+    x, b = torch.rand(4, 6) * 3, torch.zeros(4, 6)
+
+    def f(z):  # a gradient convex along the path: the trapezoid rule's errors add up instead of cancelling
+        return (z**4).sum(dim=(1, 2))
+
+    assert abs(integrate(f, x, b, steps=FIRST_STEPS).gap) > TOLERANCE  # so the first rule is not enough here
+    result = integrate(f, x, b)
+    assert result.steps > FIRST_STEPS and abs(result.gap) <= TOLERANCE
+    # the refined rule reuses the coarser one's points and gives what that many intervals give directly
+    direct = integrate(f, x, b, steps=result.steps)
+    assert torch.allclose(result.attributions, direct.attributions, atol=1e-5)
+    assert integrate(lambda z: (z**2).sum(dim=(1, 2)), x, b).steps == FIRST_STEPS  # exact at once: no refining
 
 
 def test_integrate_bad_input():

@@ -46,7 +46,7 @@ explain(
     "a word that was pulling towards another answer; the hover says what the model would then guess first. It "
     "explains each model's first guess, or a word you type (any word of the vocabulary), or the word you hid. "
     "*By integrated gradients* asks the same question another way (LIT's salience): it walks from the sentence with "
-    "every word hidden to the sentence as written, blending their input word vectors in 32 steps, and splits the "
+    "every word hidden to the sentence as written, blending their input word vectors step by step, and splits the "
     "answer's whole rise in log-probability among the words by the model's gradients (Sundararajan et al. 2017); "
     "a bar is how many times less likely the answer is without that word's share, so the bars multiply to the "
     "whole rise, and where the two methods disagree, the answer rests on words together rather than one by one. "
@@ -297,7 +297,8 @@ def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
                       help="Hiding each word asks what the answer loses without that word alone. Integrated "
                            "gradients walks from the sentence with every word hidden to the sentence as written and "
                            "splits the answer's whole rise in log-probability among the words (Sundararajan et al. "
-                           "2017): the bars then multiply to that rise. 33 runs with gradients, whatever the length.")
+                           "2017): the bars then multiply to that rise. 17 to 33 runs with gradients (as many as it "
+                           "takes for the bars to add up), whatever the length.")
     if why and mode == "masks":
         guess = c3.text_input("for the guess", key="why_guess", max_chars=40,
                               placeholder="each model's first guess",

@@ -36,7 +36,7 @@ from .blanks import (
     is_whole_word,
     normalize_masks,
 )
-from .integrated_gradients import STEPS, integrate
+from .integrated_gradients import integrate
 
 SPECIALS = ("<S>", "</S>", "<UNK>")
 _ROWS_PER_RUN = 32
@@ -206,7 +206,7 @@ def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
 
 
 def _attributions(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None, whole_words: bool,
-                  steps: int) -> WordAttributions:
+                  steps: int | None) -> WordAttributions:
     """Integrated gradients of log P(vocabulary row ``answer`` at ``slot``) (None: the first guess) along the blends
     of the sentence's token vectors with those of the sentence with every word not in ``keep`` read as ``[MASK]``."""
     lm = model.model
@@ -238,11 +238,11 @@ def _attributions(model: Any, words: list[str], slot: int, keep: set[int], answe
     for j in attributed:
         scores[j] = per_token[j + 1]
     return WordAttributions(list(words), lm.vocab[answer], math.exp(ig.score), math.exp(ig.baseline_score), scores,
-                            steps, ig.gap)
+                            ig.steps, ig.gap)
 
 
 def guess_attributions(model: Any, text: str, blank: int = 0, guess: str | None = None, whole_words: bool = True,
-                       steps: int = STEPS) -> WordAttributions:
+                       steps: int | None = None) -> WordAttributions:
     """:func:`~ctxmodels.analysis.fill_in.guess_attributions` for an ELMo; ``guess``: any word of its vocabulary."""
     lm = _require_lm(model)
     words = words_of(text)
@@ -254,7 +254,7 @@ def guess_attributions(model: Any, text: str, blank: int = 0, guess: str | None 
 
 
 def word_attributions(model: Any, text: str, word: str | int, occurrence: int = 0,
-                      steps: int = STEPS) -> WordAttributions:
+                      steps: int | None = None) -> WordAttributions:
     """:func:`~ctxmodels.analysis.fill_in.word_attributions` for an ELMo."""
     lm = _require_lm(model)
     words = words_of(text)

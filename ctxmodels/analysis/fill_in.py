@@ -49,7 +49,7 @@ from .blanks import (
     is_whole_word,
     normalize_masks,
 )
-from .integrated_gradients import STEPS, integrate
+from .integrated_gradients import integrate
 
 
 def _is_continuation(token: str) -> bool:
@@ -362,7 +362,7 @@ def _hide_all(enc: Encoded, words: list[int], mask_id: int) -> Encoded:
 
 
 def _attributions(runner: Any, tokenizer: Any, enc: Encoded, positions: list[int], answer_ids: list[int],
-                  answer_text: str, keep: set[int], steps: int) -> WordAttributions:
+                  answer_text: str, keep: set[int], steps: int | None) -> WordAttributions:
     """Integrated gradients of log P(answer) (the product of ``answer_ids``' probabilities at ``positions``) along
     the blends of the word vectors of ``enc`` with those of ``enc`` with every word not in ``keep`` hidden."""
     attributed = [w for w in range(len(enc.words)) if w not in keep and enc.word_pieces(w)]
@@ -404,15 +404,17 @@ def _attributions(runner: Any, tokenizer: Any, enc: Encoded, positions: list[int
     for w in attributed:
         scores[w] = sum(per_piece[p] for p in enc.word_pieces(w))
     return WordAttributions(list(enc.words), answer_text, math.exp(ig.score), math.exp(ig.baseline_score),
-                            scores, steps, ig.gap)
+                            scores, ig.steps, ig.gap)
 
 
 def guess_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str,
-                       blank: int = 0, guess: str | None = None, whole_words: bool = True, steps: int = STEPS,
+                       blank: int = 0, guess: str | None = None, whole_words: bool = True, steps: int | None = None,
                        search: int = 1000) -> WordAttributions:
     """Which words of ``text`` the model's ``guess`` at blank number ``blank`` rests on, by integrated gradients:
     see :class:`WordAttributions`. ``guess``, ``whole_words`` and ``search`` as for :func:`guess_effects`; other
-    blanks stay blank. ``model`` and ``tokenizer`` as for :func:`fill_mask`."""
+    blanks stay blank. ``steps``: the integral's intervals (None: as many as it takes to add up, see
+    :func:`~ctxmodels.analysis.integrated_gradients.integrate`). ``model`` and ``tokenizer`` as for
+    :func:`fill_mask`."""
     if (elmo := _elmo(model)) is not None:
         return elmo.guess_attributions(model, text, blank, guess, whole_words, steps)
     model, tokenizer = _parts(model, tokenizer)
@@ -427,7 +429,7 @@ def guess_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceToke
 
 
 def word_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str,
-                      word: str | int, occurrence: int = 0, steps: int = STEPS) -> WordAttributions:
+                      word: str | int, occurrence: int = 0, steps: int | None = None) -> WordAttributions:
     """Which other words of ``text`` the probability of ``word`` (hidden as in :func:`mask_word`) rests on, by
     integrated gradients: see :class:`WordAttributions`. Blanks written in the text stay blank."""
     if (elmo := _elmo(model)) is not None:

@@ -18,7 +18,7 @@ from ..analysis.fill_in import (
     word_attributions,
     word_effects,
 )
-from ..analysis.integrated_gradients import STEPS
+from ..analysis.integrated_gradients import TOLERANCE
 from . import bounded_int, load_model
 
 
@@ -43,8 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --rests-on: hide each word in turn (default), or integrated gradients: each word's "
                         "share of the answer's log-probability on the way from the sentence with every word hidden "
                         "to the sentence as written")
-    p.add_argument("--steps", type=bounded_int(1, 1024), default=STEPS,
-                   help=f"with --by gradients: intervals of the path's integral (default {STEPS})")
+    p.add_argument("--steps", type=bounded_int(1, 1024), default=None,
+                   help="with --by gradients: intervals of the path's integral (default: as many as it takes, from "
+                        f"16 and doubling, for the scores to add up within {TOLERANCE} nats)")
     p.add_argument("--guess", default=None,
                    help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = model.tokenizer
     if args.guess is not None and not args.rests_on:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
-    if (args.by != "hiding" or args.steps != STEPS) and not args.rests_on:
+    if (args.by != "hiding" or args.steps is not None) and not args.rests_on:
         raise ValueError("--by and --steps say how --rests-on explains an answer; add --rests-on")
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
