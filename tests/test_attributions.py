@@ -14,7 +14,7 @@ import transformers
 import ctxmodels
 from ctxmodels.analysis import blanks
 from ctxmodels.analysis.fill_in import fill_mask, guess_attributions, mask_word, word_attributions
-from ctxmodels.analysis.integrated_gradients import FIRST_STEPS, TOLERANCE, integrate
+from ctxmodels.analysis.integrated_gradients import FIRST_STEPS, RELATIVE_TOLERANCE, TOLERANCE, integrate
 from ctxmodels.bert import BertConfig, BertForPreTraining
 from ctxmodels.cli import main as cli_main
 from ctxmodels.formats.huggingface import save_pretrained
@@ -46,15 +46,23 @@ def test_integrate_without_a_number_of_steps_refines_until_the_scores_add_up():
     x, b = torch.rand(4, 6) * 3, torch.zeros(4, 6)
 
     def f(z):  # a gradient convex along the path: the trapezoid rule's errors add up instead of cancelling
-        return (z**4).sum(dim=(1, 2))
+        return torch.exp(3 * z).sum(dim=(1, 2))
 
-    assert abs(integrate(f, x, b, steps=FIRST_STEPS).gap) > TOLERANCE  # so the first rule is not enough here
+    first = integrate(f, x, b, steps=FIRST_STEPS)
+    assert abs(first.gap) > RELATIVE_TOLERANCE * first.score > TOLERANCE  # so the first rule is not enough here
     result = integrate(f, x, b)
-    assert result.steps > FIRST_STEPS and abs(result.gap) <= TOLERANCE
+    assert result.steps > FIRST_STEPS and abs(result.gap) <= RELATIVE_TOLERANCE * result.score
     # the refined rule reuses the coarser one's points and gives what that many intervals give directly
     direct = integrate(f, x, b, steps=result.steps)
     assert torch.allclose(result.attributions, direct.attributions, atol=1e-5)
     assert integrate(lambda z: (z**2).sum(dim=(1, 2)), x, b).steps == FIRST_STEPS  # exact at once: no refining
+    # a gap above the absolute tolerance but small beside the whole rise is small enough
+    quartic = integrate(lambda z: (z**4).sum(dim=(1, 2)), x, b)
+    assert quartic.steps == FIRST_STEPS and TOLERANCE < abs(quartic.gap) <= RELATIVE_TOLERANCE * quartic.score
+    # and a gap above the relative tolerance but below the absolute one is small enough too
+    scale = abs(first.gap) / (TOLERANCE / 2)
+    small = integrate(lambda z: f(z) / scale, x, b)
+    assert small.steps == FIRST_STEPS and RELATIVE_TOLERANCE * small.score < abs(small.gap) <= TOLERANCE
 
 
 def test_integrate_bad_input():
