@@ -738,32 +738,57 @@ def shared_effect_scale(effect_sets: Sequence[dict]) -> float:
     return max((abs(v) for e in effect_sets for v in _effect_logs(e) if v is not None), default=0.0)
 
 
+def _hiding_bars(effects: dict) -> dict:
+    """The bars of :func:`word_effect_bars`: x (log2 factors), text, hover and colour per word."""
+    words, prob = effects["words"], float(effects["prob"])
+    tops = effects.get("top_when_hidden") or [None] * len(words)
+    answer = plain(effects["answer"])
+    bars: dict = dict(x=_effect_logs(effects), text=[], hover=[], colour=[])
+    for word, p, top in zip(words, effects["hidden_probs"], tops):
+        if p is None:
+            bars["text"].append("")
+            bars["hover"].append(f"{plain(word)}: not hidden")
+            bars["colour"].append(PALETTE[9])
+            continue
+        ratio = p / prob if prob > 0 else float("inf")
+        then = f"<br>first guess then: {plain(top)}" if top is not None else ""
+        bars["text"].append(times(ratio))
+        bars["hover"].append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
+                             f"({times(ratio)}){then}")
+        bars["colour"].append(PALETTE[0] if ratio < 1 else PALETTE[3])
+    return bars
+
+
+def _gradient_bars(result: dict) -> dict:
+    """The bars of :func:`attribution_bars`: x (log2 factors), text, hover and colour per word."""
+    answer = plain(result["answer"])
+    bars: dict = dict(x=_effect_logs(result), text=[], hover=[], colour=[])
+    for word, score, v in zip(result["words"], result["scores"], bars["x"]):
+        if score is None:
+            bars["text"].append("")
+            bars["hover"].append(f"{plain(word)}: not scored")
+            bars["colour"].append(PALETTE[9])
+            continue
+        ratio = float(np.exp(np.clip(-score, -700.0, 700.0)))  # P without the word's share, against P
+        bars["text"].append(times(ratio))
+        bars["hover"].append(f"“{plain(word)}”: {score:+.2f} nats of log P({answer}), a factor of {times(1 / ratio)}")
+        bars["colour"].append(PALETTE[0] if v < 0 else PALETTE[3])
+    return bars
+
+
+def _word_rows(words: Sequence[str], scored: Sequence) -> list[str]:
+    """The rows' names: each word as typed, in italics where it has no bar (a blank, the hidden word)."""
+    return [plain(w) if v is not None else f"<i>{plain(w)}</i>" for w, v in zip(words, scored)]
+
+
 def word_effect_bars(effects: dict, title: str = "", x_max: float | None = None) -> go.Figure:
     """Which words an answer rests on (``effects``: :class:`ctxmodels.analysis.fill_in.WordEffects` as a dict), one
     bar per word in the sentence's order, top to bottom: how many times less (÷, to the left) or more (×, to the
     right) likely the answer becomes when that word is hidden. The axis is logarithmic in the factor, so ÷4 is as
     long as ×4; it is symmetric, at least ÷2 to ×2, or ±``x_max`` (in powers of two) to share a scale with other
     models. A word not hidden (a blank, the hidden word itself) keeps its row without a bar."""
-    words, prob = effects["words"], float(effects["prob"])
-    hidden = effects["hidden_probs"]
-    tops = effects.get("top_when_hidden") or [None] * len(words)
-    answer = plain(effects["answer"])
-    logs = _effect_logs(effects)
-    texts, hovers, colours = [], [], []
-    for word, p, top in zip(words, hidden, tops):
-        if p is None:
-            texts.append("")
-            hovers.append(f"{plain(word)}: not hidden")
-            colours.append(PALETTE[9])
-            continue
-        ratio = p / prob if prob > 0 else float("inf")
-        texts.append(times(ratio))
-        then = f"<br>first guess then: {plain(top)}" if top is not None else ""
-        hovers.append(f"with “{plain(word)}” hidden: P({answer}) {percent(prob)} → {percent(p)} "
-                      f"({times(ratio)}){then}")
-        colours.append(PALETTE[0] if ratio < 1 else PALETTE[3])
-    names = [plain(w) if h is not None else f"<i>{plain(w)}</i>" for w, h in zip(words, hidden)]
-    return _factor_bars(logs, names, texts, hovers, colours, f"P({answer}) with the word hidden", title, x_max)
+    return _factor_bars([_hiding_bars(effects)], _word_rows(effects["words"], effects["hidden_probs"]),
+                        f"P({plain(effects['answer'])}) with the word hidden", title, x_max)
 
 
 def attribution_bars(result: dict, title: str = "", x_max: float | None = None) -> go.Figure:
@@ -772,43 +797,44 @@ def attribution_bars(result: dict, title: str = "", x_max: float | None = None) 
     per word, how many times less (÷, to the left) or more (×, to the right) likely the answer is without the
     word's share of its log-probability (e^-score). A word without a score (a blank, the hidden word) keeps its row
     without a bar."""
-    words, answer = result["words"], plain(result["answer"])
-    logs = _effect_logs(result)
-    texts, hovers, colours = [], [], []
-    for word, score, v in zip(words, result["scores"], logs):
-        if score is None:
-            texts.append("")
-            hovers.append(f"{plain(word)}: not scored")
-            colours.append(PALETTE[9])
-            continue
-        ratio = float(np.exp(np.clip(-score, -700.0, 700.0)))  # P without the word's share, against P
-        texts.append(times(ratio))
-        hovers.append(f"“{plain(word)}”: {score:+.2f} nats of log P({answer}), a factor of {times(1 / ratio)}")
-        colours.append(PALETTE[0] if v < 0 else PALETTE[3])
-    names = [plain(w) if s is not None else f"<i>{plain(w)}</i>" for w, s in zip(words, result["scores"])]
-    return _factor_bars(logs, names, texts, hovers, colours, f"P({answer}) without the word's share", title, x_max)
+    return _factor_bars([_gradient_bars(result)], _word_rows(result["words"], result["scores"]),
+                        f"P({plain(result['answer'])}) without the word's share", title, x_max)
 
 
-def _factor_bars(logs: Sequence[float | None], names: Sequence[str], texts: Sequence[str], hovers: Sequence[str],
-                 colours: Sequence[str], axis_title: str, title: str, x_max: float | None) -> go.Figure:
-    """One horizontal bar per row (``names``, already escaped, top to bottom) of a factor drawn as its log2
-    (``logs``; None: no bar), on a symmetric axis labelled ÷4 … ×4: at least ÷2 to ×2, or ±``x_max``."""
-    span = max([abs(v) for v in logs if v is not None] + [1.0, x_max or 0.0])
+def both_methods_bars(effects: dict, result: dict, title: str = "", x_max: float | None = None) -> go.Figure:
+    """:func:`word_effect_bars` and :func:`attribution_bars` of one answer in one chart, two bars per word (hiding
+    plain, gradients hatched, with a legend): where they differ, the words act together."""
+    hiding = dict(_hiding_bars(effects), name="hiding the word")
+    gradients = dict(_gradient_bars(result), name="its share (gradients)", pattern="/")
+    return _factor_bars([hiding, gradients], _word_rows(effects["words"], effects["hidden_probs"]),
+                        f"P({plain(effects['answer'])}) without the word", title, x_max)
+
+
+def _factor_bars(series: Sequence[dict], names: Sequence[str], axis_title: str, title: str,
+                 x_max: float | None) -> go.Figure:
+    """Horizontal bars, one per row (``names``, already escaped, top to bottom) for each of ``series`` (x: a factor's
+    log2, None for no bar; text, hover, colour per row; name and pattern where there are several), on a symmetric
+    axis labelled ÷4 … ×4: at least ÷2 to ×2, or ±``x_max``."""
+    span = max([abs(v) for bars in series for v in bars["x"] if v is not None] + [1.0, x_max or 0.0])
     ticks = list(range(-int(np.ceil(span)), int(np.ceil(span)) + 1))
     step = max(1, int(np.ceil(len(ticks) / 9)))  # at most about nine labels on the axis
     ticks = [t for t in ticks if t % step == 0]
     rows = list(range(len(names)))
+    several = len(series) > 1
     return go.Figure(
-        data=[dict(type="bar", x=list(logs), y=rows, orientation="h", marker=dict(color=list(colours)),
-                   text=list(texts), textposition="outside", cliponaxis=False, constraintext="none",
-                   customdata=list(hovers), hovertemplate="%{customdata}<extra></extra>")],
+        data=[dict(type="bar", x=list(bars["x"]), y=rows, orientation="h", name=bars.get("name", ""),
+                   marker=dict(color=list(bars["colour"]), pattern=dict(shape=bars.get("pattern", ""))),
+                   text=list(bars["text"]), textposition="outside", cliponaxis=False, constraintext="none",
+                   customdata=list(bars["hover"]), hovertemplate="%{customdata}<extra></extra>")
+              for bars in series],
         layout=dict(
-            title=dict(text=plain(title)), height=90 + 26 * len(names), margin=dict(l=10, r=50, t=40, b=10),
+            title=dict(text=plain(title)), height=90 + (40 if several else 26) * len(names) + (30 if several else 0),
+            margin=dict(l=10, r=50, t=40, b=10), barmode="group",
             xaxis=dict(title=dict(text=axis_title), range=[-span * 1.2, span * 1.2], tickvals=ticks,
                        ticktext=[times(2.0 ** t) for t in ticks], zeroline=True, zerolinecolor="#888",
                        zerolinewidth=1, fixedrange=True),
             yaxis=dict(tickvals=rows, ticktext=list(names), autorange="reversed", automargin=True, fixedrange=True),
-            showlegend=False,
+            showlegend=several, legend=dict(orientation="h", y=-0.25 if several else None, x=0),
         ),
     )
 
@@ -824,7 +850,8 @@ def blank_change_bars(change: dict, title: str = "", x_max: float | None = None)
     hovers = [f"{plain(w)}: {percent(a)} in A → {percent(b)} in B ({t})"
               for w, a, b, t in zip(words, change["prob_a"], change["prob_b"], texts)]
     colours = [PALETTE[3] if v > 0 else PALETTE[0] for v in logs]
-    return _factor_bars(logs, _plain_all(words), texts, hovers, colours, "P(word) in B against A", title, x_max)
+    return _factor_bars([dict(x=logs, text=texts, hover=hovers, colour=colours)], _plain_all(words),
+                        "P(word) in B against A", title, x_max)
 
 
 def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figure:

@@ -240,6 +240,14 @@ def test_which_words_an_answer_rests_on_by_integrated_gradients(tiny_assets):
         [-s / math.log(2) for s in expected.scores if s is not None], abs=1e-6)
     assert any("Together the scored words account for a factor of" in c for c in texts(at.caption))
     assert at.query_params["why_by"] == "gradients"
+    # both ways: two bars per word in one chart, on one scale
+    at.radio(key="why_by").set_value("both").run()
+    assert_clean(at)
+    [spec] = effect_charts(at)
+    assert spec["layout"]["title"]["text"] == f"what “{expected.answer}” rests on (both ways)"
+    assert [t["name"] for t in spec["data"]] == ["hiding the word", "its share (gradients)"]
+    assert [b for b in spec["data"][1]["x"] if b is not None] == pytest.approx(
+        [-s / math.log(2) for s in expected.scores if s is not None], abs=1e-6)
     # the link opens with it, for a hidden word too
     at = page("fill_in", text=RIVER, blank="bank", why="1", why_by="gradients")
     assert_clean(at)

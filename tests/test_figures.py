@@ -266,6 +266,16 @@ def test_attribution_bars_draw_a_share_of_log_p_as_hiding_draws_a_factor():
     assert bar.marker.color[1] == figures.PALETTE[0] and bar.marker.color[3] == figures.PALETTE[3]
     assert "+1.39 nats of log P(bank), a factor of ×4" in bar.customdata[1]
     assert "P(bank) without the word's share" in fig.layout.xaxis.title.text
+    # both methods in one chart: two bars per word, the gradients' hatched, with a legend
+    hiding = {"words": result["words"], "answer": "bank", "prob": 0.2,
+              "hidden_probs": [0.2, 0.05, 0.1, 0.4, 0.1, None], "top_when_hidden": ["x"] * 5 + [None]}
+    both = figures.both_methods_bars(hiding, result, title="t")
+    assert [t.name for t in both.data] == ["hiding the word", "its share (gradients)"] and both.layout.showlegend
+    assert list(both.data[0].x[:2]) == pytest.approx([0.0, -2.0]) and list(both.data[1].x[:2]) == pytest.approx(
+        [0.0, -2.0])
+    assert both.data[1].marker.pattern.shape == "/" and not both.data[0].marker.pattern.shape
+    assert both.layout.barmode == "group" and both.layout.height > fig.layout.height
+    assert not fig.layout.showlegend  # one method: no legend
     # one scale for both methods side by side
     hiding = {"words": ["a"], "answer": "bank", "prob": 0.2, "hidden_probs": [0.1], "top_when_hidden": ["x"]}
     assert figures.shared_effect_scale([hiding]) == pytest.approx(1.0)

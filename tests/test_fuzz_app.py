@@ -152,6 +152,7 @@ CHOICES = {  # param: (options, widget)
     "near": (BOOL, "toggle"),
     "try": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
+    "why_by": (["hiding", "gradients", "both"], "radio"),
     "image_format": (["png", "svg"], "radio"),
     "ft_split": (["dev", "test"], "selectbox"),
     "ft_layer": (["0", "1", "2"], "selectbox"),  # the tiny BERT's embeddings, layer 1, layer 2
@@ -176,7 +177,8 @@ PAGE_PARAMS = {
                     "corpus_word", "colour", "clusters", "near"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview", "qk", "qk_from"],
-    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_guess", "compare"],
+    "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_by", "why_guess",
+                "compare"],
     "elmo_layers": ["probe_model"],
     "models": [],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only

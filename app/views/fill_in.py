@@ -88,7 +88,7 @@ url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
 url_state("why", False, kind=bool)
 url_state("why_guess", "", max_chars=40)
-BY = {"hiding": "hiding each word", "gradients": "integrated gradients"}
+BY = {"hiding": "hiding each word", "gradients": "integrated gradients", "both": "both"}
 url_state("why_by", "hiding", options=list(BY))
 url_state("compare", "", max_chars=MAX_TEXT_CHARS)
 # A link that names a word to hide opens in that mode even without fill_mode.
@@ -181,28 +181,31 @@ def compare_charts(cols: list, chosen: list[str], text_a: str, text_b: str, top_
                "probability at the blank grew most (×, to the right) and fell most (÷, to the left) when A became B.")
 
 
-def effect_chart(model_id: str, effects: dict, scale: float, key: str) -> None:
-    """What one answer rests on, by either method (a result with ``scores`` is integrated gradients)."""
+def effect_chart(model_id: str, results: dict, scale: float, key: str) -> None:
+    """What one answer rests on, by the methods in ``results`` ("hiding", "gradients": one or both)."""
     name = label(model_id)
-    title = f"what “{effects['answer']}” rests on"
-    if "scores" in effects:
-        data = pd.DataFrame({"word": effects["words"], "nats": effects["scores"]}).assign(
-            answer=effects["answer"], p_all_words=effects["prob"], p_every_word_hidden=effects["baseline_prob"],
-            model=name)
-        plot(figures.attribution_bars(effects, title=title + " (gradients)", x_max=scale),
-             f"gradients-{name}-{effects['answer']}", key=key, data=data)
-        rise = effects["prob"] / effects["baseline_prob"] if effects["baseline_prob"] > 0 else float("inf")
+    hiding, gradients = results.get("hiding"), results.get("gradients")
+    answer = (hiding or gradients)["answer"]
+    title = f"what “{answer}” rests on"
+    data = pd.DataFrame({"word": (hiding or gradients)["words"]}).assign(answer=answer, model=name)
+    if hiding is not None:
+        data = data.assign(p_hidden=hiding["hidden_probs"], first_guess_then=hiding["top_when_hidden"],
+                           p_all_words=hiding["prob"])
+    if gradients is not None:
+        data = data.assign(nats=gradients["scores"], p_every_word_hidden=gradients["baseline_prob"])
+    if hiding is not None and gradients is not None:
+        fig = figures.both_methods_bars(hiding, gradients, title=title + " (both ways)", x_max=scale)
+    elif gradients is not None:
+        fig = figures.attribution_bars(gradients, title=title + " (gradients)", x_max=scale)
+    else:
+        fig = figures.word_effect_bars(hiding, title=title, x_max=scale)
+    plot(fig, f"rests-on-{name}-{answer}", key=key, data=data)
+    if gradients is not None:
+        rise = gradients["prob"] / gradients["baseline_prob"] if gradients["baseline_prob"] > 0 else float("inf")
         st.caption(f"Together the scored words account for a factor of {figures.times(rise)}: "
-                   f"P({md(effects['answer'])}) is {figures.percent(effects['baseline_prob'])} with every scored "
-                   f"word hidden and {figures.percent(effects['prob'])} as written ({effects['steps']} steps of "
-                   "the integral; the scores add up to within "
-                   f"{abs(effects['gap']):.2g} nats).")
-        return
-    data = pd.DataFrame({"word": effects["words"], "p_hidden": effects["hidden_probs"],
-                         "first_guess_then": effects["top_when_hidden"]}).assign(
-        answer=effects["answer"], p_all_words=effects["prob"], model=name)
-    plot(figures.word_effect_bars(effects, title=title, x_max=scale),
-         f"rests-on-{name}-{effects['answer']}", key=key, data=data)
+                   f"P({md(answer)}) is {figures.percent(gradients['baseline_prob'])} with every scored word hidden "
+                   f"and {figures.percent(gradients['prob'])} as written ({gradients['steps']} steps of the "
+                   f"integral; the scores add up to within {abs(gradients['gap']):.2g} nats).")
 
 
 def hideable(text: str, model_id: str) -> dict[str, tuple[str, int, int]]:
@@ -299,7 +302,7 @@ def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
                            "gradients walks from the sentence with every word hidden to the sentence as written and "
                            "splits the answer's whole rise in log-probability among the words (Sundararajan et al. "
                            "2017): the bars then multiply to that rise. 17 to 33 runs with gradients (as many as it "
-                           "takes for the bars to add up), whatever the length.")
+                           "takes for the bars to add up), whatever the length. Both: two bars per word.")
     if why and mode == "masks":
         guess = c3.text_input("for the guess", key="why_guess", max_chars=40,
                               placeholder="each model's first guess",
@@ -309,24 +312,32 @@ def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
     return why, by, guess
 
 
+def explanation(model_id: str, checked: str, hidden: tuple[str, int] | None, blank: int, guess: str | None,
+                whole_words: bool, method: str) -> dict:
+    """What one answer rests on by one method: the hidden word (``hidden``), or the guess at blank ``blank``."""
+    if hidden is not None:
+        if method == "gradients":
+            return hidden_gradients(model_id, checked, *hidden)
+        return hidden_rests_on(model_id, checked, *hidden, whole_words)
+    return (gradients if method == "gradients" else rests_on)(model_id, checked, blank, guess, whole_words)
+
+
 def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, int] | None, guess: str | None,
                  whole_words: bool, by: str) -> None:
     """Under each model's answers (``places``: per model, a place per blank, or one for the hidden word), which words
     they rest on, drawn once every model's are computed, on one scale per blank. Called after the guesses are drawn,
     so they show while this runs (one model run per word of the sentence)."""
-    effects = {}
+    methods = ["hiding", "gradients"] if by == "both" else [by]
+    effects: dict[str, list[dict]] = {}  # per model, per blank: {method: result}
     for model_id, spots in places.items():
         with spots[0], guard(f"What {label(model_id)}'s answer rests on"), \
                 limits.heavy(f"{label(model_id)}'s explanation"):
-            if hidden is not None:
-                effects[model_id] = [hidden_gradients(model_id, checked, *hidden) if by == "gradients" else
-                                     hidden_rests_on(model_id, checked, *hidden, whole_words)]
-            else:
-                explain = gradients if by == "gradients" else rests_on
-                effects[model_id] = [explain(model_id, checked, i, guess, whole_words)
-                                     for i in range(len(computed[model_id]))]
+            answers = 1 if hidden is not None else len(computed[model_id])
+            effects[model_id] = [{m: explanation(model_id, checked, hidden, i, guess, whole_words, m) for m in methods}
+                                 for i in range(answers)]
     blanks = max((len(per_blank) for per_blank in effects.values()), default=0)
-    scales = [figures.shared_effect_scale([e[i] for e in effects.values() if i < len(e)]) for i in range(blanks)]
+    scales = [figures.shared_effect_scale([r for e in effects.values() if i < len(e) for r in e[i].values()])
+              for i in range(blanks)]
     for model_id, per_blank in effects.items():
         for i, (spot, e) in enumerate(zip(places[model_id], per_blank)):
             with spot, guard(label(model_id)):
