@@ -274,6 +274,19 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
     no_traceback(page)
     assert "why_guess=river" in page.url
     screenshot(page, "fill_in-rests-on.png")
+    # the other method, then both: the chart is redrawn in place, two bars a word with a legend for both
+    page.get_by_text("integrated gradients").click()
+    page.wait_for_function("() => ((document.querySelectorAll('.js-plotly-plot')[1] || {layout: {title: {}}})"
+                           ".layout.title.text || '').includes('(gradients)')", timeout=60_000)
+    settle(page)
+    assert page.get_by_text("Together the scored words account for a factor of").count() == 1
+    page.get_by_text("both", exact=True).click()
+    page.wait_for_function("() => ((document.querySelectorAll('.js-plotly-plot')[1] || {data: []}).data.length == 2)",
+                           timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert "why_by=both" in page.url
+    screenshot(page, "fill_in-rests-on-both.png")
     page.close()
 
 
