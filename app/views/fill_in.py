@@ -294,7 +294,8 @@ def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
     why = c1.toggle("Show which words it rests on", key="why", persist_state="session",
                     help="Hides each other word of the sentence in turn ([MASK] in its place) and shows how many "
                          "times less (÷) or more (×) likely the answer becomes: a long bar to the left is a word "
-                         "the answer rests on. One model run per word.")
+                         "the answer rests on. One model run per word. Or, chosen beside it once on, by integrated "
+                         "gradients, or both ways at once.")
     by, guess = "hiding", None
     if why:
         by = c2.radio("by", list(BY), key="why_by", persist_state="session", format_func=BY.get, horizontal=True,
@@ -325,8 +326,9 @@ def explanation(model_id: str, checked: str, hidden: tuple[str, int] | None, bla
 def explain_each(places: dict, computed: dict, checked: str, hidden: tuple[str, int] | None, guess: str | None,
                  whole_words: bool, by: str) -> None:
     """Under each model's answers (``places``: per model, a place per blank, or one for the hidden word), which words
-    they rest on, drawn once every model's are computed, on one scale per blank. Called after the guesses are drawn,
-    so they show while this runs (one model run per word of the sentence)."""
+    they rest on, by ``by`` ("hiding", "gradients" or "both"), drawn once every model's are computed, on one scale
+    per blank. Called after the guesses are drawn, so they show while this runs (one model run per word of the
+    sentence, or 17 to 33 runs with gradients)."""
     methods = ["hiding", "gradients"] if by == "both" else [by]
     effects: dict[str, list[dict]] = {}  # per model, per blank: {method: result}
     for model_id, spots in places.items():
