@@ -82,8 +82,13 @@ def sense_scatter(
     stacks: Sequence[Sequence[int]] = (),
     legend_title: str = "sense",
     ranges: tuple[list[float], list[float]] | None = None,
+    marked: Sequence[int] = (),
+    marked_name: str = "",
 ) -> go.Figure:
     """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
+
+    ``marked``: occurrences ringed in black on top of their dots (those a search found), one more legend entry
+    named ``marked_name``.
 
     ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence. From
     :data:`WEBGL_FROM` points on, 2-D traces are drawn with WebGL (``scattergl``): SVG slows panning and hovering
@@ -132,6 +137,15 @@ def sense_scatter(
         traces.append(trace)
     if stacks and not three_d:
         traces.append(_stack_trace(np.array(centres), stacks, spreads, names, panel))
+    if len(marked):
+        idx = np.asarray(marked, dtype=int)
+        ring = dict(type=kind, name=plain(marked_name), mode="markers", customdata=idx, text=text[idx],
+                    x=coords[idx, 0], y=coords[idx, 1],
+                    hovertemplate="%{text}<extra>" + plain(marked_name) + "</extra>",
+                    marker=dict(symbol="circle-open", size=marker_size + 6, color="#111", line=dict(width=2)))
+        if three_d:
+            ring["z"] = coords[idx, 2]
+        traces.append(ring)
     axis = dict(showticklabels=False, title=None, zeroline=False)
     xaxis, yaxis = (axis, axis) if ranges is None or three_d else (
         dict(axis, range=ranges[0], autorange=False), dict(axis, range=ranges[1], autorange=False))

@@ -17,11 +17,13 @@ session), ``app_env`` (a test module opts in with ``pytestmark = pytest.mark.use
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -252,3 +254,12 @@ def finetune_tiny(base: Path, task: Path, out: Path, steps: int = 20) -> Path:
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/ctxmodels-tiny-assets")
     print(build_tiny_assets(target))
+
+
+def figure_array(value) -> np.ndarray:
+    """A figure's array as the browser gets it: a list, or Plotly's typed array ({dtype, bdata, shape})."""
+    if isinstance(value, dict) and "bdata" in value:
+        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        return a.reshape([int(s) for s in str(shape).split(",")]) if shape else a
+    return np.asarray(value, dtype=float)

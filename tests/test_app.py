@@ -20,7 +20,7 @@ from app.registry import registry
 from app.settings import settings
 from ctxmodels.analysis import attention as att
 from ctxmodels.thread_warnings import caught_warnings
-from tests.app_fixtures import assert_clean, charts, open_explanation, page, texts
+from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -202,7 +202,7 @@ def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
     layers = [t["y"] for t in bert["data"]][0]
     assert list(layers) == ["embeddings", "layer 1", "layer 2"]
     # every layer's bar holds the k nearest: the tiny SemCor's 12 tagged "bank"s, all nouns and the word itself
-    totals = np.sum([array_of(t["x"]) for t in bert["data"]], axis=0)
+    totals = np.sum([figure_array(t["x"]) for t in bert["data"]], axis=0)
     assert list(totals) == [12, 12, 12]
     assert [t["name"] for t in bert["data"]] == ["noun"] and bert["data"][0]["marker"]["pattern"]["shape"] == "/"
     assert at.query_params["near"] == "1"
@@ -214,14 +214,6 @@ def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
     contexts = [list(df.value["in context"]) for df in at.dataframe if "in context" in df.value.columns]
     assert contexts and all(any("[bank]" in c for c in cs) for cs in contexts)
     assert len(list((tmp_path / "cache" / "token-index").glob("*.npz"))) == 2
-
-
-def array_of(value) -> np.ndarray:
-    if isinstance(value, dict) and "bdata" in value:
-        import base64
-
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-    return np.asarray(value, dtype=float)
 
 
 OWN = "\n".join([

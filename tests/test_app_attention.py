@@ -4,30 +4,19 @@ probability for a pair. Tiny random-weight models (tests/app_fixtures.py)."""
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
 
 import ctxmodels
 from app import figures, inputs
 from ctxmodels.analysis import attention as att
-from tests.app_fixtures import assert_clean, charts, page, texts
+from tests.app_fixtures import assert_clean, charts, figure_array, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 
 pytestmark = pytest.mark.usefixtures("app_env")
 
 DEFAULT = "The bank raised its interest rates, so she moved her savings elsewhere."
-
-
-def array(value) -> np.ndarray:
-    """A figure's array as the browser gets it: a list, or Plotly's typed array ({dtype, bdata, shape})."""
-    if isinstance(value, dict) and "bdata" in value:
-        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        return a.reshape([int(s) for s in str(shape).split(",")]) if shape else a
-    return np.asarray(value, dtype=float)
 
 
 def detail_charts(at) -> tuple[dict, dict | None]:
@@ -57,7 +46,7 @@ def warned(at, param: str) -> bool:
 
 def line_segments(chart: dict) -> int:
     """Segments drawn in the line view (each is x = 0, 1, gap)."""
-    return sum(len(array(t["x"])) // 3 for t in chart["data"] if t.get("mode") == "lines")
+    return sum(len(figure_array(t["x"])) // 3 for t in chart["data"] if t.get("mode") == "lines")
 
 
 def test_layer_head_and_threshold_from_the_link_reproduce_the_detail_view(tiny_assets):
@@ -80,14 +69,14 @@ def test_layer_head_and_threshold_from_the_link_reproduce_the_detail_view(tiny_a
     assert not again.warning, texts(again.warning)
     heat2, lines2 = detail_charts(again)
     assert title(heat2) == "layer 2, head 2"
-    assert np.array_equal(array(heat2["data"][0]["z"]), array(heat["data"][0]["z"]))
+    assert np.array_equal(figure_array(heat2["data"][0]["z"]), figure_array(heat["data"][0]["z"]))
     assert lines2 == lines
     assert slider(again, "att_layer").value == 2 and slider(again, "att_head").value == 2
     assert slider(again, "att_threshold").value == pytest.approx(0.2)
 
     # And it is the model's layer 2, head 2, with the lines at or above 0.2.
     maps = att.compute_attention(ctxmodels.load(str(tiny_assets / "bert-eltec")), None, DEFAULT)
-    assert np.allclose(array(heat2["data"][0]["z"]), maps.attentions[1, 1], atol=1e-6)
+    assert np.allclose(figure_array(heat2["data"][0]["z"]), maps.attentions[1, 1], atol=1e-6)
     expected = figures.attention_lines(maps.attentions[1, 1], maps.tokens, threshold=0.2)
     assert line_segments(lines2) == int((maps.attentions[1, 1] >= 0.2).sum())
     assert line_segments(lines2) == sum(len(t.x) // 3 for t in expected.data if t.mode == "lines")
@@ -175,12 +164,12 @@ def test_how_a_head_computes_its_weights_from_the_link(tiny_assets):
     qk = att.query_keys(model, None, "The bank was closed.")
     assert title(chart) == f"layer 2, head 1: from {qk.tokens[2]} ·2"
     bars = chart["data"][2]
-    assert np.allclose(array(bars["x"]), qk.attentions[1, 0, 2], atol=1e-6)  # the map's row 2, layer 2, head 1
+    assert np.allclose(figure_array(bars["x"]), qk.attentions[1, 0, 2], atol=1e-6)  # the map's row 2, layer 2, head 1
     assert any("gives most weight to" in c for c in texts(at.caption)), texts(at.caption)
     assert param(at, "qk") == "1" and param(at, "qk_from") == "2"
     # another head reruns the detail with its own queries and keys
     slider(at, "att_head").set_value(2).run()
-    assert np.allclose(array(query_key_chart(at)["data"][2]["x"]), qk.attentions[1, 1, 2], atol=1e-6)
+    assert np.allclose(figure_array(query_key_chart(at)["data"][2]["x"]), qk.attentions[1, 1, 2], atol=1e-6)
 
 
 def test_the_query_key_view_only_for_one_head_and_in_range():

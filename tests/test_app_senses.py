@@ -16,6 +16,7 @@ from tests.app_fixtures import (
     RIVER,
     assert_clean,
     charts,
+    figure_array,
     page,
     texts,
     write_semcor,
@@ -93,6 +94,28 @@ def test_any_word_of_a_corpus_coloured_by_clusters_with_a_concordance(corpus):
     assert len(table) == 24 and {"left", "word", "right", "document"} <= set(table.columns)
     assert set(table["word"]) == {"bank"}
     assert at.query_params["corpus_word"] == "bank" and at.query_params["limit"] == "1000"
+
+
+def test_a_search_rings_the_occurrences_with_those_words_around_them(corpus):
+    at = page("word_senses", source="corpus", corpus_word="bank", projection="pca", models="bert-eltec")
+    assert not any(t.get("name", "").startswith("with ") for c in charts(at) for t in c["data"])
+    at.text_input(key="find").input("river, Willows").run()
+    assert_clean(at)
+    assert any(c.startswith("Ringed: the 12 of 24 occurrences (50%) whose sentence has *river*, *willows*")
+               for c in texts(at.caption)), texts(at.caption)
+    for fig in charts(at)[:2]:  # both panels: the 12 river sentences ringed, each a click away like its dot
+        [ring] = [t for t in fig["data"] if t.get("name") == "with river / willows"]
+        assert len(figure_array(ring["customdata"])) == 12 and ring["marker"]["symbol"] == "circle-open"
+        assert all("river" in h for h in ring["text"])
+    together = [c for c in texts(at.caption) if c.startswith("Of the ringed occurrences' 5 nearest")]
+    assert len(together) == 2 and all(c.endswith("(50% of all are).") for c in together)
+    assert at.query_params["find"] == "river, Willows"
+    at.text_input(key="find").input("zebra").run()
+    assert_clean(at)
+    assert any("No occurrence's sentence has *zebra*" in c for c in texts(at.caption))
+    at.text_input(key="find").input(" ,, ").run()
+    assert not at.exception and any("type one or more words" in e for e in texts(at.error))
+    assert len(charts(at)) >= 2  # the panels stay
 
 
 def test_the_sample_limit_and_seed_reproduce_a_view(corpus):

@@ -17,6 +17,23 @@ def test_sense_scatter_one_trace_per_sense_and_indices_kept():
     assert list(river.customdata) == [0, 2] and list(river.x) == [0, 2]
 
 
+def test_sense_scatter_rings_the_marked_occurrences_on_top_of_their_dots():
+    coords = np.array([[0, 0], [1, 1], [2, 2], [3, 3]], dtype=float)
+    fig = figures.sense_scatter(coords, ["river", "money", "river", None], ["a", "b", "c", "<d>"], marked=[1, 3],
+                                marked_name="with <b>water</b>")
+    ring = fig.data[-1]  # drawn last, so on top
+    assert ring.name == "with &lt;b&gt;water&lt;/b&gt;" and ring.marker.symbol == "circle-open"
+    assert list(ring.customdata) == [1, 3] and list(ring.x) == [1, 3] and list(ring.text) == ["b", "<d>"]
+    # occurrences that share a point (a static model) are spread into a small sunflower: the ring is on its own dot
+    shared = figures.sense_scatter(np.zeros((4, 2)), ["river", "money", "river", "money"], ["a"] * 4,
+                                   stacks=[[0, 1, 2, 3]], marked=[0])
+    river = next(t for t in shared.data if t.name == "river")
+    assert list(river.customdata) == [0, 2] and shared.data[-1].x[0] == river.x[0] != 0.0
+    three_d = figures.sense_scatter(np.ones((3, 3)), ["a", "a", "b"], ["x", "y", "z"], marked=[2], marked_name="m")
+    assert three_d.data[-1].type == "scatter3d" and list(three_d.data[-1].z) == [1.0]
+    assert [t.name for t in figures.sense_scatter(coords, ["a"] * 4, ["x"] * 4).data] == ["a"]  # nothing marked
+
+
 def test_sense_scatter_3d_and_bad_shapes():
     fig = figures.sense_scatter(np.zeros((3, 3)), ["a", "a", "b"], ["x", "y", "z"])
     assert fig.data[0].type == "scatter3d"

@@ -168,13 +168,14 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "qk_from": ["0", "2", "15", "999"],
         "try_a": ["We sat on the bank.", ""], "try_b": ["The bank lent money.", "No such word here."],
         "try_word": ["bank", "Bank", "", "river bank"],
-        "compare": ["The [MASK] was by the sea.", "No blank here.", "[MASK] and [MASK]"]}
+        "compare": ["The [MASK] was by the sea.", "No blank here.", "[MASK] and [MASK]"],
+        "find": ["river", "river, money", " ,, ", "zebra", "a b c d e f g h i j k"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": ["try", "try_a", "try_b", "try_word", "try_models"],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
-                    "corpus_word", "colour", "clusters", "near"],
+                    "corpus_word", "colour", "clusters", "near", "find"],
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview", "qk", "qk_from"],
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_by", "why_guess",

@@ -97,6 +97,44 @@ def test_nearest_occurrences_by_cosine_without_itself_or_empty_rows():
 # -- measurements ------------------------------------------------------------------------------------------------
 
 
+def test_a_search_for_context_words_reads_them_as_typed():
+    assert ws.context_query(" River, money |water;  river ") == ["river", "money", "water"]
+    assert ws.context_query("Bank's") == ["bank's"]
+    with pytest.raises(ValueError, match="type one or more words"):
+        ws.context_query(" , ;; !! ")
+    with pytest.raises(ValueError, match="names 11 words; name at most 10"):
+        ws.context_query(" ".join(f"w{i}" for i in range(11)))
+
+
+def test_containing_finds_the_words_around_an_occurrence_not_the_occurrence_itself():
+    sentences = ["We sat on the bank of the river.", "The bank raised its rates.", "The bank by the Rivers.",
+                 "A bank beside the bank.", "Money in the bank."]
+    found = vectors.find_occurrences(sentences, "bank")
+    assert [o.sentence_index for o in found.occurrences] == [0, 1, 2, 3, 3, 4]
+    assert ws.containing(found.occurrences, ["river"]).tolist() == [True, False, True, False, False, False]
+    assert ws.containing(found.occurrences, ["river"], inflect=False).tolist() == [True, False, False, False, False,
+                                                                                  False]
+    # "bank" twice in one sentence: each occurrence has the other around it; a lone "bank" has none
+    assert ws.containing(found.occurrences, ["bank"]).tolist() == [False, False, False, True, True, False]
+    assert ws.containing(found.occurrences, ["river", "MONEY"]).tolist() == [True, False, True, False, False, True]
+
+
+def test_neighbour_share_is_how_often_the_marked_points_neighbours_are_marked():
+    # two tight groups far apart: the marked group's nearest are all marked
+    X = np.array([[1, 0.01 * i] for i in range(4)] + [[0.01 * i, 1] for i in range(4)], dtype=float)
+    marked = np.array([True] * 4 + [False] * 4)
+    assert ws.neighbour_share(X, marked, k=3) == pytest.approx(1.0)
+    assert ws.neighbour_share(X, marked, k=5) == pytest.approx(3 / 5)  # only three other marked points each
+    # every other point marked: each marked point's three nearest are its own group, one of them marked
+    mixed = np.array([True, False, True, False, True, False, True, False])
+    assert ws.neighbour_share(X, mixed, k=3) == pytest.approx(1 / 3)
+    # a row without a vector is neither asked about nor a neighbour: the three left in the group need one more
+    holed = X.copy()
+    holed[0] = np.nan
+    assert ws.neighbour_share(holed, marked, k=3) == pytest.approx(2 / 3)
+    assert ws.neighbour_share(X, np.eye(8, dtype=bool)[0], k=3) is None  # one marked point: nothing to say
+
+
 def test_majority_baseline_and_sense_names():
     assert ws.majority_baseline(["a", "a", "b", None, ""]) == pytest.approx(2 / 3)
     assert ws.majority_baseline(["a", "a", None]) is None  # one sense: nothing to compare with

@@ -47,7 +47,11 @@ explain(
     "the same word at another position in its sentence lands elsewhere, while its sense plays no part yet. With "
     "*shared axes* both are fitted in one projection, so distances compare across the two panels. Click a point "
     "to read its sentence and its nearest neighbours, measured with the cosine in the model's full space (not in "
-    "the picture). *Clusters* are found in each layer without the labels (k-means on the directions, k chosen by "
+    "the picture). *Ring the occurrences with these words around them* (the TensorBoard Projector's search) rings "
+    "every occurrence whose sentence has one of the words you type, in every panel, and says under each panel how "
+    "often the ringed occurrences' nearest neighbours in that layer are ringed too, against how many are ringed "
+    "at all: a layer that reads the context keeps the sentences about rivers together. *Clusters* are found in "
+    "each layer without the labels (k-means on the directions, k chosen by "
     "the silhouette unless you set it) and named by the context words most typical of each. Below, the "
     "measurements per layer: leave-one-out 1-nearest-neighbour sense accuracy against the majority sense, the "
     "silhouette of the sense clusters, how well the clusters agree with the senses (adjusted Rand index), and "
@@ -70,6 +74,7 @@ MIX = ws.MIX  # the layer option for ELMo's learned scalar mix
 LARGE = 600  # occurrences from which UMAP and t-SNE run in the background, with PCA drawn meanwhile
 BASELINE_SENTENCES = 300  # sentences embedded for the anisotropy baseline of a large view
 K_CHOICES = ["auto"] + list(range(2, 9))
+NEIGHBOURS_SHOWN = 5  # a clicked point's nearest occurrences, and those a search counts
 # The widgets' ranges, for the widgets and for the values a link may give them.
 SEED = dict(min_value=0, max_value=10_000)
 NEIGHBORS = dict(min_value=2, max_value=100)
@@ -86,6 +91,7 @@ url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
 url_state("colour", "sense", options=["sense", "cluster"])
 url_state("clusters", "auto", options=K_CHOICES)
+url_state("find", "", max_chars=200)
 
 # -- inputs -------------------------------------------------------------------------------------------------
 box = controls()  # a collapsed expander in presentation mode: the first screen shows the figures
@@ -150,6 +156,24 @@ k_choice = c5.selectbox("Clusters", K_CHOICES, key="clusters",
                         else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
 to_url("clusters")
 k = None if k_choice == "auto" else int(k_choice)
+query = box.text_input(
+    "Ring the occurrences with these words around them (optional)", key="find", persist_state="session",
+    max_chars=200, placeholder="river, water",
+    help="Like the TensorBoard Projector's search: every occurrence whose sentence has one of these words (or its "
+         "simple inflections: river finds rivers) is ringed in every panel, and under each panel a figure says how "
+         "often their nearest occurrences in that layer have one of the words too.").strip()
+to_url("find")
+marked, marked_name = np.zeros(n_occ, dtype=bool), ""
+if query:
+    with guard("The search"):
+        words = ws.context_query(query)
+        marked = ws.containing(found.occurrences, words)
+        marked_name = "with " + " / ".join(words)
+        share = marked.mean() if n_occ else 0.0
+        st.caption(f"Ringed: the {int(marked.sum()):,} of {n_occ:,} occurrences ({share:.0%}) whose sentence has "
+                   + ", ".join(f"*{md(w)}*" for w in words) + " (or an inflection)."
+                   if marked.any() else "No occurrence's sentence has " + ", ".join(f"*{md(w)}*" for w in words)
+                   + " (or an inflection); nothing is ringed.")
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
 
@@ -233,7 +257,7 @@ def measured(model_id: str, model, ov) -> tuple[pd.DataFrame, list[str]]:
 # -- one row of panels per model -----------------------------------------------------------------------------
 def neighbour_table(X: np.ndarray, index: int, groups: list[str]) -> pd.DataFrame:
     """The occurrences nearest to occurrence ``index`` in ``X`` [n_occ, dim], as the page lists them."""
-    near = ws.nearest_occurrences(X, index)
+    near = ws.nearest_occurrences(X, index, n=NEIGHBOURS_SHOWN)
     table = {"cosine": [round(nb.cosine, 4) for nb in near]}
     if has_senses:
         table["sense"] = [labels[nb.index] or figures.UNLABELLED for nb in near]
@@ -365,9 +389,10 @@ def model_row(model_id: str) -> None:
                 cluster_of = clusters.cluster_label_names(c)
                 groups, colours, legend = cluster_of, figures.sense_colours(cluster_of), "cluster"
                 title += f" · {c.k} clusters" if k is None else ""
-        fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours,
-                                    stacks=same_vector(ws.layer_vectors(ov.vectors, lay, mix)), ranges=ranges,
-                                    legend_title=legend)
+        X = ws.layer_vectors(ov.vectors, lay, mix)
+        fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours, stacks=same_vector(X),
+                                    ranges=ranges, legend_title=legend, marked=np.flatnonzero(marked),
+                                    marked_name=marked_name)
         def data(xy=xy, layer_name=names[lay], cluster_of=cluster_of) -> pd.DataFrame:
             return pd.DataFrame({"model": name, "layer": layer_name, "occurrence": range(n_occ),
                                  "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
@@ -376,9 +401,14 @@ def model_row(model_id: str) -> None:
         with col:
             event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
                          selectable=True)
+            if marked.any():
+                together = ws.neighbour_share(X, marked, k=NEIGHBOURS_SHOWN)
+                if together is not None:
+                    st.caption(f"Of the ringed occurrences' {NEIGHBOURS_SHOWN} nearest (cosine in {model.dim} "
+                               f"dimensions), {together:.0%} are ringed too ({marked.mean():.0%} of all are).")
             picked = selected_point(event)
             if picked is not None:
-                show_point(picked, model, ws.layer_vectors(ov.vectors, lay, mix), names[lay], cluster_of)
+                show_point(picked, model, X, names[lay], cluster_of)
     if len(layers) == 1:
         cols[1].info("This model has only its context-free layer." if model.n_layers == 1 else
                      "Move the slider to a contextual layer to compare it with the context-free one.")

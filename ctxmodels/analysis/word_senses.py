@@ -8,6 +8,8 @@ one set of sentences, so the app, the command line and the tests share it:
 * :func:`centred_directions` and :func:`project_layers` project several layers of the same occurrences to 2-D,
   one by one or jointly on shared axes (:class:`LayerProjection`, whose ``path`` follows one occurrence).
 * :func:`nearest_occurrences` lists an occurrence's nearest other occurrences by cosine in the full space.
+* :func:`containing` finds the occurrences with given words around them (:func:`context_query` reads a search as
+  typed), and :func:`neighbour_share` says how far a layer keeps them together.
 * :func:`context_shifts` says which words of its sentence shape one occurrence's vector, layer by layer
   (:class:`ContextShifts`).
 * :func:`measure_layers` (arrays in) and :func:`measure_word` (a model in) give the per-layer table of sense
@@ -19,6 +21,7 @@ Occurrences are found once, with :func:`~ctxmodels.analysis.vectors.find_occurre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -27,9 +30,17 @@ import numpy as np
 import pandas as pd
 
 from ..cosine import unit_rows
+from ..text import inflections, tokenize_with_offsets
 from ..tokenization import MASK
 from . import projections, senses
-from .vectors import OccurrenceSearch, OccurrenceVectors, embed_sentences, find_occurrences, occurrence_vectors
+from .vectors import (
+    Occurrence,
+    OccurrenceSearch,
+    OccurrenceVectors,
+    embed_sentences,
+    find_occurrences,
+    occurrence_vectors,
+)
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -166,6 +177,61 @@ def nearest_occurrences(X: np.ndarray, index: int, n: int = 5) -> list[Neighbour
     sims[~np.isfinite(sims)] = -np.inf
     order = [int(i) for i in np.argsort(-sims, kind="stable") if np.isfinite(sims[i])][:n]
     return [Neighbour(i, float(sims[i])) for i in order]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# occurrences by the words around them (the Projector's search)
+
+#: The most words one search names; a search is for a handful of context words, not a text.
+MAX_CONTEXT_QUERY_WORDS = 10
+
+
+def context_query(query: str) -> list[str]:
+    """The words of a search for context words, as typed: separated by spaces, commas, semicolons or "|", each a
+    word with a letter or digit, lower-cased, in order, without repeats. ValueError for none, or too many."""
+    parts = [p.strip().casefold() for p in re.split(r"[\s,;|]+", query) if p.strip()]
+    words = list(dict.fromkeys(p for p in parts if any(c.isalnum() for c in p)))
+    if not words:
+        raise ValueError("type one or more words to look for around the occurrences (river, money), separated by "
+                         "spaces or commas")
+    if len(words) > MAX_CONTEXT_QUERY_WORDS:
+        raise ValueError(f"the search names {len(words)} words; name at most {MAX_CONTEXT_QUERY_WORDS}")
+    return words
+
+
+def containing(occurrences: Sequence[Occurrence], words: Sequence[str], inflect: bool = True) -> np.ndarray:
+    """Bool [n]: which occurrences' sentences contain one of ``words`` elsewhere than at the occurrence (words as
+    the project's tokenizer reads them, in any case; with ``inflect``, their simple inflections too: river finds
+    rivers)."""
+    forms: set[str] = set()
+    for w in words:
+        forms |= inflections(w) if inflect else {w.casefold()}
+    found = np.zeros(len(occurrences), dtype=bool)
+    for i, occ in enumerate(occurrences):
+        found[i] = any(start != occ.char_span[0] and token.casefold() in forms
+                       for token, start, _ in tokenize_with_offsets(occ.sentence))
+    return found
+
+
+def neighbour_share(X: np.ndarray, marked: np.ndarray, k: int = 5) -> float | None:
+    """How often the ``k`` nearest other occurrences (cosine in ``X`` [n, dim]) of a marked occurrence are marked
+    too, over the marked occurrences with a vector: near the share of marked occurrences overall where a layer does
+    not group them, near 1 where it does. None with fewer than two marked occurrences with a vector."""
+    ok = np.isfinite(X).all(axis=1)
+    rows = np.flatnonzero(marked & ok)
+    if len(rows) < 2 or ok.sum() <= k:
+        return None
+    U = unit_rows(X[ok])
+    index = np.flatnonzero(ok)
+    position = {j: p for p, j in enumerate(index)}
+    hits = []
+    for start in range(0, len(rows), 256):  # [256, n] similarities at a time: 5,000 occurrences stay small
+        chunk = rows[start:start + 256]
+        sims = U[[position[j] for j in chunk]] @ U.T
+        sims[np.arange(len(chunk)), [position[j] for j in chunk]] = -np.inf  # not itself
+        nearest = np.argpartition(-sims, k, axis=1)[:, :k]
+        hits.append(marked[index[nearest]].mean(axis=1))
+    return float(np.concatenate(hits).mean())
 
 
 # ----------------------------------------------------------------------------------------------------------
