@@ -133,6 +133,16 @@ def test_neighbour_share_is_how_often_the_marked_points_neighbours_are_marked():
     holed[0] = np.nan
     assert ws.neighbour_share(holed, marked, k=3) == pytest.approx(2 / 3)
     assert ws.neighbour_share(X, np.eye(8, dtype=bool)[0], k=3) is None  # one marked point: nothing to say
+    # one vector for every occurrence (a context-free layer): all are tied, so a marked point's nearest are the
+    # others' share of marked ones (3 of 7), whatever their order
+    same = np.ones((8, 2))
+    assert ws.neighbour_share(same, marked, k=3) == pytest.approx(3 / 7)
+    assert ws.neighbour_share(same, marked[::-1].copy(), k=3) == pytest.approx(3 / 7)
+    # points 0 and 1 have two neighbours above a four-way tie (cosine 0 with 3-6), which shares their last place
+    # (one of the four is marked); point 3's three nearest are the three others like it, none marked
+    line = np.array([[1, 0], [1, 0.001], [1, 0.002], [0, 1], [0, 1], [0, 1], [0, 1]], dtype=float)
+    picked = np.array([True, True, False, True, False, False, False])
+    assert ws.neighbour_share(line, picked, k=3) == pytest.approx(((1 + 0 + 1 / 4) / 3 * 2 + 0) / 3)
 
 
 def test_majority_baseline_and_sense_names():

@@ -213,25 +213,35 @@ def containing(occurrences: Sequence[Occurrence], words: Sequence[str], inflect:
     return found
 
 
+#: Cosines closer than this are one tie (identical vectors give cosines equal up to the matmul's rounding).
+TIE = 1e-6
+
+
 def neighbour_share(X: np.ndarray, marked: np.ndarray, k: int = 5) -> float | None:
     """How often the ``k`` nearest other occurrences (cosine in ``X`` [n, dim]) of a marked occurrence are marked
     too, over the marked occurrences with a vector: near the share of marked occurrences overall where a layer does
-    not group them, near 1 where it does. None with fewer than two marked occurrences with a vector."""
+    not group them, near 1 where it does. None with fewer than two marked occurrences with a vector.
+
+    Ties at the k-th place share its remaining places by their marked share (the expectation over every way of
+    breaking the tie): a context-free layer gives every occurrence of one form the same vector, and which of them
+    counted as nearest would otherwise be an accident of their order."""
     ok = np.isfinite(X).all(axis=1)
     rows = np.flatnonzero(marked & ok)
     if len(rows) < 2 or ok.sum() <= k:
         return None
     U = unit_rows(X[ok])
-    index = np.flatnonzero(ok)
-    position = {j: p for p, j in enumerate(index)}
-    hits = []
+    mark = marked[ok].astype(float)
+    position = np.cumsum(ok) - 1  # an occurrence's row in U
+    shares = []
     for start in range(0, len(rows), 256):  # [256, n] similarities at a time: 5,000 occurrences stay small
-        chunk = rows[start:start + 256]
-        sims = U[[position[j] for j in chunk]] @ U.T
-        sims[np.arange(len(chunk)), [position[j] for j in chunk]] = -np.inf  # not itself
-        nearest = np.argpartition(-sims, k, axis=1)[:, :k]
-        hits.append(marked[index[nearest]].mean(axis=1))
-    return float(np.concatenate(hits).mean())
+        chunk = position[rows[start:start + 256]]
+        sims = U[chunk] @ U.T
+        sims[np.arange(len(chunk)), chunk] = -np.inf  # not itself
+        kth = -np.partition(-sims, k - 1, axis=1)[:, k - 1:k]  # the k-th largest cosine, [c, 1]
+        above, tied = sims > kth + TIE, np.abs(sims - kth) <= TIE
+        places_left = k - above.sum(axis=1)
+        shares.append((above @ mark + places_left * (tied @ mark) / tied.sum(axis=1)) / k)
+    return float(np.concatenate(shares).mean())
 
 
 # ----------------------------------------------------------------------------------------------------------
