@@ -335,6 +335,28 @@ def test_word_senses_shows_which_words_shape_one_occurrence(server, browser):
     page.close()
 
 
+def test_word_senses_rings_the_occurrences_with_the_words_typed(server, browser):
+    """Words typed into the search box and entered ring the occurrences whose sentence has them, in every panel,
+    with a line under each panel; the words go into the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/word_senses?projection=pca")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    rings = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data.some(t => "
+             "(t.name || '').startsWith('with '))).length")
+    assert page.evaluate(rings) == 0
+    box = page.get_by_role("textbox", name="Ring the occurrences with these words around them")
+    box.fill("river")
+    box.press("Enter")
+    page.wait_for_function(f"() => ({rings})() >= 2", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert page.get_by_text("Of the ringed occurrences' 5 nearest").count() >= 2
+    assert "find=river" in page.url, page.url
+    screenshot(page, "word_senses-find.png")
+    page.close()
+
+
 def test_word_senses_finds_the_nearest_words_in_semcor(server, browser):
     """With the switch on (here from the link), each model gets, once its SemCor index is built in the background
     (a progress bar meanwhile), a stacked bar per layer of the 50 nearest words' parts of speech."""
