@@ -110,6 +110,14 @@ def test_a_search_rings_the_occurrences_with_those_words_around_them(corpus):
     together = [c for c in texts(at.caption) if c.startswith("Of the ringed occurrences' 5 nearest")]
     assert len(together) == 2 and all(c.endswith("(50% of all are).") for c in together)
     assert at.query_params["find"] == "river, Willows"
+    # the concordance says which rows are ringed, and shows only those on request
+    at.session_state["kwic_open"] = True
+    at.run()
+    table = at.dataframe[-1].value
+    assert len(table) == 24 and table["ringed"].sum() == 12
+    at.checkbox(key="kwic_ringed").check().run()
+    table = at.dataframe[-1].value
+    assert len(table) == 12 and table["ringed"].all() and all("river" in r for r in table["right"])
     at.text_input(key="find").input("zebra").run()
     assert_clean(at)
     assert any("No occurrence's sentence has *zebra*" in c for c in texts(at.caption))

@@ -677,9 +677,14 @@ def concordance_table() -> None:
         groups = clusters.cluster_label_names(c)
     shown = sorted({g or figures.UNLABELLED for g in groups})
     picked = st.multiselect("Show", shown, default=shown, key=f"kwic_show::{by}")
-    extra = {"document": chosen.documents} if chosen.documents else None
-    table = concordance.concordance(found, labels=groups, extra=extra)
-    table = table[[(g or figures.UNLABELLED) in picked for g in groups]]
+    extra: dict[str, list] = {"document": chosen.documents} if chosen.documents else {}
+    only_ringed = False
+    if marked.any():  # a search is on: which rows it rings, and a filter for them
+        extra["ringed"] = marked.tolist()
+        only_ringed = st.checkbox(f"Only the ringed occurrences ({marked_name})", key="kwic_ringed")
+    table = concordance.concordance(found, labels=groups, extra=extra or None)
+    table = table[[(g or figures.UNLABELLED) in picked and (ringed or not only_ringed)
+                   for g, ringed in zip(groups, marked)]]
     st.dataframe(table, hide_index=True, width="stretch", height=360)
     st.download_button("Concordance (CSV)", data=lambda: concordance.csv_bytes(table),
                        file_name=f"concordance-{target}.csv", mime="text/csv", on_click="ignore",
