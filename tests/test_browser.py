@@ -280,7 +280,7 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
                            ".layout.title.text || '').includes('(gradients)')", timeout=60_000)
     settle(page)
     assert page.get_by_text("Together the scored words account for a factor of").count() == 1
-    page.get_by_text("both", exact=True).click()
+    page.get_by_text("both ways", exact=True).click()
     page.wait_for_function("() => ((document.querySelectorAll('.js-plotly-plot')[1] || {data: []}).data.length == 2)",
                            timeout=60_000)
     settle(page)

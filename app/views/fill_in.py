@@ -88,7 +88,7 @@ url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
 url_state("why", False, kind=bool)
 url_state("why_guess", "", max_chars=40)
-BY = {"hiding": "hiding each word", "gradients": "integrated gradients", "both": "both"}
+BY = {"hiding": "hiding each word", "gradients": "integrated gradients", "both": "both ways"}
 url_state("why_by", "hiding", options=list(BY))
 url_state("compare", "", max_chars=MAX_TEXT_CHARS)
 # A link that names a word to hide opens in that mode even without fill_mode.
@@ -303,7 +303,7 @@ def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
                            "gradients walks from the sentence with every word hidden to the sentence as written and "
                            "splits the answer's whole rise in log-probability among the words (Sundararajan et al. "
                            "2017): the bars then multiply to that rise. 17 to 33 runs with gradients (as many as it "
-                           "takes for the bars to add up), whatever the length. Both: two bars per word.")
+                           "takes for the bars to add up), whatever the length. Both ways: two bars per word.")
     if why and mode == "masks":
         guess = c3.text_input("for the guess", key="why_guess", max_chars=40,
                               placeholder="each model's first guess",
