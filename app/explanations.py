@@ -31,6 +31,9 @@ FORMULAS = {
     "jsd": r"\operatorname{JS}(p, q) = \tfrac12 \operatorname{KL}(p \,\Vert\, m) + \tfrac12 \operatorname{KL}(q "
            r"\,\Vert\, m), \quad m = \tfrac12 (p + q)",
     "rollout": r"\tilde{A}_\ell = \tfrac12 \bar{A}_\ell + \tfrac12 I, \qquad R_\ell = \tilde{A}_\ell\, R_{\ell-1}",
+    "integrated_gradients": r"\operatorname{IG}_i = (x_i - b_i) \cdot \int_0^1 \frac{\partial \log p(y \mid b + "
+                            r"\alpha (x - b))}{\partial x_i}\, d\alpha, \qquad \sum_i \operatorname{IG}_i = "
+                            r"\log p(y \mid x) - \log p(y \mid b)",
 }
 
 

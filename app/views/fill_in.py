@@ -58,7 +58,7 @@ explain(
     "differs from the first in a word or two (he / she, river / sea): the words whose probability grew or fell "
     "most from A to B, by how many times, among the 100 best guesses of either sentence, show what that word "
     "changed in the model's expectations, its learnt biases included.",
-    ["mlm"],
+    ["mlm", "integrated_gradients"],
 )
 
 ids = require_models(need=lambda m: m.has_attention or m.kind == "elmo", what="filling in blanks")
