@@ -35,10 +35,10 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
-    from scipy.stats import spearmanr
 
     import ctxmodels
     from ctxmodels.analysis import fill_in
+    from ctxmodels.analysis.blanks import rank_agreement
     from ctxmodels.analysis.integrated_gradients import TOLERANCE
     from ctxmodels.release.quality import read_cloze
 
@@ -67,13 +67,13 @@ def main() -> None:
                     scored = [i for i, s in enumerate(result.scores) if s is not None]
                     by_hiding = [-math.log(max(effects.hidden_probs[i], 1e-45) / effects.prob) for i in scored]
                     by_gradients = [result.scores[i] for i in scored]
-                    rhos.append(spearmanr(by_hiding, by_gradients).statistic)
+                    rhos.append(rank_agreement(effects, result))
                     same_top.append(max(zip(by_hiding, scored))[1] == max(zip(by_gradients, scored))[1])
         ms = {n: 1000 * statistics.median(v) for n, v in ig_s.items()}
         hide_ms = 1000 * statistics.median(hide_s)
         costs.append((name, hide_ms, ms, used))
         gaps.append((name, gap))
-        agreement.append((name, statistics.median(rhos), sum(same_top) / len(same_top)))
+        agreement.append((name, statistics.median(r for r in rhos if r is not None), sum(same_top) / len(same_top)))
 
     n_words = statistics.median(len(fill_in.sentence_words(ctxmodels.load(args.models[0]), s)) for s in sentences)
     print(f"\n{len(sentences)} cloze sentences (median {n_words:.0f} words), one torch thread; medians. The app's "

@@ -13,6 +13,7 @@ import math
 import pytest
 
 from app.inputs import md
+from ctxmodels.analysis.blanks import rank_agreement
 from ctxmodels.analysis.fill_in import (
     fill_mask,
     guess_attributions,
@@ -246,6 +247,8 @@ def test_which_words_an_answer_rests_on_by_integrated_gradients(tiny_assets):
     [spec] = effect_charts(at)
     assert spec["layout"]["title"]["text"] == f"what “{expected.answer}” rests on (both ways)"
     assert [t["name"] for t in spec["data"]] == ["hiding the word", "its share (gradients)"]
+    rho = rank_agreement(guess_effects(bert, None, text), expected)
+    assert any(f"(Spearman ρ = {rho:.2f}, 1: the same order)" in c for c in texts(at.caption)), texts(at.caption)
     assert [b for b in spec["data"][1]["x"] if b is not None] == pytest.approx(
         [-s / math.log(2) for s in expected.scores if s is not None], abs=1e-6)
     # the link opens with it, for a hidden word too

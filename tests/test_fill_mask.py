@@ -319,3 +319,13 @@ def test_compare_blanks_needs_one_blank_in_each_sentence(saved):
         compare_blanks(model, "the [MASK] bank", "the river bank")
     with pytest.raises(ValueError, match="top_k"):
         compare_blanks(model, "the [MASK] bank", "a [MASK] bank", top_k=0)
+
+
+def test_rank_agreement_of_the_two_methods():
+    effects = {"words": list("abcde"), "answer": "x", "prob": 0.5,
+               "hidden_probs": [0.05, 0.25, 0.5, 1.0, None], "top_when_hidden": ["x"] * 4 + [None]}
+    same_order = {"scores": [3.0, 1.0, 0.0, -2.0, None]}  # the more hiding costs, the larger the share
+    assert blanks.rank_agreement(effects, same_order) == pytest.approx(1.0)
+    assert blanks.rank_agreement(effects, {"scores": [-3.0, -1.0, 0.0, 2.0, None]}) == pytest.approx(-1.0)
+    assert blanks.rank_agreement(effects, {"scores": [None, None, 1.0, 2.0, 3.0]}) is None  # two words in common
+    assert blanks.rank_agreement(effects, {"scores": [1.0, 1.0, 1.0, 1.0, None]}) is None  # no order to compare

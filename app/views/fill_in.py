@@ -22,7 +22,7 @@ from app.presentation import controls
 from app.registry import get_model, label, require_models
 from app.url_state import to_url, url_state, url_value
 from ctxmodels.analysis import fill_in
-from ctxmodels.analysis.blanks import check_comparable
+from ctxmodels.analysis.blanks import check_comparable, rank_agreement
 
 page_header(
     "Fill in the blank",
@@ -200,6 +200,11 @@ def effect_chart(model_id: str, results: dict, scale: float, key: str) -> None:
     else:
         fig = figures.word_effect_bars(hiding, title=title, x_max=scale)
     plot(fig, f"rests-on-{name}-{answer}", key=key, data=data)
+    rho = rank_agreement(hiding, gradients) if hiding is not None and gradients is not None else None
+    if rho is not None:
+        alike = "alike" if rho >= 0.7 else "partly alike" if rho >= 0.3 else "differently"
+        st.caption(f"The two methods rank these words {alike} (Spearman ρ = {rho:.2f}, 1: the same order). Where "
+                   "they differ, words act together, and each method shares out their joint effect its own way.")
     if gradients is not None:
         rise = gradients["prob"] / gradients["baseline_prob"] if gradients["baseline_prob"] > 0 else float("inf")
         st.caption(f"Together the scored words account for a factor of {figures.times(rise)}: "

@@ -3,9 +3,12 @@ how a blank may be written, which guesses are words, and the results they give."
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+
+import pandas as pd
 
 from ..tokenization import MASK
 
@@ -129,6 +132,22 @@ class WordAttributions:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def rank_agreement(hiding: dict | WordEffects, gradients: dict | WordAttributions) -> float | None:
+    """How alike the two methods rank the words one answer rests on: the Spearman correlation between hiding's
+    log-factor, log(P / P with the word hidden), and the gradients' share, over the words both score (results or
+    their dicts). None with fewer than three such words, or where either method gives them all one score."""
+    h = hiding if isinstance(hiding, dict) else hiding.to_dict()
+    g = gradients if isinstance(gradients, dict) else gradients.to_dict()
+    both = [(-math.log(max(p, 1e-45) / h["prob"]), s) for p, s in zip(h["hidden_probs"], g["scores"])
+            if p is not None and s is not None and h["prob"] > 0]
+    if len(both) < 3:
+        return None
+    table = pd.DataFrame(both, columns=["hiding", "gradients"])
+    if table["hiding"].nunique() < 2 or table["gradients"].nunique() < 2:
+        return None
+    return float(table["hiding"].corr(table["gradients"], method="spearman"))
 
 
 def check_comparable(text_a: str, text_b: str) -> None:
