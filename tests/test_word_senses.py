@@ -11,6 +11,7 @@ import pytest
 
 from ctxmodels.analysis import vectors
 from ctxmodels.analysis import word_senses as ws
+from ctxmodels.text import inflections
 
 
 @pytest.fixture(autouse=True)
@@ -117,6 +118,10 @@ def test_containing_finds_the_words_around_an_occurrence_not_the_occurrence_itse
     # "bank" twice in one sentence: each occurrence has the other around it; a lone "bank" has none
     assert ws.containing(found.occurrences, ["bank"]).tolist() == [False, False, False, True, True, False]
     assert ws.containing(found.occurrences, ["river", "MONEY"]).tolist() == [True, False, True, False, False, True]
+    # a word typed in another form finds the rest of its forms
+    assert ws.containing(found.occurrences, ["rivers"]).tolist() == [True, False, True, False, False, False]
+    assert {"run", "runs", "ran", "running"} <= ws.word_forms("running") and "river" in ws.word_forms("Rivers")
+    assert ws.word_forms("bus") == inflections("bus")  # no stem shorter than three letters: "bu" is not guessed
 
 
 def test_neighbour_share_is_how_often_the_marked_points_neighbours_are_marked():

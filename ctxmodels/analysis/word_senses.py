@@ -199,13 +199,24 @@ def context_query(query: str) -> list[str]:
     return words
 
 
+def word_forms(word: str) -> set[str]:
+    """``word`` and its simple inflections, whichever form it is typed in: rivers finds river, running finds ran
+    (the forms of every shorter stem that has ``word`` among its own inflections)."""
+    w = word.casefold()
+    forms = inflections(w)
+    for end in range(3, len(w)):
+        if w in inflections(w[:end]):
+            forms |= inflections(w[:end])
+    return forms
+
+
 def containing(occurrences: Sequence[Occurrence], words: Sequence[str], inflect: bool = True) -> np.ndarray:
     """Bool [n]: which occurrences' sentences contain one of ``words`` elsewhere than at the occurrence (words as
-    the project's tokenizer reads them, in any case; with ``inflect``, their simple inflections too: river finds
-    rivers)."""
+    the project's tokenizer reads them, in any case; with ``inflect``, their simple inflections too
+    (:func:`word_forms`)."""
     forms: set[str] = set()
     for w in words:
-        forms |= inflections(w) if inflect else {w.casefold()}
+        forms |= word_forms(w) if inflect else {w.casefold()}
     found = np.zeros(len(occurrences), dtype=bool)
     for i, occ in enumerate(occurrences):
         found[i] = any(start != occ.char_span[0] and token.casefold() in forms
