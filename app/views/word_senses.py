@@ -160,7 +160,7 @@ query = box.text_input(
     "Ring the occurrences with these words around them (optional)", key="find", persist_state="session",
     max_chars=200, placeholder="river, water",
     help="Like the TensorBoard Projector's search: every occurrence whose sentence has one of these words (or its "
-         "simple inflections: river finds rivers) is ringed in every panel, and under each panel a figure says how "
+         "simple forms: river finds rivers, rivers finds river) is ringed in every panel, and under each panel a figure says how "
          "often their nearest occurrences in that layer have one of the words too.").strip()
 to_url("find")
 marked, marked_name = np.zeros(n_occ, dtype=bool), ""
