@@ -159,9 +159,9 @@ k = None if k_choice == "auto" else int(k_choice)
 query = box.text_input(
     "Ring the occurrences with these words around them (optional)", key="find", persist_state="session",
     max_chars=200, placeholder="river, water",
-    help="Like the TensorBoard Projector's search: every occurrence whose sentence has one of these words (or its "
-         "simple forms: river finds rivers, rivers finds river) is ringed in every panel, and under each panel a figure says how "
-         "often their nearest occurrences in that layer have one of the words too.").strip()
+    help="Like the TensorBoard Projector's search: every occurrence whose sentence has one of these words, in any "
+         "simple form (river finds rivers, rivers finds river), is ringed in every panel, and under each panel a "
+         "figure says how often their nearest occurrences in that layer have one of the words too.").strip()
 to_url("find")
 marked, marked_name = np.zeros(n_occ, dtype=bool), ""
 if query:
@@ -169,11 +169,12 @@ if query:
         words = ws.context_query(query)
         marked = ws.containing(found.occurrences, words)
         marked_name = "with " + " / ".join(words)
-        share = marked.mean() if n_occ else 0.0
-        st.caption(f"Ringed: the {int(marked.sum()):,} of {n_occ:,} occurrences ({share:.0%}) whose sentence has "
-                   + ", ".join(f"*{md(w)}*" for w in words) + " (or an inflection)."
-                   if marked.any() else "No occurrence's sentence has " + ", ".join(f"*{md(w)}*" for w in words)
-                   + " (or an inflection); nothing is ringed.")
+        named = ", ".join(f"*{md(w)}*" for w in words)
+        if marked.any():
+            st.caption(f"Ringed: the {int(marked.sum()):,} of {n_occ:,} occurrences ({marked.mean():.0%}) whose "
+                       f"sentence has {named} (in any form).")
+        else:
+            st.caption(f"No occurrence's sentence has {named} (in any form); nothing is ringed.")
 sense_colours = figures.sense_colours(labels)
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
 
