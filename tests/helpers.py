@@ -1,5 +1,5 @@
-"""What several test modules share: generated corpora the tiny models learn in seconds, and the torchrun rank
-wrapper of the distributed-training tests."""
+"""What several test modules share: generated corpora the tiny models learn in seconds, a tiny BERT saved with its
+masked-LM head, and the torchrun rank wrapper of the distributed-training tests."""
 
 from __future__ import annotations
 
@@ -104,3 +104,31 @@ def show_past_capture(config, line: str) -> None:
             reporter.write_line("\n" + line)
         else:
             print(line)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# a tiny BERT that fills in blanks
+
+BANK_TEXTS = ["The bank of the river was steep.", "She put her money in the bank.",
+              "Bankers lend money to rivers."] * 10
+
+
+def save_tiny_mlm_bert(directory: Path):
+    """A random 2-layer BERT with a peaked masked-LM output (so rankings are not ties) and a 60-piece WordPiece
+    vocabulary trained on :data:`BANK_TEXTS`, saved into ``directory``: (model in eval mode, tokenizer)."""
+    import torch
+
+    from ctxmodels.bert import BertConfig, BertForPreTraining
+    from ctxmodels.formats.huggingface import save_pretrained
+    from ctxmodels.tokenization import WordPieceTokenizer
+
+    tok = WordPieceTokenizer.train(BANK_TEXTS, vocab_size=60, min_frequency=1)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=40, max_position_embeddings=64)
+    model = BertForPreTraining(config).eval()
+    with torch.no_grad():
+        model.cls.predictions.bias.normal_(0, 2)
+        model.cls.predictions.transform.LayerNorm.weight.normal_(1, 1)
+    save_pretrained(model, tok, directory)
+    return model, tok

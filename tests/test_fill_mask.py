@@ -19,27 +19,15 @@ from ctxmodels.analysis.fill_in import (
     normalize_masks,
     word_effects,
 )
-from ctxmodels.bert import BertConfig, BertForPreTraining
+from ctxmodels.bert import BertForPreTraining
 from ctxmodels.cli import main as cli_main
-from ctxmodels.formats.huggingface import save_pretrained
-from ctxmodels.tokenization import WordPieceTokenizer
-
-TEXTS = ["The bank of the river was steep.", "She put her money in the bank.", "Bankers lend money to rivers."] * 10
+from tests.helpers import save_tiny_mlm_bert
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    tok = WordPieceTokenizer.train(TEXTS, vocab_size=60, min_frequency=1)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=40, max_position_embeddings=64)
-    model = BertForPreTraining(config).eval()
-    with torch.no_grad():  # a peaked output distribution, so rankings are not ties
-        model.cls.predictions.bias.normal_(0, 2)
-        model.cls.predictions.transform.LayerNorm.weight.normal_(1, 1)
     directory = tmp_path_factory.mktemp("bert")
-    save_pretrained(model, tok, directory)
-    return model, tok, directory
+    return (*save_tiny_mlm_bert(directory), directory)
 
 
 def test_one_list_per_mask_best_first(saved):

@@ -181,28 +181,40 @@ def _effects(model: Any, words: list[str], slot: int, keep: set[int], answer: in
                           firsts)
 
 
-def guess_effects(model: Any, text: str, blank: int = 0, guess: str | None = None,
-                  whole_words: bool = True) -> WordEffects:
-    """:func:`~ctxmodels.analysis.fill_in.guess_effects` for an ELMo (each word left out in turn); ``guess``: any
-    word of its vocabulary."""
+def _guess_to_explain(model: Any, text: str, blank: int, guess: str | None) -> tuple[list[str], list[int], int | None]:
+    """What explaining a guess at blank number ``blank`` needs: the words, the blanks' indices, and the vocabulary
+    row of ``guess`` (None: the first guess, found when explaining)."""
     lm = _require_lm(model)
     words = words_of(text)
     slots = _blanks(words)
     if not 0 <= blank < len(slots):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
-    answer = None if guess is None else _row_of(lm, guess, model.name)
+    return words, slots, None if guess is None else _row_of(lm, guess, model.name)
+
+
+def _word_to_explain(model: Any, text: str, word: str | int, occurrence: int) -> tuple[list[str], int, int, set[int]]:
+    """What explaining a hidden word needs: the words, the word's index and vocabulary row, and the words no
+    explanation leaves out (the word itself and every blank)."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    index = find_word(words, word, occurrence, lowercase=False)
+    blanks = {i for i, w in enumerate(words) if w == MASK}
+    return words, index, _row_of(lm, words[index], model.name), blanks | {index}
+
+
+def guess_effects(model: Any, text: str, blank: int = 0, guess: str | None = None,
+                  whole_words: bool = True) -> WordEffects:
+    """:func:`~ctxmodels.analysis.fill_in.guess_effects` for an ELMo (each word left out in turn); ``guess``: any
+    word of its vocabulary."""
+    words, slots, answer = _guess_to_explain(model, text, blank, guess)
     return _effects(model, words, slots[blank], set(slots), answer, whole_words)
 
 
 def word_effects(model: Any, text: str, word: str | int, occurrence: int = 0,
                  whole_words: bool = True) -> WordEffects:
     """:func:`~ctxmodels.analysis.fill_in.word_effects` for an ELMo (each other word left out in turn)."""
-    lm = _require_lm(model)
-    words = words_of(text)
-    index = find_word(words, word, occurrence, lowercase=False)
-    answer = _row_of(lm, words[index], model.name)
-    blanks = {i for i, w in enumerate(words) if w == MASK}
-    return _effects(model, words, index, blanks | {index}, answer, whole_words)
+    words, index, answer, keep = _word_to_explain(model, text, word, occurrence)
+    return _effects(model, words, index, keep, answer, whole_words)
 
 
 def _attributions(model: Any, words: list[str], slot: int, keep: set[int], answer: int | None, whole_words: bool,
@@ -244,21 +256,12 @@ def _attributions(model: Any, words: list[str], slot: int, keep: set[int], answe
 def guess_attributions(model: Any, text: str, blank: int = 0, guess: str | None = None, whole_words: bool = True,
                        steps: int | None = None) -> WordAttributions:
     """:func:`~ctxmodels.analysis.fill_in.guess_attributions` for an ELMo; ``guess``: any word of its vocabulary."""
-    lm = _require_lm(model)
-    words = words_of(text)
-    slots = _blanks(words)
-    if not 0 <= blank < len(slots):
-        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
-    answer = None if guess is None else _row_of(lm, guess, model.name)
+    words, slots, answer = _guess_to_explain(model, text, blank, guess)
     return _attributions(model, words, slots[blank], set(slots), answer, whole_words, steps)
 
 
 def word_attributions(model: Any, text: str, word: str | int, occurrence: int = 0,
                       steps: int | None = None) -> WordAttributions:
     """:func:`~ctxmodels.analysis.fill_in.word_attributions` for an ELMo."""
-    lm = _require_lm(model)
-    words = words_of(text)
-    index = find_word(words, word, occurrence, lowercase=False)
-    answer = _row_of(lm, words[index], model.name)
-    blanks = {i for i, w in enumerate(words) if w == MASK}
-    return _attributions(model, words, index, blanks | {index}, answer, True, steps)
+    words, index, answer, keep = _word_to_explain(model, text, word, occurrence)
+    return _attributions(model, words, index, keep, answer, True, steps)

@@ -234,6 +234,24 @@ def _hidden_word(tokenizer: Any, text: str | list[str], word: str | int,
     return enc, index, positions
 
 
+def _nth_blank(tokenizer: Any, text: str, blank: int) -> tuple[Encoded, list[int]]:
+    """:func:`_blanks` of a text that must have blank number ``blank`` (0-based)."""
+    enc, positions = _blanks(tokenizer, text)
+    if not 0 <= blank < len(positions):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
+    return enc, positions
+
+
+def _word_to_explain(tokenizer: Any, text: str | list[str], word: str | int,
+                     occurrence: int) -> tuple[Encoded, int, list[int], list[int], set[int]]:
+    """What explaining a hidden word needs: the encoding with the word hidden, the word's index, its pieces'
+    positions and original ids, and the words no explanation hides (the word itself and every blank)."""
+    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
+    original = [enc.ids[p] for p in positions]
+    blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
+    return _hide(enc, index, tokenizer.mask_id), index, positions, original, blanks | {index}
+
+
 def mask_word(
     model: BertForPreTraining | Any,
     tokenizer: WordPieceTokenizer | Any,
@@ -321,9 +339,7 @@ def guess_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer
         return elmo.guess_effects(model, text, blank, guess, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc, positions = _blanks(tokenizer, text)
-    if not 0 <= blank < len(positions):
-        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
+    enc, positions = _nth_blank(tokenizer, text, blank)
     hideable, probs = _hide_each(model, tokenizer, enc, [positions[blank]], {enc.word_ids[p] for p in positions})
     answer_id = _answer_id(probs[0, 0], tokenizer, guess, whole_words, search)
     return _effects(tokenizer, enc.words, hideable, probs, [answer_id], tokenizer.id_to_token(answer_id),
@@ -338,11 +354,9 @@ def word_effects(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer 
         return elmo.word_effects(model, text, word, occurrence, whole_words)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
-    original = [enc.ids[p] for p in positions]
-    blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
-    hideable, probs = _hide_each(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, blanks | {index})
-    return _effects(tokenizer, enc.words, hideable, probs, original, enc.words[index], whole_words)
+    hidden, index, positions, original, keep = _word_to_explain(tokenizer, text, word, occurrence)
+    hideable, probs = _hide_each(model, tokenizer, hidden, positions, keep)
+    return _effects(tokenizer, hidden.words, hideable, probs, original, hidden.words[index], whole_words)
 
 
 # --- The same question by integrated gradients ----------------------------------------------------------------------
@@ -419,9 +433,7 @@ def guess_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceToke
         return elmo.guess_attributions(model, text, blank, guess, whole_words, steps)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc, positions = _blanks(tokenizer, text)
-    if not 0 <= blank < len(positions):
-        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(positions)} blank(s)")
+    enc, positions = _nth_blank(tokenizer, text, blank)
     row = _masked_probs(model, [enc], [positions[blank]])[0, 0]
     answer_id = _answer_id(row, tokenizer, guess, whole_words, search)
     return _attributions(model, tokenizer, enc, [positions[blank]], [answer_id], tokenizer.id_to_token(answer_id),
@@ -436,11 +448,8 @@ def word_attributions(model: BertForPreTraining | Any, tokenizer: WordPieceToken
         return elmo.word_attributions(model, text, word, occurrence, steps)
     model, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(model)
-    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
-    original = [enc.ids[p] for p in positions]
-    blanks = {enc.word_ids[p] for p, t in enumerate(enc.ids) if t == tokenizer.mask_id}
-    return _attributions(model, tokenizer, _hide(enc, index, tokenizer.mask_id), positions, original,
-                         enc.words[index], blanks | {index}, steps)
+    hidden, index, positions, original, keep = _word_to_explain(tokenizer, text, word, occurrence)
+    return _attributions(model, tokenizer, hidden, positions, original, hidden.words[index], keep, steps)
 
 
 COMPARE_POOL = 100  # the changes are ranked among each sentence's best guesses, where the probabilities mean something
