@@ -4,6 +4,7 @@ once (run by hand; prints tables, no assertions).
     python bench/bench_classroom.py                 # one visitor, then 20 students within a minute
     python bench/bench_classroom.py --students 0    # one visitor only
     python bench/bench_classroom.py --students 20 --within 60 --repeat 7
+    python bench/bench_classroom.py --students 0 --query find=river,water   # the same with a search on
 
 The page is the lesson's default, ``/word_senses`` (the preset "bank", the three shipped models, UMAP), served by
 ``streamlit run app/Home.py`` from a snapshot of the tree (``bench_capacity.Server``) and read by headless Chromium
@@ -35,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +103,7 @@ def choose(b: Browser, label: str, option: str) -> None:
     b.page.keyboard.press("Enter")
 
 
-def one_visitor(server, repeat: int, cpu: list) -> tuple[list[Action], int]:
+def one_visitor(server, repeat: int, cpu: list, page: str = PAGE) -> tuple[list[Action], int]:
     """The one-visitor actions; ``cpu`` gets each new visitor's (server, whole machine) CPU-seconds."""
     from playwright.sync_api import sync_playwright
 
@@ -110,7 +112,7 @@ def one_visitor(server, repeat: int, cpu: list) -> tuple[list[Action], int]:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         b = Browser(browser, server)
-        url = server.url + PAGE
+        url = server.url + page
         # The first visit: how many figures a complete page has is learnt here (and checked by the later ones).
         b.new()
         t0 = time.perf_counter()
@@ -237,7 +239,10 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=20, help="browser contexts that open the page at once (0: none)")
     ap.add_argument("--within", type=float, default=60.0, help="seconds over which the students arrive")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--query", nargs="*", default=[], type=lambda s: tuple(s.split("=", 1)),
+                    help="more URL parameters, NAME=VALUE (find=river,water: the page with a search on)")
     args = ap.parse_args()
+    page = PAGE + ("?" + urllib.parse.urlencode(args.query) if args.query else "")
 
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
@@ -246,10 +251,10 @@ def main() -> None:
     server = Server(workdir, cpus=None)
     try:
         cpu: list[tuple[float, float]] = []
-        actions, plots = one_visitor(server, args.repeat, cpu)
+        actions, plots = one_visitor(server, args.repeat, cpu, page)
         server_idle(server)
         actions.insert(2, floor(workdir, plots, args.repeat))
-        print(f"\nOne visitor (the page has {plots} figures; from the action until the page is idle)\n")
+        print(f"\nOne visitor, {page} (the page has {plots} figures; from the action until the page is idle)\n")
         print("| action | median s | n | runs s | whole-page runs | fragment runs | MB received / action |")
         print("|---|---|---|---|---|---|---|")
         for a in actions:
@@ -267,10 +272,10 @@ def main() -> None:
             server_idle(server)
             rss0, _ = server.mem()
             cpu0, t0 = server.cpu(), time.perf_counter()
-            results, errors = asyncio.run(a_class(server.url + PAGE, args.students, args.within, plots, args.seed))
+            results, errors = asyncio.run(a_class(server.url + page, args.students, args.within, plots, args.seed))
             rss1, peak = server.mem()
             busy = (server.cpu() - cpu0) / (time.perf_counter() - t0)
-            print(f"\n{args.students} students open {PAGE} within {args.within:.0f} s (results cached on the server)\n")
+            print(f"\n{args.students} students open {page} within {args.within:.0f} s (results cached on the server)\n")
             print("| students | complete | errors | p50 s | p95 s | max s | p95 / one visitor | server RSS before -> "
                   "after (peak) |")
             print("|---|---|---|---|---|---|---|---|")
