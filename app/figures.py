@@ -11,7 +11,9 @@ shows as typed.
 from __future__ import annotations
 
 import html
+import re
 import textwrap
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -494,6 +496,76 @@ def neighbour_pos_bars(kinds: Sequence[dict], nearest: dict[str, str], k: int, t
             legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0, xanchor="right"), showlegend=True,
         ),
     ))
+
+
+def short_layer_name(name: str) -> str:
+    """A layer's name short enough for a narrow column: "embeddings" -> "emb.", "layer 6" -> "6", "layer 0 (char
+    CNN)" -> "char CNN", "layer 2 (LSTM)" -> "LSTM 2"; other names as they are."""
+    if name == "embeddings":
+        return "emb."
+    match = re.fullmatch(r"layer (\d+)(?: \((.+)\))?", name)
+    if not match:
+        return name
+    number, kind = match.groups()
+    if kind is None:
+        return number
+    return kind if number == "0" else f"{kind} {number}"
+
+
+def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
+    """Which dictionary sense one occurrence is nearest in each model and layer (``guesses``: model name -> a dict
+    with ``senses``, the sense names, most frequent first; ``layer_names``; ``cosines`` [layers, senses], the
+    occurrence's cosine to each sense's average; ``accuracy`` [layers], the share of the references each layer
+    reads right; ``nearest`` [layers], the nearest sense's index or None for a tie; ``tagged``, the annotators'
+    sense or None).
+
+    The senses are rows (long glosses read best as row labels), shared by the models side by side, each model a
+    panel of its layers, each layer under how often it is right. A cell's shade is how far its sense is behind
+    the layer's nearest (the nearest darkest); its text is the cosine; the nearest is outlined; the annotators'
+    sense is named in bold with a tick. The cells' text gives the values, so there is no colour bar."""
+    senses = list(dict.fromkeys(s for g in guesses.values() for s in g["senses"]))
+    tagged = {g["senses"][g["tagged"]] for g in guesses.values() if g.get("tagged") is not None}
+    rows = [f"<b>✓ {plain(s)}</b>" if s in tagged else plain(s) for s in senses]
+    widths = [len(g["layer_names"]) for g in guesses.values()]
+    gap = 0.03
+    unit = (1.0 - gap * (len(widths) - 1)) / max(sum(widths), 1)
+    data, layout, x0 = [], {}, 0.0
+    lows = []
+    for n, (name, g) in enumerate(guesses.items(), start=1):
+        where = [senses.index(s) for s in g["senses"]]
+        cos = np.full((len(g["layer_names"]), len(senses)), np.nan)
+        cos[:, where] = np.asarray(g["cosines"], dtype=float)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a layer without a vector: an all-NaN row
+            behind = cos - np.nanmax(cos, axis=1, keepdims=True)
+        lows.append(float(np.nanmin(behind)) if np.isfinite(behind).any() else 0.0)
+        layers = [f"{plain(short_layer_name(layer))}<br>{100 * acc:.0f}%"
+                  for layer, acc in zip(g["layer_names"], g["accuracy"])]
+        suffix = str(n) if n > 1 else ""
+        hover = [[f"{plain(name)}, {plain(g['layer_names'][j])}: cosine {cos[j, i]:.3f} to the average of "
+                  f"“{plain(senses[i])}”" for j in range(len(layers))] for i in range(len(senses))]
+        data.append(dict(type="heatmap", z=np.where(np.isfinite(behind.T), behind.T, None).tolist(), x=layers,
+                         y=rows, text=[[f"{c:.3f}" if np.isfinite(c) else "" for c in row] for row in cos.T],
+                         texttemplate="%{text}", textfont=dict(size=10), coloraxis="coloraxis",
+                         customdata=hover, hoverongaps=False,
+                         hovertemplate="%{customdata}<extra></extra>", xaxis=f"x{suffix}", yaxis="y"))
+        nearest = [(j, g["senses"][s]) for j, s in enumerate(g["nearest"]) if s is not None]
+        data.append(dict(type="scatter", mode="markers", x=[layers[j] for j, _ in nearest],
+                         y=[rows[senses.index(s)] for _, s in nearest], hoverinfo="skip", showlegend=False,
+                         marker=dict(symbol="square-open", size=28, color="#d62728", line=dict(width=2)),
+                         xaxis=f"x{suffix}", yaxis="y"))
+        width = unit * len(layers)
+        layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor="y", type="category", side="top",
+                                        fixedrange=True, showgrid=False, zeroline=False, tickangle=0,
+                                        title=dict(text=f"<b>{plain(name)}</b>", standoff=4))
+        x0 += width + gap
+    low = min(min(lows, default=0.0), -1e-3)  # all alike (a context-free layer): pale, not the darkest shade
+    return go.Figure(dict(data=data, layout=dict(
+        **layout, height=110 + 40 * len(senses), margin=dict(l=10, r=10, t=10, b=10),
+        yaxis=dict(type="category", autorange="reversed", automargin=True, fixedrange=True, showgrid=False,
+                   zeroline=False),
+        coloraxis=dict(colorscale="Blues", cmin=low, cmax=0, showscale=False),
+    )))
 
 
 def same_word_lines(results: dict[str, dict], word: str, title: str = "") -> go.Figure:

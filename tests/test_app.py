@@ -176,7 +176,7 @@ def test_word_senses_which_words_shape_one_occurrence():
         assert heat["zmax"] == max(m["data"][0]["zmax"] for m in maps)  # one scale for all
     assert any("read as [MASK]" in t for t in at_word) and any("left out" in t for t in at_word)
     first = maps[0]["layout"]["xaxis"]["ticktext"]
-    at.selectbox(key="path_occurrence").set_value(3).run()
+    at.selectbox(key="occ").set_value(4).run()
     assert_clean(at)
     again = [s for s in charts(at) if s["data"][0]["type"] == "heatmap"]
     assert again[0]["layout"]["xaxis"]["ticktext"] != first  # another sentence

@@ -28,6 +28,7 @@ from app.shared import shared
 from app.url_state import keep, to_url, url_pairs, url_state, url_value
 from app.warm_up import usable_projection
 from ctxmodels.analysis import clusters, concordance, projections, vectors
+from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
 from ctxmodels.analysis import word_senses as ws
 
@@ -463,10 +464,22 @@ show_near = bool(models) and left.toggle(
     help=f"Searches about {ts.REFERENCE_SENTENCES:,} SemCor sentences for the tagged words whose vectors sit nearest "
          "to the occurrence's, in every layer (exBERT's search by embedding), and says what part of speech they are.")
 to_url("near")
+url_state("wsd", False, kind=bool)
+show_wsd = bool(models) and right.toggle(
+    "Which dictionary sense is it?", key="wsd", persist_state="session",
+    help="Compares the occurrence's vector, layer by layer, with the average vector of each WordNet sense of its "
+         "word over SemCor's sense-tagged occurrences, and reads it as the nearest (the ELMo paper's word-sense "
+         "disambiguation).")
+to_url("wsd")
 occ_index = 0
-if show_path or show_shape or show_near:
-    occ_index = st.selectbox("Occurrence", list(range(n_occ)), key="path_occurrence", persist_state="session",
-                             format_func=lambda i: f"{i + 1}. {found.occurrences[i].sentence[:90]}")
+if show_path or show_shape or show_near or show_wsd:
+    # In the link as its number (from 1), so a shared link shows the occurrence being discussed.
+    url_state("occ", 1, kind=int, min_value=1, max_value=n_occ)
+    if not 1 <= st.session_state.get("occ", 1) <= n_occ:  # kept from a word with more occurrences
+        st.session_state["occ"] = 1
+    occ_index = st.selectbox("Occurrence", list(range(1, n_occ + 1)), key="occ", persist_state="session",
+                             format_func=lambda i: f"{i}. {found.occurrences[i - 1].sentence[:90]}") - 1
+    to_url("occ")
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -564,6 +577,77 @@ if show_near:
                     "cosine": [round(n.cosine, 3) for n in top[:10]],
                     "in context": [n.in_context() for n in top[:10]]}),
                     hide_index=True, width="stretch")
+
+
+def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
+    """The lemma's SemCor sense averages in ``model``: once per server (a few seconds: every tagged occurrence of
+    the lemma, at most a thousand, is embedded)."""
+    with st.spinner(f"{label(model_id)}: embedding SemCor's occurrences of “{lemma}” (once per server) …"):
+        return shared().get(("sense-averages", model_id, id(model), lemma),
+                            partial(ds.sense_averages, model, lemma))
+
+
+def sense_verdict(name: str, guess: ds.SenseGuess, spelling: str) -> str:
+    """One line, in Markdown: the sense the model's best layer on SemCor reads, and how far to trust it."""
+    av = guess.averages
+    best = av.best_layer()
+    layer = md(av.layer_names[best]) if len(av.layer_names) > 1 else "its vectors"
+    trust = (f"{100 * av.accuracy[best]:.0f}% of SemCor's *{md(av.lemma)}* right in {layer}, against "
+             f"{100 * av.by_spelling:.0f}% for each spelling's most frequent sense")
+    sense = guess.sense(best)
+    if sense is None:
+        said = (f"**{md(name)}** cannot tell ({trust}): every sense's average is as near as the others.")
+    elif av.accuracy[best] <= av.by_spelling:
+        said = (f"**{md(name)}** reads *{md(ds.sense_name(av.senses[sense]))}*, but no better than the spelling "
+                f"alone would ({trust}): it reads “{md(spelling)}”, not the sentence.")
+    else:
+        said = f"**{md(name)}** reads it as *{md(ds.sense_name(av.senses[sense]))}* ({trust})."
+    if guess.tagged is not None:
+        said += (f" SemCor's annotators tagged it *{md(ds.sense_name(av.senses[guess.tagged]))}*: "
+                 + ("the model is right." if sense == guess.tagged else "the model reads it otherwise."))
+    return said
+
+
+if show_wsd:
+    occ = found.occurrences[occ_index]
+    with guard(f"Which dictionary sense {occ.word} is"):
+        lemma = ds.lemma_of(occ.word)
+        if lemma is None:
+            raise ValueError(f"SemCor tags no sense of “{occ.word}” (it tags nouns, verbs, adjectives and adverbs), "
+                             "so there is no dictionary sense to compare with; pick a content word")
+        st.markdown(f"**Which dictionary sense is {md(occ.word)}** in “{emphasised(occ.sentence, occ.char_span)}”? "
+                    f"Each model compares its vector, layer by layer, with the average vector of each WordNet sense "
+                    f"of *{md(lemma)}* over SemCor's tagged occurrences, and reads it as the nearest (outlined). "
+                    "Under each layer: how many of SemCor's own occurrences that layer reads right, each left out "
+                    "of its sense's average. Trust a layer by that, not by how near the nearest sense is; reading "
+                    "the spelling alone (each spelling's most frequent sense) is the baseline, and all that a "
+                    "context-free layer can do.")
+        shown, notes, counted = {}, [], None
+        for model_id in (m for m in chosen_models if m in models):
+            model = models[model_id]
+            with guard(f"The dictionary sense in {label(model_id)}"), \
+                    limits.heavy(f"{label(model_id)}: sense averages"):
+                av = sense_averages(model_id, model, lemma)
+                guess = ds.guess(av, embedded(model_id, model).vectors[occ_index], key=(occ.sentence, occ.word_index))
+                best = av.best_layer()
+                notes.append(sense_verdict(label(model_id), guess, occ.word))
+                counted = counted or (av, guess)
+                shown[label(model_id)] = dict(
+                    senses=[ds.sense_name(info) for info in av.senses], layer_names=av.layer_names,
+                    cosines=guess.cosines, accuracy=av.accuracy, tagged=guess.tagged,
+                    nearest=[guess.sense(j) for j in range(len(av.layer_names))], best=best)
+        if shown:
+            av, guess = counted
+            st.markdown("\n".join(f"- {note}" for note in notes))
+            data = pd.concat([pd.DataFrame(g["cosines"].T, index=g["senses"], columns=g["layer_names"])
+                              .rename_axis("sense").reset_index().melt("sense", var_name="layer", value_name="cosine")
+                              .assign(model=name) for name, g in shown.items()])
+            plot(figures.dictionary_sense_map(shown), f"dictionary-sense-{lemma}", key="wsd::figure", data=data)
+            st.caption(f"{av.n} SemCor occurrences of *{md(lemma)}* in {len(av.senses)} senses with at least "
+                       f"{ds.MIN_SENSE_COUNT} each" + (f" ({av.left_out} more, of rarer senses, left out)"
+                                                       if av.left_out else "")
+                       + ("; this occurrence is one of them, so it was taken out of its sense's average first"
+                          if guess.held_out else "") + ".")
 
 
 if show_path:

@@ -53,6 +53,11 @@ class SenseInfo:
     examples: tuple[str, ...]   # WordNet's example phrases
     count: int                  # occurrences with this label in the search
 
+    @property
+    def pos(self) -> str | None:
+        """The WordNet part of speech (n, v, a, r) of the sense; None for "other"."""
+        return _pos_of(self.sense_keys[0]) if self.label != OTHER and self.sense_keys else None
+
 
 @dataclass
 class SemcorLemma:
