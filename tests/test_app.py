@@ -216,6 +216,34 @@ def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache" / "token-index").glob("*.npz"))) == 2
 
 
+def test_word_senses_which_dictionary_sense(tmp_path, monkeypatch):
+    """The switch compares the picked occurrence with each SemCor sense's average, in every model and layer: one
+    figure of a panel per model, a line per model naming the sense its best layer reads and how far to trust it;
+    the occurrence is in the link; a word SemCor does not tag gets one message, not a traceback."""
+    from tests.app_fixtures import write_semcor
+
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    at = page("word_senses", projection="pca", wsd="1", occ="3", models=["bert-eltec", "static-eltec"])
+    assert_clean(at)
+    assert at.selectbox(key="occ").value == 3 and at.query_params["occ"] == "3"
+    maps = [s for s in charts(at) if s["data"][0]["type"] == "heatmap" and "xaxis2" in s["layout"]]
+    assert len(maps) == 1, [s["layout"].get("title") for s in charts(at)]
+    fig = maps[0]
+    heats = [t for t in fig["data"] if t["type"] == "heatmap"]
+    assert [fig["layout"][a]["title"]["text"] for a in ("xaxis", "xaxis2")] == ["<b>bert-eltec</b>",
+                                                                                "<b>static-eltec</b>"]
+    assert [len(h["x"]) for h in heats] == [3, 1] and all(len(h["y"]) == 2 for h in heats)
+    said = " ".join(texts(at.markdown))
+    assert "**bert-eltec**" in said and "**static-eltec**" in said and "SemCor's *bank* right" in said
+    assert "12 SemCor occurrences of *bank* in 2 senses" in " ".join(texts(at.caption))
+    # a preset sentence is not one of SemCor's: nothing was taken out of an average
+    assert "taken out of its sense's average" not in " ".join(texts(at.caption))
+
+    at = own(at, "The zebra ran off. | a\nA zebra slept. | b", "zebra")
+    assert not at.exception
+    assert any("SemCor tags no sense of “zebra”" in e for e in texts(at.error)), texts(at.error)
+
+
 OWN = "\n".join([
     "We sat on the bank of the river. | river",
     "The bank lent her the money. | money",

@@ -378,6 +378,33 @@ def test_word_senses_finds_the_nearest_words_in_semcor(server, browser):
     page.close()
 
 
+def test_word_senses_names_the_dictionary_sense_of_an_occurrence(server, browser):
+    """The switch, clicked, draws one figure with a panel per model (SemCor's senses of "bank" down, the layers
+    across, the nearest sense outlined) and a line per model; the occurrence picked goes into the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec,static-eltec&occ=20")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    page.get_by_text("Which dictionary sense is it?").click()
+    maps = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.layout.xaxis2 && " \
+           "p.data[0].type === 'heatmap')"
+    page.wait_for_function(f"() => {maps}.length === 1", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    panels, rows, outlined = page.evaluate(f"""() => {{
+        const gd = {maps}[0];
+        return [[gd.layout.xaxis.title.text, gd.layout.xaxis2.title.text], Array.from(gd.data[0].y),
+                gd.data.filter(t => t.type === 'scatter').reduce((n, t) => n + t.x.length, 0)];
+    }}""")
+    assert panels == ["<b>bert-eltec</b>", "<b>static-eltec</b>"], panels
+    assert len(rows) == 2 and any("financial institution" in r for r in rows), rows
+    assert outlined >= 1
+    assert page.get_by_text("Which dictionary sense is bank").count() == 1
+    assert "occ=20" in page.url and "wsd=1" in page.url
+    screenshot(page, "word_senses-dictionary-sense.png")
+    page.close()
+
+
 def test_overview_tries_one_word_in_two_sentences(server, browser):
     """The switch on the first page draws one line per default model; another sentence B, typed and entered,
     redraws it and goes into the link."""

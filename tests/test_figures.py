@@ -387,3 +387,34 @@ def test_blank_change_bars_put_what_gained_right_and_what_lost_left():
     assert fig.layout.xaxis.range[1] == pytest.approx(2.4)  # symmetric, a little beyond the longest bar
     wide = figures.blank_change_bars(change, x_max=5.0)
     assert wide.layout.xaxis.range[1] == pytest.approx(6.0)  # a scale shared with another model
+
+
+def test_short_layer_names_fit_a_narrow_column():
+    assert [figures.short_layer_name(n) for n in ["embeddings", "layer 6", "layer 0 (char CNN)", "layer 2 (LSTM)",
+                                                   "static", "mix"]] == ["emb.", "6", "char CNN", "LSTM 2", "static",
+                                                                        "mix"]
+
+
+def test_dictionary_sense_map_one_panel_per_model_senses_shared_nearest_outlined():
+    senses = ["money <b>bank</b>", "river"]
+    guesses = {
+        "ctx": dict(senses=senses, layer_names=["embeddings", "layer 1"], accuracy=[0.5, 0.9], tagged=1,
+                    cosines=np.array([[0.8, 0.8], [0.2, 0.7]]), nearest=[None, 1]),
+        "static": dict(senses=senses[::-1], layer_names=["static"], accuracy=[0.6], tagged=None,
+                       cosines=np.array([[0.95, np.nan]]), nearest=[0]),
+    }
+    fig = figures.dictionary_sense_map(guesses)
+    heats = [t for t in fig.data if t.type == "heatmap"]
+    marks = [t for t in fig.data if t.type == "scatter"]
+    rows = ["money &lt;b&gt;bank&lt;/b&gt;", "<b>✓ river</b>"]  # the tagged sense bold, every name as typed
+    assert [list(h.y) for h in heats] == [rows, rows]
+    assert list(heats[0].x) == ["emb.<br>50%", "1<br>90%"] and list(heats[1].x) == ["static<br>60%"]
+    # a cell's shade is how far it is behind its layer's nearest; the text is the cosine itself
+    assert heats[0].z[0][1] == pytest.approx(-0.5) and heats[0].z[1][1] == 0 and heats[0].z[0][0] == 0
+    assert heats[0].text[0][1] == "0.200" and heats[1].text[0][0] == "" and heats[1].z[0][0] is None
+    assert heats[1].text[1][0] == "0.950"  # the static panel's senses come in its own order, matched by name
+    # only decided layers are outlined: the tie of the embeddings is not
+    assert list(marks[0].x) == ["1<br>90%"] and list(marks[0].y) == [rows[1]]
+    assert list(marks[1].y) == [rows[1]]  # static's nearest, "river", is its first sense
+    assert [t.xaxis for t in heats] == ["x", "x2"] and fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]
+    assert fig.layout.xaxis.title.text == "<b>ctx</b>" and fig.layout.coloraxis.cmin == pytest.approx(-0.5)

@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "neighbours": ("neighbours", "nearest neighbours of a word in a static-vector model"),
     "occurrences": ("occurrences", "every occurrence of a word in a corpus (an index kept in the cache)"),
     "nearest-words": ("nearest_words", "the SemCor words nearest to one occurrence's vector, layer by layer"),
+    "which-sense": ("which_sense", "which WordNet sense one occurrence is: the nearest sense average over SemCor, "
+                                   "layer by layer"),
     "eval": ("eval", "evaluate on WSD (CoarseWSD-20) or WiC data"),
     "probe": ("probe", "layer-weight probes (part of speech, word sense) on SemCor"),
     "export-elmo": ("export_elmo", "export our ELMo to options.json + weights.hdf5"),
