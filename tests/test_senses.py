@@ -86,6 +86,13 @@ def test_centroid_accuracy_leave_one_out():
     assert centroid_sense_accuracy(np.stack([unit(0), unit(5), unit(80)]), ["A", "A", "B"]) == pytest.approx(2 / 3)
 
 
+def test_centroid_accuracy_shares_a_tie_as_a_random_pick_would():
+    """A context-free layer: nine occurrences of one spelling, one vector. Every centroid is that vector, so the
+    tied senses share the pick (1/3 each for a and b); c's only occurrence has no centroid left (0)."""
+    X = np.repeat(np.random.default_rng(0).normal(size=(1, 16)), 9, axis=0)
+    assert centroid_sense_accuracy(X, ["a"] * 5 + ["b"] * 3 + ["c"]) == pytest.approx((5 / 3 + 3 / 3) / 9)
+
+
 def test_mfs_baseline_leave_one_out():
     assert mfs_baseline(["A", "A", "A", "B"]) == pytest.approx(3 / 4)  # holding out B leaves only A
     assert mfs_baseline(["A", "B", "B", "A"]) == 0.0  # balanced: the held-out sense is always the minority

@@ -22,8 +22,8 @@ page_header(
 
 cols = st.columns(3)
 cols[0].page_link("views/word_senses.py", label="**Word senses** — watch the senses of a word fall apart into "
-                  "clouds, layer by layer, find the sentences with a word of your choice among them, and see which "
-                  "words move them", icon=":material/scatter_plot:")
+                  "clouds, layer by layer, find the sentences with a word of your choice among them, see which "
+                  "words move them and which dictionary sense each model reads", icon=":material/scatter_plot:")
 cols[1].page_link("views/fill_in.py", label="**Fill in the blank** — what BERT and ELMo guess for a [MASK], "
                   "and which words the guess rests on, by hiding them or by their gradients",
                   icon=":material/edit_note:")

@@ -65,7 +65,11 @@ explain(
     "have no mask, read the sentence without it. *Find the nearest words in SemCor* compares the occurrence's "
     "vector, layer by layer, with those of the tagged words of 2,000 SemCor sentences (as exBERT searches by "
     "embedding) and counts the 50 nearest by part of speech: where they stop being the same word and start being "
-    "words of the same part of speech or meaning, the layer reads the context.",
+    "words of the same part of speech or meaning, the layer reads the context. *Which dictionary sense is it?* "
+    "averages, for each WordNet sense of the word, the vectors of its SemCor occurrences, layer by layer, and reads "
+    "the occurrence as the sense whose average is nearest (the ELMo paper's word-sense disambiguation); each "
+    "layer is scored by how many of SemCor's own occurrences it reads right, each left out of its sense's average, "
+    "against reading the spelling alone (each spelling's most frequent sense).",
     ["cosine", "self_similarity", "scalar_mix"],
 )
 

@@ -46,6 +46,8 @@ from ..cosine import unit_rows
 from .metrics import macro_f1
 
 METRICS = ("cosine", "euclidean")
+#: Distances closer than this are one tie (identical vectors differ only by the rounding of their arithmetic).
+TIE = 1e-9
 
 
 # -- sense measurements ------------------------------------------------------------------------------------
@@ -105,7 +107,10 @@ def centroid_sense_accuracy(X: np.ndarray, labels: Sequence[Hashable], metric: s
     """Leave-one-out nearest-sense-centroid accuracy (the ELMo paper's probe; see the module docstring).
 
     A sense whose only occurrence is the held-out one has no centroid left and cannot be predicted for it.
-    Ties go to the sense met first in ``labels``.
+    Senses at the same distance (within :data:`TIE`: a context-free layer gives every occurrence of one spelling
+    one vector, so several centroids can be that vector exactly) share the pick: the occurrence gets 1/(number
+    tied) credit if its sense is among them, the expected score of a random pick, as :func:`mfs_baseline` counts
+    ties. Breaking them by order, or by the last bit of rounding, would score a context-free layer by accident.
     """
     Xv, codes, names, _, _ = _prepare(X, labels, "centroid_sense_accuracy", metric)
     return _centroid_accuracy(Xv, codes, len(names), metric)
@@ -122,7 +127,8 @@ def _centroid_accuracy(X: np.ndarray, codes: np.ndarray, n_senses: int, metric: 
     own = np.divide(sums[codes] - X, own_count[:, None], out=np.zeros_like(X), where=own_count[:, None] > 0)
     own_d = _rowwise(X, own, metric)
     D[np.arange(n), codes] = np.where(own_count > 0, own_d, np.inf)
-    return float(np.mean(np.argmin(D, axis=1) == codes))  # argmin: first of equal distances
+    tied = D <= D.min(axis=1, keepdims=True) + TIE
+    return float(np.mean(tied[np.arange(n), codes] / tied.sum(axis=1)))
 
 
 def mfs_baseline(labels: Sequence[Hashable]) -> float:
