@@ -256,7 +256,7 @@ def _semcor(spec: Spec) -> Chosen:
     found, infos = sources.semcor_search(spec.word, spec.pos, min_sense_count=spec.fold, limit=spec.limit,
                                          seed=spec.sample)
     n = len(found.occurrences)
-    total = sum(i.count for i in infos)
+    total = found.total or n
     sampled = f" (a sample of {n:,} of {total:,}, spread evenly across its documents)" if n < total else ""
     pos = POS_NAMES.get(spec.pos or "", spec.pos or "any part of speech")
     caption = (f"{n:,} sense-tagged occurrences of **{md(spec.word)}** ({md(pos)}) in SemCor{sampled}; "

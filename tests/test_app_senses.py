@@ -61,6 +61,25 @@ def test_semcor_occurrences_are_named_by_their_glosses(semcor_data):
     assert at.query_params["source"] == "semcor" and at.query_params["lemma"] == "bank.n"
 
 
+def test_a_semcor_sample_says_how_many_it_was_drawn_from(semcor_data):
+    from app import occurrence_sources as sources
+
+    chosen = sources._semcor(sources.Spec(kind="semcor", word="bank", pos="n", limit=5))
+    assert len(chosen.found.occurrences) == 5 and "(a sample of 5 of 12, spread evenly" in chosen.caption
+    assert "a sample" not in sources._semcor(sources.Spec(kind="semcor", word="bank", pos="n")).caption
+
+
+def test_a_semcor_occurrence_is_read_against_the_other_references_and_its_tag_named(semcor_data):
+    at = page("word_senses", source="semcor", lemma="bank.n", projection="pca", models="bert-eltec", wsd="1",
+              occ="2")
+    assert_clean(at)
+    said = " ".join(texts(at.markdown))
+    assert "SemCor's annotators tagged it *" in said and ("the model is right" in said or "otherwise" in said)
+    assert "this occurrence is one of them, so it was taken out of its sense's average" in " ".join(texts(at.caption))
+    heat = next(s for s in charts(at) if "xaxis2" in s["layout"] or s["data"][0].get("xaxis") == "x")
+    assert sum(name.startswith("<b>✓ ") for name in heat["data"][0]["y"]) == 1  # the annotators' sense
+
+
 def test_semcor_folds_rare_senses_into_other(semcor_data):
     at = page("word_senses", source="semcor", lemma="bank.n", fold="7", projection="pca", models="bert-eltec")
     assert_clean(at)

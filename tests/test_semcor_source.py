@@ -336,6 +336,7 @@ def test_sampling_is_reproducible_capped_and_spread(tmp_path: Path):
     def uids(**kw) -> list[str]:
         found, infos = semcor_search("bank", semcor=semcor, senses=senses, **kw)
         assert sum(i.count for i in infos) == len(found.occurrences)   # counts are of what was kept
+        assert found.total == 45                                         # and how many there were to keep
         return [words[2] for words in found.words]
 
     assert len(uids(limit=None)) == len(uids(limit=1000)) == len(uids(limit=45)) == 45

@@ -202,7 +202,8 @@ def semcor_search(lemma: str, pos: str | None = None, min_sense_count: int = 3, 
     The search has one sentence per occurrence (SemCor's words joined by spaces; a sentence holding the lemma
     twice appears twice), ``words`` are SemCor's words (multi-word expressions split at ``_``), and the
     occurrence is the tagged token's representative word. When there are more than ``limit`` occurrences
-    (None: no limit), a seeded sample spread evenly over SemCor's documents is kept, in corpus order. Senses with
+    (None: no limit), a seeded sample spread evenly over SemCor's documents is kept, in corpus order; the
+    search's ``total`` is how many there were. Senses with
     fewer than ``min_sense_count`` of the kept occurrences are folded into one "other" label (1 keeps every
     sense). The SenseInfo list is in the order of their counts, "other" last.
 
@@ -236,6 +237,7 @@ def semcor_search(lemma: str, pos: str | None = None, min_sense_count: int = 3, 
                          "Choose one of those (or pos=None for all)")
 
     found = semcor.occurrences(key, pos)
+    total = len(found)
     # Ranks come from every occurrence, not the sample: the "(n)" of a sense stays the same whatever the limit.
     all_counts = Counter(o.sense_key for o in found)
     rank = {k: i for i, (k, _) in enumerate(sorted(all_counts.items(), key=lambda x: (-x[1], x[0])), start=1)}
@@ -259,7 +261,8 @@ def semcor_search(lemma: str, pos: str | None = None, min_sense_count: int = 3, 
         occurrences.append(Occurrence(i, o.word_index, word, (start, start + len(word)), text, label))
     forms = frozenset(o.word.casefold() for o in occurrences)
     documents = [semcor.sentences[o.sentence_index].document for o in found]
-    return OccurrenceSearch(key, forms, texts, labels, words, occurrences, missing=[], documents=documents), infos
+    return OccurrenceSearch(key, forms, texts, labels, words, occurrences, missing=[], documents=documents,
+                            total=total), infos
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ class OccurrenceSearch:
     occurrences: list[Occurrence]
     missing: list[int]  # indices of sentences in which the target does not occur
     documents: list[str] | None = None  # the document of each sentence, where the sentences come from a corpus
+    total: int | None = None  # the occurrences there were before a sample was drawn from them (None: no sample)
 
     @property
     def missing_sentences(self) -> list[str]:
