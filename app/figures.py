@@ -770,6 +770,42 @@ def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = 
     )
 
 
+def layer_guess_grid(result: dict, title: str = "") -> go.Figure:
+    """What the masked-LM head reads from every layer at one blank (``result``: :class:`ctxmodels.analysis.blanks.
+    LayerGuesses` as a dict): a row per layer (the first at the top), its best guesses left to right, each cell
+    the guess and its probability, shaded by it; the model's own answer (the last layer's first guess) is
+    outlined wherever it appears, and its rank in each layer is written at the row's end."""
+    layers = _plain_all(short_layer_name(n) for n in result["layer_names"])
+    n = max((len(row) for row in result["top"]), default=0)
+    columns = [f"guess {j + 1}" for j in range(n)]
+    probs = [[row[j]["prob"] if j < len(row) else None for j in range(n)] for row in result["top"]]
+    text = [[f"{plain(row[j]['token'])}<br>{percent(row[j]['prob'])}" if j < len(row) else "" for j in range(n)]
+            for row in result["top"]]
+    answer = result["answer"]
+    hits = [(columns[j], layers[i]) for i, row in enumerate(result["top"]) for j, g in enumerate(row)
+            if g["token"] == answer]
+    top = max((p for row in probs for p in row if p is not None), default=0.0) or 1.0
+    ranks = [dict(x=1.0, y=name, xref="paper", yref="y", xanchor="left", showarrow=False, text=f"#{rank:,}",
+                  font=dict(size=11)) for name, rank in zip(layers, result["answer_ranks"])]
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=probs, x=columns, y=layers, text=text, texttemplate="%{text}",
+                   textfont=dict(size=10), colorscale="Blues", zmin=0, zmax=top, showscale=False, hoverongaps=False,
+                   hovertemplate="%{y}, guess %{x} %{text}<extra></extra>"),
+              dict(type="scatter", mode="markers", x=[c for c, _ in hits], y=[r for _, r in hits], hoverinfo="skip",
+                   showlegend=False, marker=dict(symbol="square-open", size=34, color=PALETTE[1], line=dict(width=2)))],
+        layout=dict(
+            title=dict(text=f"{plain(title)}<br><sup>best first; at the right, the rank of “{plain(answer)}”</sup>"),
+            height=90 + 40 * len(layers), margin=dict(l=10, r=60, t=56, b=10),
+            # the guesses run best first from the left: the columns need no labels
+            xaxis=dict(type="category", showticklabels=False, ticks="", fixedrange=True, showgrid=False,
+                       zeroline=False),
+            yaxis=dict(type="category", autorange="reversed", automargin=True, fixedrange=True, showgrid=False,
+                       zeroline=False),
+            annotations=ranks,
+        ),
+    ))
+
+
 def shared_bar_scale(bar_sets: Sequence[Sequence[Sequence[dict]]]) -> list[float]:
     """For each blank (or hidden piece), the largest probability any model gives it (``bar_sets``: per model, per
     blank, the guesses with their "prob"): as ``x_max`` of :func:`fill_bars`, the models' bars side by side share

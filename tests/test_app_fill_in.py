@@ -18,6 +18,7 @@ from ctxmodels.analysis.fill_in import (
     fill_mask,
     guess_attributions,
     guess_effects,
+    guesses_by_layer,
     is_whole_word,
     mask_word,
     word_attributions,
@@ -195,6 +196,32 @@ def test_which_words_the_first_guess_rests_on(tiny_assets):
     at = page("fill_in", text=text, why="1")  # the link opens with it
     assert_clean(at)
     assert len(effect_charts(at)) == 1
+
+
+def test_the_guesses_layer_by_layer(tiny_assets):
+    """Off by default; on, each blank gets under its bars a grid of the head's guesses in every layer (the model's
+    answer outlined, its rank per layer at the row's end) and a line with the ranks; it is in the link, and the
+    hidden-word mode does not offer it."""
+    text = "The [MASK] drifted towards the [MASK] of the river."
+    at = page("fill_in", text=text)
+    assert_clean(at)
+    assert at.toggle(key="lens").value is False
+    at.toggle(key="lens").set_value(True).run()
+    assert_clean(at)
+    grids = [c for c in charts(at) if c["data"][0]["type"] == "heatmap"]
+    assert len(grids) == 2 and at.query_params["lens"] == "1"  # one per blank
+    bert = tiny_bert(tiny_assets)
+    for blank, grid in enumerate(grids):
+        expected = guesses_by_layer(bert, None, text, blank=blank, top_k=5)
+        assert list(grid["data"][0]["y"]) == ["emb.", "1", "2"]
+        assert [a["text"] for a in grid["layout"]["annotations"]] == [f"#{r:,}" for r in expected.answer_ranks]
+        assert grid["data"][0]["text"][-1][0].startswith(expected.answer)
+    lines = [c for c in texts(at.caption) if "from the first layer to the last" in c]
+    assert len(lines) == 2
+    at = page("fill_in", text=RIVER, fill_mode="word", blank="bank", lens="1")
+    assert_clean(at)
+    assert not any(t.key == "lens" for t in at.toggle)
+    assert not [c for c in charts(at) if c["data"][0]["type"] == "heatmap"]
 
 
 def test_a_typed_guess_is_explained_and_a_word_the_model_lacks_is_an_error_that_keeps_the_guesses(tiny_assets):

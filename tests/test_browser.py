@@ -290,6 +290,34 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
     page.close()
 
 
+def test_fill_in_shows_the_guesses_layer_by_layer(server, browser):
+    """The switch draws, under the guesses, a grid of the head's guesses in every layer with the final answer's rank
+    at each row's end; typing another sentence redraws it."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/fill_in?text=She+deposited+the+money+in+the+%5BMASK%5D.")
+    page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+    settle(page)
+    page.get_by_text("Show the guesses layer by layer").click()
+    grid = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data[0].type === 'heatmap')"
+    page.wait_for_function(f"() => {grid}.length === 1", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    rows, ranks = page.evaluate(f"() => [Array.from({grid}[0].data[0].y), "
+                                f"{grid}[0].layout.annotations.map(a => a.text)]")
+    assert rows[0] == "emb." and len(rows) == len(ranks) >= 3 and ranks[-1] == "#1", (rows, ranks)
+    assert "lens=1" in page.url
+    before = page.evaluate(f"() => JSON.stringify({grid}[0].data[0].text)")
+    box = page.locator("input.stkeyup__input")
+    box.fill("")
+    box.press_sequentially("The river overflowed its [MASK].", delay=20)
+    page.wait_for_function(f"() => {grid}.length === 1 && JSON.stringify({grid}[0].data[0].text) !== "
+                           f"{json.dumps(before)}", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    screenshot(page, "fill_in-by-layer.png")
+    page.close()
+
+
 def test_fill_in_compares_two_sentences(server, browser):
     """Sentence B typed into its box and entered: its guesses and the words that gained and lost from A to B are
     drawn under the first sentence's guesses, and B goes into the link."""

@@ -151,6 +151,7 @@ CHOICES = {  # param: (options, widget)
     "qk": (BOOL, "toggle"),
     "near": (BOOL, "toggle"),
     "wsd": (BOOL, "toggle"),
+    "lens": (BOOL, "toggle"),
     "try": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "why_by": (["hiding", "gradients", "both"], "radio"),
@@ -181,7 +182,7 @@ PAGE_PARAMS = {
     "attention": ["att_model", "sentence", "pair", "merge", "hide", "view", "rank_by", "rank_ascending", "att_layer",
                   "att_head", "att_threshold", "overview", "qk", "qk_from"],
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_by", "why_guess",
-                "compare"],
+                "compare", "lens"],
     "elmo_layers": ["probe_model"],
     "models": [],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only

@@ -75,6 +75,7 @@ if not mlm_ids:
                "page.")
     st.stop()
 
+LENS_GUESSES = 5  # the guesses per layer in "the guesses layer by layer" (a row of cells each)
 DEBOUNCE_MS = 20  # the keystroke box waits this long after a key before it reports (keys closer together: one run)
 TOP_K = dict(min_value=1, max_value=20)
 MODES = {"masks": "the blanks I write", "word": "a word I hide"}
@@ -91,6 +92,7 @@ url_state("why_guess", "", max_chars=40)
 BY = {"hiding": "hiding each word", "gradients": "integrated gradients", "both": "both ways"}
 url_state("why_by", "hiding", options=list(BY))
 url_state("compare", "", max_chars=MAX_TEXT_CHARS)
+url_state("lens", False, kind=bool)
 # A link that names a word to hide opens in that mode even without fill_mode.
 url_state("fill_mode", "word" if "blank" in st.query_params else "masks", options=list(MODES))
 
@@ -132,6 +134,13 @@ def gradients(model_id: str, text: str, blank: int, guess: str | None, whole_wor
 def hidden_gradients(model_id: str, text: str, word: str, occurrence: int) -> dict:
     m = get_model(model_id)
     return fill_in.word_attributions(m, m.tokenizer, text, word, occurrence=occurrence).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def by_layer(model_id: str, text: str, blank: int, whole_words: bool) -> dict:
+    m = get_model(model_id)
+    return fill_in.guesses_by_layer(m, getattr(m, "tokenizer", None), text, blank=blank, top_k=LENS_GUESSES,
+                                    whole_words=whole_words).to_dict()
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -292,6 +301,24 @@ def score_charts(model_id: str, s: dict, scale: list[float]) -> list:
     return [st.container()]
 
 
+def layer_charts(places: dict, computed: dict, checked: str, whole_words: bool) -> None:
+    """Under each model's guesses for each blank, the guesses its head reads from every layer."""
+    for model_id, spots in places.items():
+        for i, spot in enumerate(spots[:len(computed[model_id])]):
+            with spot, guard(f"{label(model_id)}'s guesses layer by layer"), \
+                    limits.heavy(f"{label(model_id)}'s guesses layer by layer"):
+                result = by_layer(model_id, checked, i, whole_words)
+                ranks = ", ".join(f"{r:,}" for r in result["answer_ranks"])
+                data = pd.DataFrame([dict(layer=name, rank=j + 1, guess=g["token"], prob=g["prob"])
+                                     for name, row in zip(result["layer_names"], result["top"])
+                                     for j, g in enumerate(row)]).assign(model=label(model_id), blank=i + 1)
+                plot(figures.layer_guess_grid(result, title="the guesses, layer by layer"),
+                     f"by-layer-{label(model_id)}-{i + 1}", key=f"lens::{model_id}::{i}", data=data)
+                st.caption(f"The head read from each layer's vector at the blank; only the last layer was trained to "
+                           f"be read this way. “{md(result['answer'])}” ranks {ranks} from the first layer to the "
+                           "last: where it climbs is where the answer takes shape.")
+
+
 def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
     """The "which words it rests on" switch, the method, and (for the blanks) the guess to explain: None for each
     model's first guess."""
@@ -372,6 +399,11 @@ def fill_in_view() -> None:
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
     why, by, guess = why_controls(box, mode)
+    lens = mode == "masks" and box.toggle(
+        "Show the guesses layer by layer", key="lens", persist_state="session",
+        help="Reads the masked-LM head from every layer's vector at the blank, not only the last one's (exBERT's "
+             "guesses per layer, the “logit lens”), and gives the final answer's rank in each layer.")
+    to_url("lens")
     compare = compare_control(box, mode)
     to_url("text", "k", "fill_models", "whole_words", "fill_mode")
     checked = checked_sentence(text)
@@ -412,6 +444,8 @@ def fill_in_view() -> None:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
     if compare is not None:
         compare_charts(cols, [m for m in chosen if m in computed], checked, compare, int(top_k), whole_words)
+    if lens:
+        layer_charts(places, computed, checked, whole_words)
     if why:
         explain_each(places, computed, checked, hidden, guess, whole_words, by)
 

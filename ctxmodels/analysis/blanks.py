@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -171,3 +171,39 @@ class BlankChange:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class LayerGuesses:
+    """What the masked-LM head reads from every layer at one blank: the head (ELMo: its softmax) applied to each
+    layer's vector at the blank instead of the last one's only, as exBERT and the "logit lens" do. Only the last
+    layer was trained to be read this way, so an earlier layer's guesses say what that layer already holds in the
+    head's terms, not what it "thinks"; the answer's rank per layer shows where the answer takes shape."""
+
+    layer_names: list[str]
+    top: list[list[dict]]       # per layer, the top guesses {"token", "prob"}, best first
+    answer: str                 # the model's own first guess: the last layer's
+    answer_probs: list[float]   # per layer
+    answer_ranks: list[int]     # per layer; 1 = that layer's first guess (among the guesses allowed)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def layer_guesses(layer_names: Sequence[str], probs, token_of: Callable[[int], str], allowed,
+                  top_k: int) -> LayerGuesses:
+    """:class:`LayerGuesses` from the probabilities ``probs`` [n_layers, V] (a torch tensor), the vocabulary
+    (``token_of(id)``) and the bool tensor ``allowed`` [V] of the guesses that may be shown."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    masked = probs.masked_fill(~allowed, -1.0)
+    n = min(top_k, int(allowed.sum()))
+    top = masked.topk(n, dim=-1)
+    answer = int(masked[-1].argmax())
+    chance = masked[:, answer]
+    ranks = (masked > chance[:, None]).sum(dim=-1) + 1
+    return LayerGuesses(
+        list(layer_names),
+        [[{"token": token_of(i), "prob": p} for p, i in zip(values, indices)]
+         for values, indices in zip(top.values.tolist(), top.indices.tolist())],
+        token_of(answer), chance.tolist(), ranks.tolist())

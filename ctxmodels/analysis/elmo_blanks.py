@@ -28,12 +28,14 @@ from ..char_ids import batch_to_char_ids
 from ..text import tokenize
 from ..tokenization import MASK
 from .blanks import (
+    LayerGuesses,
     WordAttributions,
     WordEffects,
     WordScore,
     check_words_to_hide,
     find_word,
     is_whole_word,
+    layer_guesses,
     normalize_masks,
 )
 from .integrated_gradients import integrate
@@ -92,7 +94,6 @@ def slot_probs(model: Any, sentences: list[list[str]], slots: list[int]) -> torc
     lm = _require_lm(model)
     lm.eval()
     device = next(lm.parameters()).device
-    specials = torch.tensor([_index(lm)[s] for s in SPECIALS if s in _index(lm)], dtype=torch.long)
     distinct = list(dict.fromkeys(map(tuple, sentences)))
     row_of = {s: i for i, s in enumerate(distinct)}
     fwd, bwd = [], []  # per distinct sentence: the top forward and backward states [T, P], <S> and </S> included
@@ -105,15 +106,45 @@ def slot_probs(model: Any, sentences: list[list[str]], slots: list[int]) -> torc
         bwd += list(states.backward_layers[-1])
     rows = [row_of[tuple(s)] for s in sentences]
     # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
-    both = torch.stack([fwd[r][i] for r, i in zip(rows, slots)] + [bwd[r][i + 2] for r, i in zip(rows, slots)])
-    log_p = torch.log_softmax(lm.full_softmax_logits(both).float(), dim=-1)
-    joint = log_p[:len(rows)] + log_p[len(rows):]
+    return _joint(lm, torch.stack([fwd[r][i] for r, i in zip(rows, slots)]),
+                  torch.stack([bwd[r][i + 2] for r, i in zip(rows, slots)]))
+
+
+def _joint(lm: Any, forward: torch.Tensor, backward: torch.Tensor) -> torch.Tensor:
+    """P(word) ∝ P_fwd · P_bwd over the output vocabulary, specials 0, from rows of forward and backward states
+    [n, P] (each row pair read through the one softmax): [n, V] on the CPU."""
+    log_p = torch.log_softmax(lm.full_softmax_logits(torch.cat([forward, backward])).float(), dim=-1)
+    joint = log_p[:len(forward)] + log_p[len(forward):]
+    specials = [_index(lm)[s] for s in SPECIALS if s in _index(lm)]
     joint[:, specials] = -math.inf
     probs = joint.softmax(dim=-1)
     if not bool(probs.isfinite().all()):
         raise ValueError("the model computed NaN or infinite scores for this text, so it has no guesses to show; "
                          "its weights are damaged")
     return probs.cpu()
+
+
+@torch.inference_mode()
+def guesses_by_layer(model: Any, text: str, blank: int = 0, top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
+    """:func:`~ctxmodels.analysis.fill_in.guesses_by_layer` for an ELMo: the softmax applied, in both directions,
+    to every layer's state next to the blank (the character CNN's vector of the word before it and of the word
+    after it, then each LSTM layer's), the two directions joined as for the guesses themselves. The top layer's
+    are ELMo's own guesses."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    slots = _blanks(words)
+    if not 0 <= blank < len(slots):
+        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
+    i = slots[blank]
+    lm.eval()
+    char_ids, mask = batch_to_char_ids([words], add_boundaries=True,
+                                       max_chars=lm.config.char_cnn.max_characters_per_token)
+    device = next(lm.parameters()).device
+    states = lm(char_ids.to(device), mask.to(device))
+    forward = torch.stack([layer[0, i] for layer in [states.token_embedding, *states.forward_layers]])
+    backward = torch.stack([layer[0, i + 2] for layer in [states.token_embedding, *states.backward_layers]])
+    probs = _joint(lm, forward, backward)
+    return layer_guesses(model.layer_names, probs, lm.vocab.__getitem__, _allowed(lm, whole_words), top_k)
 
 
 def _top(lm: Any, row: torch.Tensor, top_k: int, whole_words: bool) -> list[dict[str, float | str]]:

@@ -40,6 +40,7 @@ from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
 from .blanks import (
     BlankChange,
+    LayerGuesses,
     WordAttributions,
     WordEffects,
     WordScore,
@@ -47,6 +48,7 @@ from .blanks import (
     check_words_to_hide,
     find_word,
     is_whole_word,
+    layer_guesses,
     normalize_masks,
 )
 from .integrated_gradients import integrate
@@ -472,6 +474,56 @@ def _one_blank(model: Any, text: str, whole_words: bool) -> tuple[torch.Tensor, 
         allowed = _allowed_ids(tokenizer, row.shape[-1], "word" if whole_words else "any")
         name = tokenizer.id_to_token
     return row.masked_fill(~allowed.to(row.device), 0.0), name
+
+
+@torch.inference_mode()
+def _layer_probs(runner: Any, enc: Encoded, position: int) -> tuple[list[str], torch.Tensor]:
+    """(layer names, P over the vocabulary [n_layers, V]) from the masked-LM head applied to every layer's vector at
+    ``position``. Our BERT: its head on each hidden state. An encoder read through transformers: the encoding run
+    once per layer in one batch, with a hook that hands copy k's layer-k states to the head in place of the last
+    layer's, so every architecture's own head (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa) runs unchanged."""
+    if isinstance(runner, torch.nn.Module):
+        runner.eval()
+        device = next(runner.parameters()).device
+        out = runner.bert(torch.tensor([enc.ids], device=device), token_type_ids=torch.tensor([enc.type_ids],
+                          device=device), output_hidden_states=True)
+        states = torch.stack([h[0, position] for h in out.hidden_states])  # [L+1, H]
+        names = ["embeddings"] + [f"layer {i}" for i in range(1, len(states))]
+        return names, _softmax(runner.cls.predictions(states))
+    hf, names = runner.model, list(runner.layer_names)
+
+    def each_layer(module, args, output):
+        states = output.hidden_states
+        if states is None or len(states) != len(names):
+            raise ValueError(f"{runner.name} gave {0 if states is None else len(states)} hidden states for "
+                             f"{len(names)} layers; its guesses cannot be read layer by layer")
+        output.last_hidden_state = torch.stack([states[k][k] for k in range(len(names))])
+        return output
+
+    hf.eval()
+    handle = hf.base_model.register_forward_hook(each_layer)
+    try:
+        batch = runner.tokenizer.collate([enc] * len(names), device=runner.device)
+        logits = hf(**batch, output_hidden_states=True).logits
+    finally:
+        handle.remove()
+    return names, _softmax(logits[:, position].float())
+
+
+def guesses_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
+                     top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
+    """The guesses the masked-LM head reads from every layer at blank ``blank`` of ``text`` (exBERT's guesses per
+    layer, the "logit lens"; :class:`~ctxmodels.analysis.blanks.LayerGuesses` says how to read them). The last
+    layer's are the model's own guesses, as :func:`fill_mask` gives them. An ELMo goes to
+    :func:`~ctxmodels.analysis.elmo_blanks.guesses_by_layer`."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.guesses_by_layer(model, text, blank, top_k, whole_words)
+    runner, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(runner)
+    enc, positions = _nth_blank(tokenizer, text, blank)
+    names, probs = _layer_probs(runner, enc, positions[blank])
+    allowed = _allowed_ids(tokenizer, probs.shape[-1], "word" if whole_words else "any").to(probs.device)
+    return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k)
 
 
 def compare_blanks(model: Any, text_a: str, text_b: str, top_k: int = 5, whole_words: bool = True) -> BlankChange:

@@ -7,12 +7,14 @@ import json
 import math
 
 from ..analysis.fill_in import (
+    LayerGuesses,
     WordAttributions,
     WordEffects,
     fill_mask,
     fills_blanks,
     guess_attributions,
     guess_effects,
+    guesses_by_layer,
     mask_word,
     why_no_fill,
     word_attributions,
@@ -48,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"16 and doubling, for the scores to add up within {TOLERANCE} nats)")
     p.add_argument("--guess", default=None,
                    help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
+    p.add_argument("--by-layer", action="store_true",
+                   help="also show, for each blank, the guesses the head reads from every layer's vector at it "
+                        "(exBERT's guesses per layer, the logit lens) and the final answer's rank in each")
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
 
 
@@ -89,6 +94,14 @@ def print_explanation(result: WordEffects | WordAttributions) -> None:
     (print_attributions if isinstance(result, WordAttributions) else print_effects)(result)
 
 
+def print_by_layer(result: LayerGuesses) -> None:
+    print(f"  layer by layer (the rank of {result.answer!r}, then that layer's guesses):")
+    width = max(len(name) for name in result.layer_names)
+    for name, rank, guesses in zip(result.layer_names, result.answer_ranks, result.top):
+        shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
+        print(f"    {name:<{width}}  #{rank:<6,}  {shown}")
+
+
 def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     model = load_model(args.model)
@@ -99,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
     if (args.by != "hiding" or args.steps is not None) and not args.rests_on:
         raise ValueError("--by and --steps say how --rests-on explains an answer; add --rests-on")
+    if args.by_layer and args.word is not None:
+        raise ValueError("--by-layer reads the blanks you write ([MASK]), not a hidden --word")
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
         effects = explain(model, tokenizer, text, args) if args.rests_on else None
@@ -116,17 +131,26 @@ def run(args: argparse.Namespace) -> int:
     results = fill_mask(model, tokenizer, text, top_k=args.top_k, whole_words=args.whole_words)
     effects_per_blank = [explain(model, tokenizer, text, args, n) for n in range(len(results))] \
         if args.rests_on else None
+    layers_per_blank = [guesses_by_layer(model, tokenizer, text, blank=n, top_k=args.top_k,
+                                         whole_words=args.whole_words) for n in range(len(results))] \
+        if args.by_layer else None
     if args.json:
-        # with --rests-on: {"guesses": [...], "rests_on": [per blank]}; without: the guesses' list, as before
-        print(json.dumps(results if effects_per_blank is None else
-                         {"guesses": results, "rests_on": [e.to_dict() for e in effects_per_blank]},
-                         ensure_ascii=False))
+        # with --rests-on / --by-layer: {"guesses": [...], "rests_on": [per blank], "by_layer": [per blank]};
+        # without either: the guesses' list, as before
+        extra = {}
+        if effects_per_blank is not None:
+            extra["rests_on"] = [e.to_dict() for e in effects_per_blank]
+        if layers_per_blank is not None:
+            extra["by_layer"] = [r.to_dict() for r in layers_per_blank]
+        print(json.dumps({"guesses": results, **extra} if extra else results, ensure_ascii=False))
         return 0
     for n, guesses in enumerate(results, 1):
         print(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:")
         width = max(len(g["token"]) for g in guesses)
         for g in guesses:
             print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
+        if layers_per_blank is not None:
+            print_by_layer(layers_per_blank[n - 1])
         if effects_per_blank is not None:
             print_explanation(effects_per_blank[n - 1])
     return 0
