@@ -20,7 +20,7 @@ from ..analysis.fill_in import (
     word_attributions,
     word_effects,
 )
-from ..analysis.integrated_gradients import TOLERANCE
+from ..analysis.integrated_gradients import RELATIVE_TOLERANCE, TOLERANCE
 from . import bounded_int, load_model
 
 
@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "to the sentence as written")
     p.add_argument("--steps", type=bounded_int(1, 1024), default=None,
                    help="with --by gradients: intervals of the path's integral (default: as many as it takes, from "
-                        f"16 and doubling, for the scores to add up within {TOLERANCE} nats)")
+                        f"16 and doubling, for the scores to add up within {TOLERANCE} nats or "
+                        f"{100 * RELATIVE_TOLERANCE:.0f}%% of the answer's rise)")
     p.add_argument("--guess", default=None,
                    help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
     p.add_argument("--by-layer", action="store_true",
