@@ -19,6 +19,7 @@ from ctxmodels.analysis.fill_in import (
     guess_attributions,
     guess_effects,
     guesses_by_layer,
+    hidden_by_layer,
     is_whole_word,
     mask_word,
     word_attributions,
@@ -200,8 +201,8 @@ def test_which_words_the_first_guess_rests_on(tiny_assets):
 
 def test_the_guesses_layer_by_layer(tiny_assets):
     """Off by default; on, each blank gets under its bars a grid of the head's guesses in every layer (the model's
-    answer outlined, its rank per layer at the row's end) and a line with the ranks; it is in the link, and the
-    hidden-word mode does not offer it."""
+    answer outlined, its rank per layer at the row's end) and a line with the ranks; it is in the link; with a
+    word hidden, the grid follows the rank of that word."""
     text = "The [MASK] drifted towards the [MASK] of the river."
     at = page("fill_in", text=text)
     assert_clean(at)
@@ -218,10 +219,13 @@ def test_the_guesses_layer_by_layer(tiny_assets):
         assert grid["data"][0]["text"][-1][0].startswith(expected.answer)
     lines = [c for c in texts(at.caption) if "from the first layer to the last" in c]
     assert len(lines) == 2
-    at = page("fill_in", text=RIVER, fill_mode="word", blank="bank", lens="1")
+    at = page("fill_in", text=RIVER, fill_mode="word", blank="river", lens="1")
     assert_clean(at)
-    assert not any(t.key == "lens" for t in at.toggle)
-    assert not [c for c in charts(at) if c["data"][0]["type"] == "heatmap"]
+    [grid] = [c for c in charts(at) if c["data"][0]["type"] == "heatmap"]
+    expected = hidden_by_layer(bert, None, RIVER, "river")
+    assert expected.answer == "river"
+    assert [a["text"] for a in grid["layout"]["annotations"]] == [f"#{r:,}" for r in expected.answer_ranks]
+    assert any("The hidden word “river” ranks" in c for c in texts(at.caption))
 
 
 def test_a_typed_guess_is_explained_and_a_word_the_model_lacks_is_an_error_that_keeps_the_guesses(tiny_assets):

@@ -93,6 +93,14 @@ def test_every_encoder_family_transformers_reads(tmp_path, family):
         assert raw.top[1][0]["token"] == model.tokenizer.id_to_token(int(middle.argmax()))
 
 
+def test_elmo_follows_a_hidden_word_layer_by_layer(elmo):  # noqa: F811 - the fixture
+    text = "She put the money in the bank ."
+    result = fill_in.hidden_by_layer(elmo, None, text, "bank", whole_words=False)
+    score = fill_in.mask_word(elmo, None, text, "bank")
+    assert result.answer == "bank" and result.answer_ranks[-1] == score.rank
+    assert result.answer_probs[-1] == pytest.approx(score.prob, rel=1e-5)
+
+
 def test_elmo_reads_its_softmax_from_every_layer_next_to_the_blank(elmo):  # noqa: F811 - the fixture
     text = "She put the money in the [MASK] ."
     result = fill_in.guesses_by_layer(elmo, None, text, top_k=3, whole_words=False)
@@ -131,5 +139,26 @@ def test_the_command_line_prints_each_layer_and_the_answers_rank(tmp_path, capsy
     assert main([*argv, "--json", TEXT]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["by_layer"][0]["answer_ranks"] == expected.answer_ranks and "rests_on" not in result
-    assert main([*argv, "--word", "river", "the bank of the river"]) == 2
-    assert "--by-layer reads the blanks you write" in capsys.readouterr().err
+    assert main([*argv, "--word", "bank", "--json", "the bank of the river"]) == 0
+    hidden = json.loads(capsys.readouterr().out)["by_layer"]
+    assert hidden["answer"] == "bank"
+    assert hidden["answer_ranks"] == fill_in.hidden_by_layer(model, tok, "the bank of the river", "bank",
+                                                             whole_words=False).answer_ranks
+
+
+def test_a_hidden_word_is_followed_layer_by_layer(bert):
+    model, tok = bert
+    text = "the bank of the river"
+    result = fill_in.hidden_by_layer(model, tok, text, "bank", top_k=3, whole_words=False)
+    score = fill_in.mask_word(model, tok, text, "bank", top_k=3)
+    assert result.answer == "bank" and result.answer_ranks[-1] == score.rank
+    assert result.answer_probs[-1] == pytest.approx(score.prob, rel=1e-5)
+    assert same(result.top[-1], score.top[0])
+    # a word the tokenizer splits is followed by its first piece, read where the page shows it
+    split = "the bankers of the river"
+    pieces = fill_in.mask_word(model, tok, split, "bankers")
+    assert len(pieces.pieces) > 1
+    first = fill_in.hidden_by_layer(model, tok, split, "bankers", whole_words=False)
+    assert first.answer == pieces.pieces[0] and first.answer_ranks[-1] == pieces.piece_ranks[0]
+    with pytest.raises(ValueError, match="occurs not at all"):
+        fill_in.hidden_by_layer(model, tok, text, "boat")  # not in the text

@@ -144,6 +144,13 @@ def by_layer(model_id: str, text: str, blank: int, whole_words: bool) -> dict:
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
+def hidden_by_layer(model_id: str, text: str, word: str, occurrence: int, whole_words: bool) -> dict:
+    m = get_model(model_id)
+    return fill_in.hidden_by_layer(m, getattr(m, "tokenizer", None), text, word, occurrence=occurrence,
+                                   top_k=LENS_GUESSES, whole_words=whole_words).to_dict()
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
 def changed(model_id: str, text_a: str, text_b: str, k: int, whole_words: bool) -> dict:
     return fill_in.compare_blanks(get_model(model_id), text_a, text_b, top_k=k, whole_words=whole_words).to_dict()
 
@@ -301,22 +308,33 @@ def score_charts(model_id: str, s: dict, scale: list[float]) -> list:
     return [st.container()]
 
 
-def layer_charts(places: dict, computed: dict, checked: str, whole_words: bool) -> None:
-    """Under each model's guesses for each blank, the guesses its head reads from every layer."""
+def layer_charts(places: dict, computed: dict, checked: str, whole_words: bool,
+                 hidden: tuple[str, int] | None) -> None:
+    """Under each model's guesses for each blank (or for the hidden word), the guesses its head reads from every
+    layer."""
     for model_id, spots in places.items():
-        for i, spot in enumerate(spots[:len(computed[model_id])]):
+        answers = 1 if hidden is not None else len(computed[model_id])
+        for i, spot in enumerate(spots[:answers]):
             with spot, guard(f"{label(model_id)}'s guesses layer by layer"), \
                     limits.heavy(f"{label(model_id)}'s guesses layer by layer"):
-                result = by_layer(model_id, checked, i, whole_words)
+                result = (hidden_by_layer(model_id, checked, *hidden, whole_words) if hidden is not None else
+                          by_layer(model_id, checked, i, whole_words))
                 ranks = ", ".join(f"{r:,}" for r in result["answer_ranks"])
                 data = pd.DataFrame([dict(layer=name, rank=j + 1, guess=g["token"], prob=g["prob"])
                                      for name, row in zip(result["layer_names"], result["top"])
                                      for j, g in enumerate(row)]).assign(model=label(model_id), blank=i + 1)
                 plot(figures.layer_guess_grid(result, title="the guesses, layer by layer"),
                      f"by-layer-{label(model_id)}-{i + 1}", key=f"lens::{model_id}::{i}", data=data)
-                st.caption(f"The head read from each layer's vector at the blank; only the last layer was trained to "
-                           f"be read this way. “{md(result['answer'])}” ranks {ranks} from the first layer to the "
-                           "last: where it climbs is where the answer takes shape.")
+                if hidden is None:
+                    what = f"The model's answer “{md(result['answer'])}”"
+                elif result["answer"].casefold() == hidden[0].casefold():
+                    what = f"The hidden word “{md(result['answer'])}”"
+                else:  # a word the tokenizer splits: its first piece is read at the position shown
+                    what = f"The hidden word's first piece “{md(result['answer'])}”"
+                where = "the blank" if hidden is None else "the hidden word"
+                st.caption(f"The head read from each layer's vector at {where}; only the last layer was trained "
+                           f"to be read this way. {what} ranks {ranks} from the first layer to the last: where it "
+                           "climbs is where the answer takes shape.")
 
 
 def why_controls(box, mode: str) -> tuple[bool, str, str | None]:
@@ -399,10 +417,11 @@ def fill_in_view() -> None:
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
     why, by, guess = why_controls(box, mode)
-    lens = mode == "masks" and box.toggle(
+    lens = box.toggle(
         "Show the guesses layer by layer", key="lens", persist_state="session",
         help="Reads the masked-LM head from every layer's vector at the blank, not only the last one's (exBERT's "
-             "guesses per layer, the “logit lens”), and gives the final answer's rank in each layer.")
+             "guesses per layer, the “logit lens”), and gives the rank in each layer of the final answer, or of "
+             "the word you hid.")
     to_url("lens")
     compare = compare_control(box, mode)
     to_url("text", "k", "fill_models", "whole_words", "fill_mode")
@@ -445,7 +464,7 @@ def fill_in_view() -> None:
     if compare is not None:
         compare_charts(cols, [m for m in chosen if m in computed], checked, compare, int(top_k), whole_words)
     if lens:
-        layer_charts(places, computed, checked, whole_words)
+        layer_charts(places, computed, checked, whole_words, hidden)
     if why:
         explain_each(places, computed, checked, hidden, guess, whole_words, by)
 

@@ -191,16 +191,18 @@ class LayerGuesses:
 
 
 def layer_guesses(layer_names: Sequence[str], probs, token_of: Callable[[int], str], allowed,
-                  top_k: int) -> LayerGuesses:
+                  top_k: int, answer: int | None = None) -> LayerGuesses:
     """:class:`LayerGuesses` from the probabilities ``probs`` [n_layers, V] (a torch tensor), the vocabulary
-    (``token_of(id)``) and the bool tensor ``allowed`` [V] of the guesses that may be shown."""
+    (``token_of(id)``) and the bool tensor ``allowed`` [V] of the guesses that may be shown. ``answer``: the id
+    whose rank is followed (a hidden word's), by default the last layer's first guess; its rank counts only the
+    guesses that may be shown above it."""
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     masked = probs.masked_fill(~allowed, -1.0)
     n = min(top_k, int(allowed.sum()))
     top = masked.topk(n, dim=-1)
-    answer = int(masked[-1].argmax())
-    chance = masked[:, answer]
+    answer = int(masked[-1].argmax()) if answer is None else answer
+    chance = probs[:, answer]
     ranks = (masked > chance[:, None]).sum(dim=-1) + 1
     return LayerGuesses(
         list(layer_names),

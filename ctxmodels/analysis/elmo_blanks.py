@@ -125,6 +125,19 @@ def _joint(lm: Any, forward: torch.Tensor, backward: torch.Tensor) -> torch.Tens
 
 
 @torch.inference_mode()
+def _layer_probs(lm: Any, words: list[str], slot: int) -> torch.Tensor:
+    """P(word at ``slot``) from every layer's states next to it, both directions joined: [n_layers, V]."""
+    lm.eval()
+    char_ids, mask = batch_to_char_ids([words], add_boundaries=True,
+                                       max_chars=lm.config.char_cnn.max_characters_per_token)
+    device = next(lm.parameters()).device
+    states = lm(char_ids.to(device), mask.to(device))
+    # with <S> in front, word i sits at position i + 1: the forward state before it, the backward one after it
+    forward = torch.stack([layer[0, slot] for layer in [states.token_embedding, *states.forward_layers]])
+    backward = torch.stack([layer[0, slot + 2] for layer in [states.token_embedding, *states.backward_layers]])
+    return _joint(lm, forward, backward)
+
+
 def guesses_by_layer(model: Any, text: str, blank: int = 0, top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
     """:func:`~ctxmodels.analysis.fill_in.guesses_by_layer` for an ELMo: the softmax applied, in both directions,
     to every layer's state next to the blank (the character CNN's vector of the word before it and of the word
@@ -135,17 +148,21 @@ def guesses_by_layer(model: Any, text: str, blank: int = 0, top_k: int = 5, whol
     slots = _blanks(words)
     if not 0 <= blank < len(slots):
         raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
-    i = slots[blank]
-    lm.eval()
-    char_ids, mask = batch_to_char_ids([words], add_boundaries=True,
-                                       max_chars=lm.config.char_cnn.max_characters_per_token)
-    device = next(lm.parameters()).device
-    states = lm(char_ids.to(device), mask.to(device))
-    forward = torch.stack([layer[0, i] for layer in [states.token_embedding, *states.forward_layers]])
-    backward = torch.stack([layer[0, i + 2] for layer in [states.token_embedding, *states.backward_layers]])
-    probs = _joint(lm, forward, backward)
+    probs = _layer_probs(lm, words, slots[blank])
     return layer_guesses(model.layer_names, probs, lm.vocab.__getitem__, _allowed(lm, whole_words), top_k)
 
+
+def hidden_by_layer(model: Any, text: str | list[str], word: str | int, occurrence: int = 0, top_k: int = 5,
+                    whole_words: bool = True) -> LayerGuesses:
+    """:func:`~ctxmodels.analysis.fill_in.hidden_by_layer` for an ELMo: the hidden word's rank per layer (neither
+    direction reads the word itself, so it needs no mask)."""
+    lm = _require_lm(model)
+    words = words_of(text)
+    index = find_word(words, word, occurrence, lowercase=False)
+    answer = _row_of(lm, words[index], model.name)
+    probs = _layer_probs(lm, words, index)
+    return layer_guesses(model.layer_names, probs, lm.vocab.__getitem__, _allowed(lm, whole_words), top_k,
+                         answer=answer)
 
 def _top(lm: Any, row: torch.Tensor, top_k: int, whole_words: bool) -> list[dict[str, float | str]]:
     allowed = _allowed(lm, whole_words)

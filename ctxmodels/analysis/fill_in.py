@@ -526,6 +526,21 @@ def guesses_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokeni
     return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k)
 
 
+def hidden_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str | list[str],
+                    word: str | int, occurrence: int = 0, top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
+    """:func:`guesses_by_layer` for a word of ``text`` hidden as :func:`mask_word` hides it (every piece a
+    ``[MASK]``), following the rank of the word that was there instead of the model's answer: for a word the
+    tokenizer splits, of its first piece, the one read at the position shown."""
+    if (elmo := _elmo(model)) is not None:
+        return elmo.hidden_by_layer(model, text, word, occurrence, top_k, whole_words)
+    runner, tokenizer = _parts(model, tokenizer)
+    _require_mlm_head(runner)
+    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
+    names, probs = _layer_probs(runner, _hide(enc, index, tokenizer.mask_id), positions[0])
+    allowed = _allowed_ids(tokenizer, probs.shape[-1], "word" if whole_words else "any").to(probs.device)
+    return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k, answer=enc.ids[positions[0]])
+
+
 def compare_blanks(model: Any, text_a: str, text_b: str, top_k: int = 5, whole_words: bool = True) -> BlankChange:
     """How the guesses at the blank of ``text_a`` change at the blank of ``text_b`` (one ``[MASK]`` in each; a
     loaded BERT-family model or ELMo): the ``top_k`` words that become most likely more in B, then the ``top_k``

@@ -15,6 +15,7 @@ from ..analysis.fill_in import (
     guess_attributions,
     guess_effects,
     guesses_by_layer,
+    hidden_by_layer,
     mask_word,
     why_no_fill,
     word_attributions,
@@ -52,8 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--guess", default=None,
                    help="with --rests-on: the guess to explain at every blank (default: each blank's first guess)")
     p.add_argument("--by-layer", action="store_true",
-                   help="also show, for each blank, the guesses the head reads from every layer's vector at it "
-                        "(exBERT's guesses per layer, the logit lens) and the final answer's rank in each")
+                   help="also show, for each blank (or the hidden --word), the guesses the head reads from every "
+                        "layer's vector at it (exBERT's guesses per layer, the logit lens) and the rank in each of "
+                        "the final answer (or of the hidden word)")
     p.add_argument("text", nargs="+", help='the text, e.g. "the river [MASK] was steep"')
 
 
@@ -113,19 +115,25 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
     if (args.by != "hiding" or args.steps is not None) and not args.rests_on:
         raise ValueError("--by and --steps say how --rests-on explains an answer; add --rests-on")
-    if args.by_layer and args.word is not None:
-        raise ValueError("--by-layer reads the blanks you write ([MASK]), not a hidden --word")
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
         effects = explain(model, tokenizer, text, args) if args.rests_on else None
+        layers = hidden_by_layer(model, tokenizer, text, args.word, top_k=args.top_k,
+                                 whole_words=args.whole_words) if args.by_layer else None
         if args.json:
             out = score.to_dict()
-            print(json.dumps(out if effects is None else {**out, "rests_on": effects.to_dict()}, ensure_ascii=False))
+            if effects is not None:
+                out["rests_on"] = effects.to_dict()
+            if layers is not None:
+                out["by_layer"] = layers.to_dict()
+            print(json.dumps(out, ensure_ascii=False))
         else:
             print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
             for piece, guesses in zip(score.pieces, score.top):
                 shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
                 print(f"  {piece}: model's guesses {shown}")
+            if layers is not None:
+                print_by_layer(layers)
             if effects is not None:
                 print_explanation(effects)
         return 0
