@@ -73,7 +73,8 @@ def test_the_nearest_average_reads_the_sense_from_the_words_around_it(model, sem
 
 def test_a_reference_leaves_its_own_sense_average_before_it_is_compared(model, semcor):
     av = ds.sense_averages(model, "bank", semcor=semcor)
-    (sentence, index), (sense, own) = next(iter(av.members.items()))
+    (sentence, index), (sense, row) = next(iter(av.members.items()))
+    own = av.vectors[row].astype(np.float64)
     guess = ds.guess(av, own, key=(sentence, index))
     assert guess.held_out and guess.tagged == sense
     rest = (av.sums[1, sense] - own[1]) / (av.counts[sense] - 1)

@@ -57,7 +57,8 @@ class SenseAverages:
     accuracy: np.ndarray      # [n_layers]: leave-one-out nearest-average accuracy on the references
     by_spelling: float        # the share right when each spelling is read as its most frequent sense
     left_out: int             # references not averaged: a rarer sense's, or without a vector
-    members: dict[Key, tuple[int, np.ndarray]]  # reference -> (its sense, its vectors [n_layers, dim])
+    members: dict[Key, tuple[int, int]]  # reference -> (its sense, its row of vectors)
+    vectors: np.ndarray       # float32 [n, n_layers, dim]: the averaged references' vectors, to leave one out
 
     @property
     def n(self) -> int:
@@ -65,7 +66,7 @@ class SenseAverages:
 
     @property
     def nbytes(self) -> int:
-        return self.sums.nbytes + sum(v.nbytes for _, v in self.members.values())
+        return self.sums.nbytes + self.vectors.nbytes
 
     def best_layer(self) -> int:
         """The layer that reads most references right (the lowest such layer on a tie)."""
@@ -142,9 +143,9 @@ def averages_from(lemma: str, vectors: np.ndarray, labels: Sequence[str | None],
     for r, c in zip(rows, codes):
         per_spelling.setdefault(spellings[r].casefold(), Counter())[c] += 1
     by_spelling = sum(max(c.values()) for c in per_spelling.values()) / len(rows)
-    members = {keys[r]: (int(c), X[r]) for r, c in zip(rows, codes)}
+    members = {keys[r]: (int(c), n) for n, (r, c) in enumerate(zip(rows, codes))}
     return SenseAverages(lemma, kept, list(layer_names), sums, counts, accuracy, by_spelling, len(X) - len(rows),
-                         members)
+                         members, X[rows].astype(np.float32))
 
 
 def sense_averages(model: LoadedModel, lemma: str, pos: str | None = None, *, min_sense_count: int = MIN_SENSE_COUNT,
@@ -172,9 +173,9 @@ def guess(averages: SenseAverages, vectors: np.ndarray, key: Key | None = None) 
     member = averages.members.get(key) if key is not None else None
     tagged = None
     if member is not None:
-        tagged, own = member
+        tagged, row = member
         sums = sums.copy()
-        sums[:, tagged] -= own
+        sums[:, tagged] -= averages.vectors[row]
         counts = counts.copy()
         counts[tagged] -= 1
     cosines = np.full(sums.shape[:2], np.nan)
