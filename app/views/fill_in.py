@@ -57,7 +57,11 @@ explain(
     "it leaves it out of the sentence. *Compare with sentence B* reads the blank of a second sentence that "
     "differs from the first in a word or two (he / she, river / sea): the words whose probability grew or fell "
     "most from A to B, by how many times, among the 100 best guesses of either sentence, show what that word "
-    "changed in the model's expectations, its learnt biases included.",
+    "changed in the model's expectations, its learnt biases included. *Show the guesses layer by layer* reads the "
+    "masked-LM head (ELMo: its softmax) from every layer's vector at the blank, not only the last one's, as exBERT "
+    "does: only the last layer was trained to be read this way, so an earlier row shows what that layer already "
+    "holds in the head's terms, and the rank of the final answer (or of the word you hid) in each layer shows "
+    "where the answer takes shape.",
     ["mlm", "integrated_gradients"],
 )
 

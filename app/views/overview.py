@@ -25,7 +25,7 @@ cols[0].page_link("views/word_senses.py", label="**Word senses** — watch the s
                   "clouds, layer by layer, find the sentences with a word of your choice among them, see which "
                   "words move them and which dictionary sense each model reads", icon=":material/scatter_plot:")
 cols[1].page_link("views/fill_in.py", label="**Fill in the blank** — what BERT and ELMo guess for a [MASK], "
-                  "and which words the guess rests on, by hiding them or by their gradients",
+                  "layer by layer, and which words the guess rests on, by hiding them or by their gradients",
                   icon=":material/edit_note:")
 cols[2].page_link("views/attention.py", label="**Attention** — which words each head looks at, and how its "
                   "queries and keys decide it",
