@@ -563,6 +563,26 @@ def test_nearest_words(world, tiny_semcor, tmp_path_factory, kind, option, value
         assert "nearest of" in o.out.splitlines()[0], o
 
 
+@FEW
+@given(kind=st.sampled_from(["static", "bert", "elmo"]), word=st.one_of(NASTY_TEXT, st.sampled_from(["bank", "Banks"])),
+       sentence=st.one_of(NASTY_TEXT, st.just("We walked along the banks of the river.")),
+       lemma=st.one_of(st.none(), NASTY_TEXT, st.just("bank")), as_json=st.booleans())
+def test_which_sense(world, tiny_semcor, kind, word, sentence, lemma, as_json):
+    """Any word, sentence and lemma: the nearest sense per layer, or one line saying why not."""
+    o = run(["which-sense", "--model", world["models"][kind], "--word", word, "--semcor", tiny_semcor,
+             *(["--lemma", lemma] if lemma is not None else []), *(["--json"] if as_json else []), "--", sentence])
+    if o.rc == 2:
+        refused(o)  # the word is not in the sentence, not tagged in SemCor, an empty lemma …
+        return
+    assert o.rc == 0, o
+    if as_json:
+        result = json.loads(o.out)
+        assert result["lemma"] == "bank" and len(result["senses"]) == 2
+        assert all(len(layer["cosines"]) == 2 for layer in result["layers"]), o
+    else:
+        assert "SemCor occurrences of 'bank' in 2 senses" in o.out.splitlines()[0], o
+
+
 @FUZZ
 @given(kind=st.sampled_from(["static", "bert", "elmo"]), batch=number_for(numeric_options(["embed"])["--batch-size"]),
        source=st.sampled_from(["good", "empty", "blank lines", "binary", "latin-1", "utf-16", "nul bytes", "folder",
