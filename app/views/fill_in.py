@@ -324,9 +324,11 @@ def layer_charts(places: dict, computed: dict, checked: str, whole_words: bool,
                 result = (hidden_by_layer(model_id, checked, *hidden, whole_words) if hidden is not None else
                           by_layer(model_id, checked, i, whole_words))
                 ranks = ", ".join(f"{r:,}" for r in result["answer_ranks"])
-                data = pd.DataFrame([dict(layer=name, rank=j + 1, guess=g["token"], prob=g["prob"])
-                                     for name, row in zip(result["layer_names"], result["top"])
-                                     for j, g in enumerate(row)]).assign(model=label(model_id), blank=i + 1)
+                def data(result=result, name=label(model_id), blank=i + 1) -> pd.DataFrame:
+                    return pd.DataFrame([dict(layer=layer, rank=j + 1, guess=g["token"], prob=g["prob"])
+                                         for layer, row in zip(result["layer_names"], result["top"])
+                                         for j, g in enumerate(row)]).assign(model=name, blank=blank)
+
                 plot(figures.layer_guess_grid(result, title="the guesses, layer by layer"),
                      f"by-layer-{label(model_id)}-{i + 1}", key=f"lens::{model_id}::{i}", data=data)
                 if hidden is None:

@@ -643,9 +643,12 @@ if show_wsd:
         if shown:
             av, guess = counted
             st.markdown("\n".join(f"- {note}" for note in notes))
-            data = pd.concat([pd.DataFrame(g["cosines"].T, index=g["senses"], columns=g["layer_names"])
-                              .rename_axis("sense").reset_index().melt("sense", var_name="layer", value_name="cosine")
-                              .assign(model=name) for name, g in shown.items()])
+            def data(shown=shown) -> pd.DataFrame:
+                return pd.concat([
+                    pd.DataFrame(g["cosines"].T, index=g["senses"], columns=g["layer_names"]).rename_axis("sense")
+                    .reset_index().melt("sense", var_name="layer", value_name="cosine").assign(model=name)
+                    for name, g in shown.items()])
+
             plot(figures.dictionary_sense_map(shown), f"dictionary-sense-{lemma}", key="wsd::figure", data=data)
             st.caption(f"{av.n} SemCor occurrences of *{md(lemma)}* in {len(av.senses)} senses with at least "
                        f"{ds.MIN_SENSE_COUNT} each" + (f" ({av.left_out} more, of rarer senses, left out)"
