@@ -290,5 +290,6 @@ def _corpus(spec: Spec, index, word: str) -> Chosen:
                if n < lookup.total else "")
     caption = (f"**{md(word)}**{' and its inflections' if spec.inflect else ''} occurs {lookup.total:,} times in "
                f"{lookup.n_sentences:,} sentences of {lookup.n_documents:,} documents of {md(spec.corpus)}{sampled}. "
-               "A corpus has no sense labels: find its senses in the clusters of each layer.")
+               "A corpus has no sense labels: find its senses in the clusters of each layer, or colour the points by "
+               "the dictionary sense each layer reads.")
     return Chosen(spec, found, word, caption)

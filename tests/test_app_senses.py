@@ -80,12 +80,43 @@ def test_a_semcor_occurrence_is_read_against_the_other_references_and_its_tag_na
     assert sum(name.startswith("<b>✓ ") for name in heat["data"][0]["y"]) == 1  # the annotators' sense
 
 
+def test_points_coloured_by_the_dictionary_sense_each_layer_reads(semcor_data):
+    """Each panel colours its points by the SemCor sense average nearest in its own layer, with one colour per sense
+    in every panel, and says how often that layer reads SemCor's own occurrences right; the CSV has the readings."""
+    at = page("word_senses", projection="pca", colour="dictionary", models=["bert-eltec", "static-eltec"])
+    assert_clean(at)
+    assert at.radio(key="colour").value == "dictionary" and at.query_params["colour"] == "dictionary"
+    scatters = [c for c in charts(at) if c["data"][0]["type"] in ("scatter", "scattergl")]
+    assert len(scatters) == 3  # bert-eltec's two panels, static-eltec's one
+    names = {t.get("name") for c in scatters for t in c["data"]} - {"shared points", None}
+    senses = {"a financial institution that accepts deposits and channels… (noun)",
+              GLOSSES[RIVER] + " (noun)", "(no sense nearer than another)"}
+    assert names and names <= senses, names
+    colour = {}
+    for c in scatters:
+        for t in c["data"]:
+            if t.get("name") in senses:
+                assert colour.setdefault(t["name"], t["marker"]["color"]) == t["marker"]["color"]
+    assert sum("of SemCor's *bank* right" in c for c in texts(at.caption)) == 3
+
+
+def test_a_word_semcor_does_not_tag_is_coloured_by_clusters_with_a_message(semcor_data):
+    at = page("word_senses", source="own", projection="pca", colour="dictionary", models="bert-eltec", word="zebra",
+              sentences="The zebra ran. | a\nA zebra slept. | b\nThe zebra ate. | a")
+    assert not at.exception
+    assert any("SemCor tags no sense of “zebra”" in e for e in texts(at.error)), texts(at.error)
+    assert all(n.startswith("cluster ") or n == "shared points" for n in
+               {t.get("name") for c in charts(at) for t in c["data"]} - {None})
+
+
 def test_semcor_folds_rare_senses_into_other(semcor_data):
     at = page("word_senses", source="semcor", lemma="bank.n", fold="7", projection="pca", models="bert-eltec")
     assert_clean(at)
     # Both senses have 6 occurrences, fewer than 7: one label is no sense distinction, so clusters colour the points.
-    assert any("no sense labels (or only one)" in m for m in texts(at.markdown))
-    assert all(r.key != "colour" for r in at.radio)  # no choice offered that the page would not honour
+    assert any("no sense labels (or only one)" in m for m in texts(at.caption))
+    # no choice offered that the page would not honour: no labels to colour by, only clusters or dictionary senses
+    assert at.radio(key="colour").options == ["clusters found in each layer", "the dictionary sense each layer reads"]
+    assert at.radio(key="colour").value == "cluster"
     assert all(n.startswith("cluster ") for n in legend(at))
     assert any("1 sense(s)" in c and "fewer than 7" in c for c in texts(at.caption))
 

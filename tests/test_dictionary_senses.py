@@ -151,3 +151,26 @@ def test_the_command_line_names_the_nearest_sense_per_layer(tiny_assets, tmp_pat
     assert main(["which-sense", "--model", str(tiny_assets / "bert-eltec"), "--word", "the", "--semcor", str(root),
                  "the bank"]) == 2
     assert "SemCor tags no sense of 'the'" in capsys.readouterr().err
+
+
+def test_reading_many_occurrences_at_once_matches_one_at_a_time(model, semcor):
+    from ctxmodels.analysis.word_senses import MIX, LearnedMix, layer_vectors
+
+    av = ds.sense_averages(model, "bank", semcor=semcor)
+    sentences = ["we walked by the deep river with our dog by the bank", "she put money in the bank",
+                 "the bank", *[" ".join(s.words) for s in semcor.sentences[:4]]]
+    occ = word_vectors(model, sentences, "bank")
+    keys = [(o.sentence, o.word_index) for o in occ.occurrences]
+    for layer in range(2):
+        read = ds.read_each(av, occ.vectors, layer, keys=keys)
+        one = [ds.guess(av, v, key=k).sense(layer) for v, k in zip(occ.vectors, keys)]
+        assert list(read) == [-1 if s is None else s for s in one]
+    assert (ds.read_each(av, occ.vectors, 0) == -1).all()  # the context-free layer: every sense ties
+    # a learned mix of the layers reads the mix of the averages (the mix is linear)
+    mix = LearnedMix((0.25, 0.75), 2.0)
+    in_rows = sorted(av.members, key=lambda k: av.members[k][1])  # the references in their rows' order
+    mixed = ds.averages_from("bank", np.stack([layer_vectors(av.vectors, MIX, mix)] * 2, axis=1),
+                             [av.senses[av.members[k][0]].label for k in in_rows], ["bank"] * av.n, av.senses,
+                             ["mix", "mix"], in_rows)
+    expected = ds.read_each(mixed, np.stack([layer_vectors(occ.vectors, MIX, mix)] * 2, axis=1), 0)
+    assert list(ds.read_each(av, occ.vectors, MIX, mix=mix)) == list(expected)

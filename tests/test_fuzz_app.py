@@ -132,7 +132,7 @@ CHOICES = {  # param: (options, widget)
     "source": (["preset", "own", "semcor", "corpus"], "radio"),
     "lemma": (["bank.n"], "selectbox"),
     "corpus": (["banks.txt"], "selectbox"),
-    "colour": (["sense", "cluster"], "radio"),
+    "colour": (["sense", "cluster", "dictionary"], "radio"),
     "clusters": (["auto"] + [str(k) for k in range(2, 9)], "selectbox"),
     "projection": (["umap", "pca", "tsne"], "selectbox"),
     "preset": (PRESETS, "selectbox"),

@@ -94,7 +94,7 @@ url_state("neighbors", 15, kind=int, **NEIGHBORS)
 url_state("min_dist", 0.1, kind=float, **MIN_DIST)
 url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
-url_state("colour", "sense", options=["sense", "cluster"])
+url_state("colour", "sense", options=["sense", "cluster", "dictionary"])
 url_state("clusters", "auto", options=K_CHOICES)
 url_state("find", "", max_chars=200)
 
@@ -147,15 +147,19 @@ large = n_occ > LARGE
 labels = [o.label for o in found.occurrences]
 has_senses = len(ws.sense_names(labels)) >= 2
 
-# How to colour the points: by the sense labels when there are two or more, else by the clusters of each layer.
+# How to colour the points: by the sense labels when there are two or more, by the clusters of each layer, or by
+# the dictionary sense each layer reads (the nearest SemCor sense average).
 c4, c5 = box.columns([2, 1])
-if has_senses:
-    colour_by = c4.radio("Colour by", ["sense", "cluster"], key="colour", persist_state="session", horizontal=True,
-                         format_func={"sense": "sense labels", "cluster": "clusters found in each layer"}.get)
-    to_url("colour")
-else:
-    colour_by = "cluster"
-    c4.markdown("**Colour by** clusters found in each layer: these occurrences have no sense labels (or only one).")
+COLOURINGS = {"sense": "sense labels", "cluster": "clusters found in each layer",
+              "dictionary": "the dictionary sense each layer reads"}
+colourings = (["sense"] if has_senses else []) + ["cluster", "dictionary"]
+if st.session_state.get("colour") not in colourings:  # "sense" kept from occurrences that had labels
+    st.session_state["colour"] = colourings[0]
+colour_by = c4.radio("Colour by", colourings, key="colour", persist_state="session", horizontal=True,
+                     format_func=COLOURINGS.get)
+if not has_senses:
+    c4.caption("These occurrences have no sense labels (or only one) to colour by.")
+to_url("colour")
 k_choice = c5.selectbox("Clusters", K_CHOICES, key="clusters",
                         persist_state="session", format_func=lambda k: "k by silhouette" if k == "auto"
                         else f"k = {k}", help="How many clusters: chosen by the silhouette (2 to 8), or set.")
@@ -182,6 +186,17 @@ if query:
         else:
             st.caption(f"No occurrence's sentence has {named} (in any form); nothing is ringed.")
 sense_colours = figures.sense_colours(labels)
+NO_READING = "(no sense nearer than another)"
+reading_lemma = None
+if colour_by == "dictionary":
+    with guard(f"The dictionary senses of {target}"):
+        reading_lemma = ds.lemma_of(target)
+        if reading_lemma is None:
+            raise ValueError(f"SemCor tags no sense of “{target}” (it tags nouns, verbs, adjectives and adverbs), so "
+                             "there is no dictionary sense to colour by; the points are coloured by clusters")
+    if reading_lemma is None:
+        colour_by = "cluster"
+occurrence_keys = [(o.sentence, o.word_index) for o in found.occurrences]
 hover = [figures.highlight(o.sentence, o.char_span) for o in found.occurrences]
 
 use_method = usable_projection(method)
@@ -241,6 +256,14 @@ def clustered(model_id: str, model, ov, layer, mix) -> clusters.Clustering:
 
     with limits.heavy(f"Clustering {label(model_id)}"):
         return shared().get(key, compute)
+
+
+def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
+    """The lemma's SemCor sense averages in ``model``: once per server (a few seconds: every tagged occurrence of
+    the lemma, at most a thousand, is embedded)."""
+    with st.spinner(f"{label(model_id)}: embedding SemCor's occurrences of “{lemma}” (once per server) …"):
+        return shared().get(("sense-averages", model_id, id(model), lemma),
+                            partial(ds.sense_averages, model, lemma))
 
 
 def ringed_together(model_id: str, model, X: np.ndarray, layer, mix) -> float | None:
@@ -396,6 +419,14 @@ def model_row(model_id: str) -> None:
         title = f"{name} · {names[lay]}" + (context_free_note(model) if lay == static else "")
         groups, colours, legend = labels, sense_colours, "sense"
         cluster_of: list[str] = [""] * n_occ
+        read_as: list[str] = [""] * n_occ
+        if colour_by == "dictionary":
+            with guard(f"The dictionary senses in {name} · {names[lay]}"):
+                av = sense_averages(model_id, model, reading_lemma)
+                names_of = [ds.sense_name(info) for info in av.senses]
+                read = ds.read_each(av, ov.vectors, lay, keys=occurrence_keys, mix=mix if lay == MIX else None)
+                read_as = [names_of[r] if r >= 0 else NO_READING for r in read]
+                groups, colours, legend = read_as, figures.sense_colours(names_of + [NO_READING]), "dictionary sense"
         if colour_by == "cluster":
             c = None
             with guard(f"Clusters of {name} · {names[lay]}"):
@@ -408,14 +439,19 @@ def model_row(model_id: str) -> None:
         fig = figures.sense_scatter(xy, groups, hover, title=title, colours=colours, stacks=same_vector(X),
                                     ranges=ranges, legend_title=legend, marked=np.flatnonzero(marked),
                                     marked_name=marked_name)
-        def data(xy=xy, layer_name=names[lay], cluster_of=cluster_of) -> pd.DataFrame:
+        def data(xy=xy, layer_name=names[lay], cluster_of=cluster_of, read_as=read_as) -> pd.DataFrame:
             return pd.DataFrame({"model": name, "layer": layer_name, "occurrence": range(n_occ),
                                  "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
-                                 "sentence": [o.sentence for o in found.occurrences], "x": xy[:, 0], "y": xy[:, 1]})
+                                 "dictionary_sense": read_as, "sentence": [o.sentence for o in found.occurrences],
+                                 "x": xy[:, 0], "y": xy[:, 1]})
 
         with col:
             event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
                          selectable=True)
+            if colour_by == "dictionary" and lay != MIX and any(read_as):
+                st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer, which "
+                           f"reads {100 * av.accuracy[lay]:.0f}% of SemCor's *{md(reading_lemma)}* right (each "
+                           f"spelling's most frequent sense: {100 * av.by_spelling:.0f}%).")
             if marked.any():
                 together = ringed_together(model_id, model, X, lay, mix)
                 if together is not None:
@@ -581,14 +617,6 @@ if show_near:
                     "cosine": [round(n.cosine, 3) for n in top[:10]],
                     "in context": [n.in_context() for n in top[:10]]}),
                     hide_index=True, width="stretch")
-
-
-def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
-    """The lemma's SemCor sense averages in ``model``: once per server (a few seconds: every tagged occurrence of
-    the lemma, at most a thousand, is embedded)."""
-    with st.spinner(f"{label(model_id)}: embedding SemCor's occurrences of “{lemma}” (once per server) …"):
-        return shared().get(("sense-averages", model_id, id(model), lemma),
-                            partial(ds.sense_averages, model, lemma))
 
 
 def sense_verdict(name: str, guess: ds.SenseGuess, spelling: str) -> str:

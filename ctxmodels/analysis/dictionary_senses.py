@@ -31,7 +31,7 @@ from ..text import inflections
 from . import senses as sense_measures
 from .sources import OTHER, POS_NAMES, SenseInfo, semcor_search
 from .vectors import occurrence_vectors
-from .word_senses import word_forms
+from .word_senses import LearnedMix, layer_vectors, word_forms
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -186,6 +186,36 @@ def guess(averages: SenseAverages, vectors: np.ndarray, key: Key | None = None) 
         cosines[layer] = unit_rows(means) @ unit_rows(V[layer][None])[0]
         cosines[layer][counts == 0] = np.nan  # a sense whose only reference was this occurrence has no average
     return SenseGuess(averages, cosines, member is not None, tagged)
+
+
+def read_each(averages: SenseAverages, vectors: np.ndarray, layer: int | str, keys: Sequence[Key] | None = None,
+              mix: LearnedMix | None = None) -> np.ndarray:
+    """The nearest sense of each of many occurrences in one layer (Context Atlas's colouring by sense):
+    ``vectors`` [n, n_layers, dim] as :func:`~ctxmodels.analysis.vectors.occurrence_vectors` gives them, ``layer``
+    an index or ``MIX`` with ``mix`` (a mix of averages is the average of the mixed vectors, the mix being
+    linear). Returns an index into ``averages.senses`` per occurrence, -1 where it has no vector or its nearest
+    senses tie. An occurrence that ``keys`` names as one of the references leaves its sense's average first."""
+    X = layer_vectors(np.asarray(vectors, dtype=np.float64), layer, mix)
+    sums = layer_vectors(averages.sums.transpose(1, 0, 2), layer, mix)  # [n_senses, dim]
+    counts = averages.counts.astype(np.float64)
+    cosines = unit_rows(X) @ unit_rows(sums / counts[:, None]).T  # [n, n_senses]
+    for i, key in enumerate(keys or ()):
+        member = averages.members.get(key)
+        if member is None:
+            continue
+        sense, row = member
+        if counts[sense] < 2:
+            cosines[i, sense] = -np.inf
+            continue
+        own = layer_vectors(averages.vectors[row][None].astype(np.float64), layer, mix)[0]
+        rest = unit_rows((sums[sense] - own)[None])[0]
+        cosines[i, sense] = float(unit_rows(X[i][None])[0] @ rest)
+    order = np.argsort(-cosines, axis=1, kind="stable")
+    rows = np.arange(len(X))
+    best, second = cosines[rows, order[:, 0]], cosines[rows, order[:, 1]]
+    read = order[:, 0].copy()
+    read[~np.isfinite(X).all(axis=1) | (best - second < TIE)] = -1
+    return read
 
 
 def sense_name(info: SenseInfo) -> str:
