@@ -69,7 +69,9 @@ explain(
     "averages, for each WordNet sense of the word, the vectors of its SemCor occurrences, layer by layer, and reads "
     "the occurrence as the sense whose average is nearest (the ELMo paper's word-sense disambiguation); each "
     "layer is scored by how many of SemCor's own occurrences it reads right, each left out of its sense's average, "
-    "against reading the spelling alone (each spelling's most frequent sense).",
+    "against reading the spelling alone (each spelling's most frequent sense). *Colour by the dictionary sense "
+    "each layer reads* colours every point by the sense whose SemCor average is nearest to it in that panel's "
+    "layer, as Context Atlas does: a corpus has no labels, but each layer then says how it reads them.",
     ["cosine", "self_similarity", "scalar_mix"],
 )
 
