@@ -152,6 +152,34 @@ def test_overview_tries_one_word_in_two_sentences():
     assert at.query_params["try_b"] == "She paid the money into the vault."
 
 
+def test_overview_names_the_dictionary_sense_in_each_sentence(tmp_path, monkeypatch):
+    """With the box ticked, a line per model names the sense its best layer on SemCor reads in A and in B, and how
+    far to trust that layer; a static model is flagged as reading the word, not the sentences."""
+    from tests.app_fixtures import GLOSSES, RIVER, write_semcor
+
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    query = {"try": "1", "try_a": "We sat on the bank of the river.", "try_b": "She paid the money into the bank."}
+    at = page("overview", **query)
+    assert_clean(at)
+    assert at.checkbox(key="try_senses").value is False
+    assert not any("Which dictionary sense" in m for m in texts(at.markdown))
+    at.checkbox(key="try_senses").set_value(True).run()
+    assert_clean(at)
+    [said] = [m for m in texts(at.markdown) if "Which dictionary sense of *bank*" in m]
+    lines = said.splitlines()[1:]
+    assert [line.split("**")[1] for line in lines] == ["static-eltec", "elmo-eltec", "bert-eltec"]
+    assert all(("; B " in line and "of SemCor's *bank* right" in line) for line in lines)
+    # one spelling, one static vector: every sense's average is that vector, so the senses tie
+    assert "A no sense nearer than another; B no sense nearer than another" in lines[0]
+    assert "no better than the spelling alone" in lines[0]
+    assert GLOSSES[RIVER] in said or "financial institution" in said
+    assert at.query_params["try_senses"] == "1"
+    at = page("overview", **{"try": "1", "try_senses": "1", "try_word": "the", "try_a": "the one",
+                             "try_b": "the other"})
+    assert not at.exception
+    assert any("SemCor tags no sense of “the”" in m for m in texts(at.info))
+
+
 def test_word_senses_layer_path_option():
     at = page("word_senses", projection="pca", models="elmo-eltec")
     at.toggle(key="path").set_value(True).run()

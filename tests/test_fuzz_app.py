@@ -153,6 +153,7 @@ CHOICES = {  # param: (options, widget)
     "wsd": (BOOL, "toggle"),
     "lens": (BOOL, "toggle"),
     "try": (BOOL, "toggle"),
+    "try_senses": (BOOL, "checkbox"),
     "fill_mode": (["masks", "word"], "radio"),
     "why_by": (["hiding", "gradients", "both"], "radio"),
     "image_format": (["png", "svg"], "radio"),
@@ -175,7 +176,7 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "find": ["river", "river, money", " ,, ", "zebra", "a b c d e f g h i j k"]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
-    "overview": ["try", "try_a", "try_b", "try_word", "try_models"],
+    "overview": ["try", "try_a", "try_b", "try_word", "try_models", "try_senses"],
     "word_senses": ["source", "preset", "word", "sentences", "inflect", "models", "projection", "seed", "neighbors",
                     "min_dist", "perplexity", "joint", "layer", "lemma", "fold", "limit", "sample", "corpus",
                     "corpus_word", "colour", "clusters", "near", "find", "wsd", "occ"],

@@ -5,12 +5,15 @@ from dataclasses import asdict
 import streamlit as st
 
 from app import figures, limits
+from app.dictionary import sense_averages
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_text, md
 from app.plots import plot
 from app.registry import default_models, get_model, label, model_ids, no_models_message
 from app.url_state import to_url, url_state
+from ctxmodels.analysis import dictionary_senses as ds
+from ctxmodels.analysis import vectors
 from ctxmodels.analysis.word_senses import find_in_both, same_word
 
 page_header(
@@ -39,12 +42,46 @@ cols[2].page_link("views/fine_tuning.py", label="**What fine-tuning changes** �
 
 ids = model_ids()
 
+
+def name_senses(model_ids: list[str], text_a: str, text_b: str, word: str) -> None:
+    """A line per model: the dictionary sense its best layer on SemCor reads in sentence A and in sentence B."""
+    lemma = ds.lemma_of(word)
+    if lemma is None:
+        st.info(f"SemCor tags no sense of “{md(word)}” (it tags nouns, verbs, adjectives and adverbs), so there is "
+                "no dictionary sense to name.")
+        return
+    lines = []
+    for model_id in model_ids:
+        model = get_model(model_id)
+        with guard(f"The dictionary senses in {label(model_id)}"), limits.heavy(f"{label(model_id)}: senses"):
+            av = sense_averages(model_id, model, lemma)
+            found = vectors.word_vectors(model, [text_a, text_b], word)
+            first = {}
+            for o, v in zip(found.occurrences, found.vectors):
+                first.setdefault(o.sentence_index, v)
+            best = av.best_layer()
+            reads = [ds.guess(av, first[i]).sense(best) for i in (0, 1)]
+            said = [f"*{md(ds.sense_name(av.senses[r]))}*" if r is not None else "no sense nearer than another"
+                    for r in reads]
+            trust = (f"{md(av.layer_names[best])}, {100 * av.accuracy[best]:.0f}% of SemCor's *{md(lemma)}* right "
+                     f"against {100 * av.by_spelling:.0f}% by spelling")
+            same = " (the same sense)" if reads[0] == reads[1] and reads[0] is not None else ""
+            spelling = (": no better than the spelling alone, so it reads the word, not the sentences"
+                        if av.accuracy[best] <= av.by_spelling else "")
+            lines.append(f"- **{md(label(model_id))}** ({trust}): A {said[0]}; B {said[1]}{same}{spelling}")
+    if lines:
+        st.markdown(f"**Which dictionary sense of *{md(lemma)}*** each model reads, in its layer that reads SemCor "
+                    "best:\n" + "\n".join(lines))
+
+
+
 # -- a first try: off until asked, so the first page stays light ------------------------------------------------
 url_state("try", False, kind=bool)
 url_state("try_a", "We sat on the bank of the river and watched the boats.", max_chars=MAX_TEXT_CHARS)
 url_state("try_b", "She paid the money into her account at the bank.", max_chars=MAX_TEXT_CHARS)
 url_state("try_word", "bank", max_chars=100)
 url_state("try_models", default_models(ids), options=ids, many=True, names=label)
+url_state("try_senses", False, kind=bool)
 if ids and st.toggle("Try it: one word in two sentences", key="try", persist_state="session",
                      help="How alike a word's two vectors are, layer by layer, in each model."):
     c1, c2, c3 = st.columns([5, 5, 2])
@@ -52,7 +89,11 @@ if ids and st.toggle("Try it: one word in two sentences", key="try", persist_sta
     b = c2.text_input("Sentence B", key="try_b", persist_state="session")
     word = c3.text_input("The word", key="try_word", persist_state="session")
     chosen = st.multiselect("Models", ids, key="try_models", persist_state="session", format_func=label)
-    to_url("try", "try_a", "try_b", "try_word", "try_models")
+    senses = st.checkbox("Name the dictionary sense in each sentence", key="try_senses", persist_state="session",
+                         help="Each model reads the word in A and in B as the WordNet sense whose average over "
+                              "SemCor's tagged occurrences is nearest, in its layer that reads SemCor best (the "
+                              "first time, SemCor is read and the word's occurrences embedded: a few seconds).")
+    to_url("try", "try_a", "try_b", "try_word", "try_models", "try_senses")
     if not chosen:
         st.info("Choose at least one model.")
     results, checked = {}, False
@@ -72,6 +113,8 @@ if ids and st.toggle("Try it: one word in two sentences", key="try", persist_sta
                    "the contextual layers move the two apart by as much as their sentences differ. The dotted line "
                    "is how alike any two words of the two sentences are in that layer: a layer where every pair "
                    "is close says less with a high cosine. Try a B where the word means the same as in A.")
+    if results and senses:
+        name_senses([m for m in chosen if label(m) in results], text_a, text_b, word)
     st.divider()
 
 st.subheader("Models available")

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from app import background, figures, limits, occurrence_sources
+from app.dictionary import sense_averages
 from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
 from app.inputs import last_good, listing, md, quoted, remember
@@ -258,14 +259,6 @@ def clustered(model_id: str, model, ov, layer, mix) -> clusters.Clustering:
 
     with limits.heavy(f"Clustering {label(model_id)}"):
         return shared().get(key, compute)
-
-
-def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
-    """The lemma's SemCor sense averages in ``model``: once per server (a few seconds: every tagged occurrence of
-    the lemma, at most a thousand, is embedded)."""
-    with st.spinner(f"{label(model_id)}: embedding SemCor's occurrences of “{lemma}” (once per server) …"):
-        return shared().get(("sense-averages", model_id, id(model), lemma),
-                            partial(ds.sense_averages, model, lemma))
 
 
 def ringed_together(model_id: str, model, X: np.ndarray, layer, mix) -> float | None:
