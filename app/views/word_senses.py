@@ -190,10 +190,18 @@ if query:
             st.caption(f"No occurrence's sentence has {named} (in any form); nothing is ringed.")
 sense_colours = figures.sense_colours(labels)
 NO_READING = "(no sense nearer than another)"
+
+
+def lemma_of(word: str) -> str | None:
+    """SemCor's lemma for ``word``: SemCor's occurrences are of the lemma the page names (a multi-word one, such as
+    take_place, included), any other word's is found from how it is written."""
+    return spec.word if spec.kind == "semcor" else ds.lemma_of(word)
+
+
 reading_lemma = None
 if colour_by == "dictionary":
     with guard(f"The dictionary senses of {target}"):
-        reading_lemma = ds.lemma_of(target)
+        reading_lemma = lemma_of(target)
         if reading_lemma is None:
             raise ValueError(f"SemCor tags no sense of “{target}” (it tags nouns, verbs, adjectives and adverbs), so "
                              "there is no dictionary sense to colour by; the points are coloured by clusters")
@@ -638,7 +646,7 @@ def sense_verdict(name: str, guess: ds.SenseGuess, spelling: str) -> str:
 if show_wsd:
     occ = found.occurrences[occ_index]
     with guard(f"Which dictionary sense {occ.word} is"):
-        lemma = ds.lemma_of(occ.word)
+        lemma = lemma_of(occ.word)
         if lemma is None:
             raise ValueError(f"SemCor tags no sense of “{occ.word}” (it tags nouns, verbs, adjectives and adverbs), "
                              "so there is no dictionary sense to compare with; pick a content word")
