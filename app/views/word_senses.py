@@ -664,16 +664,16 @@ if show_wsd:
                     limits.heavy(f"{label(model_id)}: sense averages"):
                 av = sense_averages(model_id, model, lemma)
                 guess = ds.guess(av, embedded(model_id, model).vectors[occ_index], key=(occ.sentence, occ.word_index))
-                best = av.best_layer()
                 notes.append(sense_verdict(label(model_id), guess, occ.word))
                 counted = counted or (av, guess)
                 shown[label(model_id)] = dict(
                     senses=[ds.sense_name(info) for info in av.senses], layer_names=av.layer_names,
                     cosines=guess.cosines, accuracy=av.accuracy, tagged=guess.tagged,
-                    nearest=[guess.sense(j) for j in range(len(av.layer_names))], best=best)
+                    nearest=[guess.sense(j) for j in range(len(av.layer_names))])
         if shown:
             av, guess = counted
             st.markdown("\n".join(f"- {note}" for note in notes))
+
             def data(shown=shown) -> pd.DataFrame:
                 return pd.concat([
                     pd.DataFrame(g["cosines"].T, index=g["senses"], columns=g["layer_names"]).rename_axis("sense")
