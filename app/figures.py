@@ -559,7 +559,7 @@ def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
                                         fixedrange=True, showgrid=False, zeroline=False, tickangle=0,
                                         title=dict(text=f"<b>{plain(name)}</b>", standoff=4))
         x0 += width + gap
-    low = min(min(lows, default=0.0), -1e-3)  # all alike (a context-free layer): pale, not the darkest shade
+    low = min(min(lows, default=0.0), -1e-3)  # a scale of some width even if every layer ties (all cells 0)
     return go.Figure(dict(data=data, layout=dict(
         **layout, height=110 + 40 * len(senses), margin=dict(l=10, r=10, t=10, b=10),
         yaxis=dict(type="category", autorange="reversed", automargin=True, fixedrange=True, showgrid=False,
