@@ -84,11 +84,8 @@ class SenseGuess:
 
     def sense(self, layer: int) -> int | None:
         """The nearest sense in ``layer``, or None when there is no vector or the nearest ones tie."""
-        row = np.where(np.isfinite(self.cosines[layer]), self.cosines[layer], -np.inf)
-        order = np.argsort(-row, kind="stable")
-        if not np.isfinite(row[order[0]]) or row[order[0]] - row[order[1]] < TIE:
-            return None
-        return int(order[0])
+        read = int(_nearest(self.cosines[layer][None])[0])
+        return None if read < 0 else read
 
 
 @lru_cache(maxsize=2)
@@ -162,6 +159,36 @@ def sense_averages(model: LoadedModel, lemma: str, pos: str | None = None, *, mi
                          ov.layer_names, keys)
 
 
+def _cosines(averages: SenseAverages, X: np.ndarray, sums: np.ndarray, keys: Sequence[Key | None],
+             own: Callable[[int], np.ndarray]) -> np.ndarray:
+    """Cosine of each row of ``X`` [n, dim] to each sense's average (``sums`` [n_senses, dim], in the same layer as
+    ``X``): [n, n_senses]. A row that ``keys`` names as one of the references is compared with its own sense's
+    average without it (``own(row)``: that reference's vector in this layer); NaN where that leaves none."""
+    counts = averages.counts.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a sense without vectors: NaN, never the nearest
+        cosines = unit_rows(X) @ unit_rows(sums / counts[:, None]).T
+    for i, key in enumerate(keys):
+        member = averages.members.get(key) if key is not None else None
+        if member is None:
+            continue
+        sense, row = member
+        rest = unit_rows((sums[sense] - own(row))[None])[0]
+        cosines[i, sense] = float(unit_rows(X[i][None])[0] @ rest) if counts[sense] > 1 else np.nan
+    return cosines
+
+
+def _nearest(cosines: np.ndarray) -> np.ndarray:
+    """The nearest sense of each row of ``cosines`` [n, n_senses]: -1 where no sense has a cosine (no vector) or
+    the nearest ones tie."""
+    c = np.where(np.isfinite(cosines), cosines, -np.inf)
+    order = np.argsort(-c, axis=1, kind="stable")
+    rows = np.arange(len(c))
+    best, second = c[rows, order[:, 0]], c[rows, order[:, 1]]
+    read = order[:, 0].copy()
+    read[~np.isfinite(best) | (best - second < TIE)] = -1
+    return read
+
+
 def guess(averages: SenseAverages, vectors: np.ndarray, key: Key | None = None) -> SenseGuess:
     """Cosine of one occurrence's ``vectors`` [n_layers, dim] to each sense average, per layer. When ``key`` names
     one of the references, that reference leaves its sense's average first (as in the accuracy's leave-one-out)."""
@@ -169,23 +196,11 @@ def guess(averages: SenseAverages, vectors: np.ndarray, key: Key | None = None) 
     if V.shape != (averages.sums.shape[0], averages.sums.shape[2]):
         raise ValueError(f"expected the occurrence's vectors as [layers, dim] = {averages.sums.shape[::2]}, got "
                          f"{V.shape}: were the averages made with another model?")
-    sums, counts = averages.sums, averages.counts.astype(np.float64)
+    cosines = np.stack([_cosines(averages, V[layer][None], averages.sums[layer], [key],
+                                 lambda row, layer=layer: averages.vectors[row, layer])[0]
+                        for layer in range(len(V))])
     member = averages.members.get(key) if key is not None else None
-    tagged = None
-    if member is not None:
-        tagged, row = member
-        sums = sums.copy()
-        sums[:, tagged] -= averages.vectors[row]
-        counts = counts.copy()
-        counts[tagged] -= 1
-    cosines = np.full(sums.shape[:2], np.nan)
-    for layer in range(len(cosines)):
-        if not np.isfinite(V[layer]).all():
-            continue
-        means = sums[layer] / np.maximum(counts, 1)[:, None]
-        cosines[layer] = unit_rows(means) @ unit_rows(V[layer][None])[0]
-        cosines[layer][counts == 0] = np.nan  # a sense whose only reference was this occurrence has no average
-    return SenseGuess(averages, cosines, member is not None, tagged)
+    return SenseGuess(averages, cosines, member is not None, None if member is None else member[0])
 
 
 def read_each(averages: SenseAverages, vectors: np.ndarray, layer: int | str, keys: Sequence[Key] | None = None,
@@ -197,25 +212,11 @@ def read_each(averages: SenseAverages, vectors: np.ndarray, layer: int | str, ke
     senses tie. An occurrence that ``keys`` names as one of the references leaves its sense's average first."""
     X = layer_vectors(np.asarray(vectors, dtype=np.float64), layer, mix)
     sums = layer_vectors(averages.sums.transpose(1, 0, 2), layer, mix)  # [n_senses, dim]
-    counts = averages.counts.astype(np.float64)
-    cosines = unit_rows(X) @ unit_rows(sums / counts[:, None]).T  # [n, n_senses]
-    for i, key in enumerate(keys or ()):
-        member = averages.members.get(key)
-        if member is None:
-            continue
-        sense, row = member
-        if counts[sense] < 2:
-            cosines[i, sense] = -np.inf
-            continue
-        own = layer_vectors(averages.vectors[row][None].astype(np.float64), layer, mix)[0]
-        rest = unit_rows((sums[sense] - own)[None])[0]
-        cosines[i, sense] = float(unit_rows(X[i][None])[0] @ rest)
-    order = np.argsort(-cosines, axis=1, kind="stable")
-    rows = np.arange(len(X))
-    best, second = cosines[rows, order[:, 0]], cosines[rows, order[:, 1]]
-    read = order[:, 0].copy()
-    read[~np.isfinite(X).all(axis=1) | (best - second < TIE)] = -1
-    return read
+
+    def own(row: int) -> np.ndarray:
+        return layer_vectors(averages.vectors[row][None].astype(np.float64), layer, mix)[0]
+
+    return _nearest(_cosines(averages, X, sums, list(keys) if keys else [None] * len(X), own))
 
 
 def sense_name(info: SenseInfo) -> str:

@@ -144,10 +144,7 @@ def guesses_by_layer(model: Any, text: str, blank: int = 0, top_k: int = 5, whol
     after it, then each LSTM layer's), the two directions joined as for the guesses themselves. The top layer's
     are ELMo's own guesses."""
     lm = _require_lm(model)
-    words = words_of(text)
-    slots = _blanks(words)
-    if not 0 <= blank < len(slots):
-        raise ValueError(f"blank {blank + 1} does not exist: the text has {len(slots)} blank(s)")
+    words, slots, _ = _guess_to_explain(model, text, blank, None)
     probs = _layer_probs(lm, words, slots[blank])
     return layer_guesses(model.layer_names, probs, lm.vocab.__getitem__, _allowed(lm, whole_words), top_k)
 
@@ -157,12 +154,11 @@ def hidden_by_layer(model: Any, text: str | list[str], word: str | int, occurren
     """:func:`~ctxmodels.analysis.fill_in.hidden_by_layer` for an ELMo: the hidden word's rank per layer (neither
     direction reads the word itself, so it needs no mask)."""
     lm = _require_lm(model)
-    words = words_of(text)
-    index = find_word(words, word, occurrence, lowercase=False)
-    answer = _row_of(lm, words[index], model.name)
+    words, index, answer, _ = _word_to_explain(model, text, word, occurrence)
     probs = _layer_probs(lm, words, index)
     return layer_guesses(model.layer_names, probs, lm.vocab.__getitem__, _allowed(lm, whole_words), top_k,
                          answer=answer)
+
 
 def _top(lm: Any, row: torch.Tensor, top_k: int, whole_words: bool) -> list[dict[str, float | str]]:
     allowed = _allowed(lm, whole_words)

@@ -510,6 +510,13 @@ def _layer_probs(runner: Any, enc: Encoded, position: int) -> tuple[list[str], t
     return names, _softmax(logits[:, position].float())
 
 
+def _read_layers(runner: Any, tokenizer: Any, enc: Encoded, position: int, top_k: int, whole_words: bool,
+                 answer: int | None = None) -> LayerGuesses:
+    names, probs = _layer_probs(runner, enc, position)
+    allowed = _allowed_ids(tokenizer, probs.shape[-1], "word" if whole_words else "any").to(probs.device)
+    return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k, answer=answer)
+
+
 def guesses_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str, blank: int = 0,
                      top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
     """The guesses the masked-LM head reads from every layer at blank ``blank`` of ``text`` (exBERT's guesses per
@@ -521,9 +528,7 @@ def guesses_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokeni
     runner, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(runner)
     enc, positions = _nth_blank(tokenizer, text, blank)
-    names, probs = _layer_probs(runner, enc, positions[blank])
-    allowed = _allowed_ids(tokenizer, probs.shape[-1], "word" if whole_words else "any").to(probs.device)
-    return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k)
+    return _read_layers(runner, tokenizer, enc, positions[blank], top_k, whole_words)
 
 
 def hidden_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokenizer | Any, text: str | list[str],
@@ -535,10 +540,8 @@ def hidden_by_layer(model: BertForPreTraining | Any, tokenizer: WordPieceTokeniz
         return elmo.hidden_by_layer(model, text, word, occurrence, top_k, whole_words)
     runner, tokenizer = _parts(model, tokenizer)
     _require_mlm_head(runner)
-    enc, index, positions = _hidden_word(tokenizer, text, word, occurrence)
-    names, probs = _layer_probs(runner, _hide(enc, index, tokenizer.mask_id), positions[0])
-    allowed = _allowed_ids(tokenizer, probs.shape[-1], "word" if whole_words else "any").to(probs.device)
-    return layer_guesses(names, probs, tokenizer.id_to_token, allowed, top_k, answer=enc.ids[positions[0]])
+    hidden, _, positions, original, _ = _word_to_explain(tokenizer, text, word, occurrence)
+    return _read_layers(runner, tokenizer, hidden, positions[0], top_k, whole_words, answer=original[0])
 
 
 def compare_blanks(model: Any, text_a: str, text_b: str, top_k: int = 5, whole_words: bool = True) -> BlankChange:
