@@ -60,6 +60,12 @@ def progress_bar(desc: str, **tqdm_options: Any) -> Iterator[Callable[[int, int]
             bar.close()
 
 
+def add_semcor_option(p: argparse.ArgumentParser) -> None:
+    """``--semcor``, for the commands that read SemCor."""
+    p.add_argument("--semcor", default=None,
+                   help="SemCor folder (default: $CTXMODELS_DATA/semcor, else the copy in assets/semcor)")
+
+
 def load_model(name: str, kind: str | None = None, need: str = ""):
     """:func:`ctxmodels.load` for a command's ``--model``; ValueError when it is not of ``kind`` (``need`` says
     what for)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import bounded_int, load_model, progress_bar
+from . import add_semcor_option, bounded_int, load_model, progress_bar
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,8 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sentences", type=bounded_int(100, 40_000), default=REFERENCE_SENTENCES,
                    help=f"SemCor sentences to search, spread evenly over it (default {REFERENCE_SENTENCES:,}, as the "
                         "app; the index is kept in the cache)")
-    p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor, else the copy in "
-                                                  "assets/semcor)")
+    add_semcor_option(p)
     p.add_argument("--json", action="store_true", help="print JSON: per layer, the counts by part of speech and the "
                                                        "nearest words with their sentences")
 

@@ -8,15 +8,14 @@ import sys
 from ..analysis.probes import TASKS, ProbeSettings, run_probe
 from ..checkpoint import check_writable_file, write_json
 from ..semcor import load_semcor
-from . import SEED, THREADS, bounded, bounded_int
+from . import SEED, THREADS, add_semcor_option, bounded, bounded_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = ProbeSettings()
     p.add_argument("--model", required=True, help="model path or short name (ELMo or BERT: several layers)")
     p.add_argument("--task", required=True, choices=TASKS, help="pos: part of speech; wsd: word sense")
-    p.add_argument("--semcor", default=None,
-                   help="SemCor folder (default: $CTXMODELS_DATA/semcor, else the copy in assets/semcor)")
+    add_semcor_option(p)
     p.add_argument("--n-sentences", type=bounded_int(1, 1_000_000), default=d.n_sentences,
                    help="SemCor sentences to embed")
     p.add_argument("--epochs", type=bounded_int(1, 10_000), default=d.epochs, help="probe training epochs")

@@ -8,14 +8,13 @@ from pathlib import Path
 
 from ..checkpoint import check_writable_file, write_json
 from ..release.quality import format_summary, measure
-from . import THREADS, bounded, bounded_int
+from . import THREADS, add_semcor_option, bounded, bounded_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", action="append", required=True, help="a model name or folder (repeatable)")
     p.add_argument("--corpus", default=None, help="the training corpus, for the held-out language-model figures")
-    p.add_argument("--semcor", default=None,
-                   help="SemCor folder (default: $CTXMODELS_DATA/semcor, else the copy in assets/semcor)")
+    add_semcor_option(p)
     p.add_argument("--no-senses", action="store_true", help="skip the SemCor word-sense figures and probes")
     p.add_argument("--no-probes", action="store_true", help="skip the scalar-mix probes")
     p.add_argument("--bert-sequences", type=bounded_int(1, 1_000_000), default=2048,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import load_model
+from . import add_semcor_option, load_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,8 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sentence", help="the sentence the word occurs in")
     p.add_argument("--lemma", default=None, help="SemCor's lemma to compare with (default: found from the word, "
                                                  "e.g. banks -> bank, ran -> run)")
-    p.add_argument("--semcor", default=None, help="SemCor folder (default: $CTXMODELS_DATA/semcor, else the copy in "
-                                                  "assets/semcor)")
+    add_semcor_option(p)
     p.add_argument("--json", action="store_true", help="print JSON: the senses, and per layer the cosines, the "
                                                        "nearest sense and the layer's accuracy on SemCor")
 
