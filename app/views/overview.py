@@ -5,7 +5,7 @@ from dataclasses import asdict
 import streamlit as st
 
 from app import figures, limits
-from app.dictionary import sense_averages
+from app.dictionary import sense_averages, trust
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_text, md
@@ -63,16 +63,13 @@ def name_senses(model_ids: list[str], text_a: str, text_b: str, word: str) -> No
             reads = [ds.guess(av, first[i]).sense(best) for i in (0, 1)]
             said = [f"*{md(ds.sense_name(av.senses[r]))}*" if r is not None else "no sense nearer than another"
                     for r in reads]
-            trust = (f"{md(av.layer_names[best])}, {100 * av.accuracy[best]:.0f}% of SemCor's *{md(lemma)}* right "
-                     f"against {100 * av.by_spelling:.0f}% by spelling")
             same = " (the same sense)" if reads[0] == reads[1] and reads[0] is not None else ""
-            spelling = (": no better than the spelling alone, so it reads the word, not the sentences"
-                        if av.accuracy[best] <= av.by_spelling else "")
-            lines.append(f"- **{md(label(model_id))}** ({trust}): A {said[0]}; B {said[1]}{same}{spelling}")
+            spelling = ("" if av.beats_spelling(best) else
+                        ": no better than the spelling alone, so it reads the word, not the sentences")
+            lines.append(f"- **{md(label(model_id))}** ({trust(av, best)}): A {said[0]}; B {said[1]}{same}{spelling}")
     if lines:
         st.markdown(f"**Which dictionary sense of *{md(lemma)}*** each model reads, in its layer that reads SemCor "
                     "best:\n" + "\n".join(lines))
-
 
 
 # -- a first try: off until asked, so the first page stays light ------------------------------------------------

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from app import background, figures, limits, occurrence_sources
-from app.dictionary import sense_averages
+from app.dictionary import sense_averages, trust
 from app.errors import guard, record_warnings, show_warnings
 from app.explanations import explain, page_header
 from app.inputs import last_good, listing, md, quoted, remember
@@ -452,9 +452,8 @@ def model_row(model_id: str) -> None:
             event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
                          selectable=True)
             if colour_by == "dictionary" and lay != MIX and any(read_as):
-                st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer, which "
-                           f"reads {100 * av.accuracy[lay]:.0f}% of SemCor's *{md(reading_lemma)}* right (each "
-                           f"spelling's most frequent sense: {100 * av.by_spelling:.0f}%).")
+                st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer: "
+                           f"{trust(av, lay)}.")
             if marked.any():
                 together = ringed_together(model_id, model, X, lay, mix)
                 if together is not None:
@@ -626,17 +625,14 @@ def sense_verdict(name: str, guess: ds.SenseGuess, spelling: str) -> str:
     """One line, in Markdown: the sense the model's best layer on SemCor reads, and how far to trust it."""
     av = guess.averages
     best = av.best_layer()
-    layer = md(av.layer_names[best]) if len(av.layer_names) > 1 else "its vectors"
-    trust = (f"{100 * av.accuracy[best]:.0f}% of SemCor's *{md(av.lemma)}* right in {layer}, against "
-             f"{100 * av.by_spelling:.0f}% for each spelling's most frequent sense")
     sense = guess.sense(best)
     if sense is None:
-        said = (f"**{md(name)}** cannot tell ({trust}): every sense's average is as near as the others.")
-    elif av.accuracy[best] <= av.by_spelling:
+        said = (f"**{md(name)}** cannot tell ({trust(av, best)}): every sense's average is as near as the others.")
+    elif not av.beats_spelling(best):
         said = (f"**{md(name)}** reads *{md(ds.sense_name(av.senses[sense]))}*, but no better than the spelling "
-                f"alone would ({trust}): it reads “{md(spelling)}”, not the sentence.")
+                f"alone would ({trust(av, best)}): it reads “{md(spelling)}”, not the sentence.")
     else:
-        said = f"**{md(name)}** reads it as *{md(ds.sense_name(av.senses[sense]))}* ({trust})."
+        said = f"**{md(name)}** reads it as *{md(ds.sense_name(av.senses[sense]))}* ({trust(av, best)})."
     if guess.tagged is not None:
         said += (f" SemCor's annotators tagged it *{md(ds.sense_name(av.senses[guess.tagged]))}*: "
                  + ("the model is right." if sense == guess.tagged else "the model reads it otherwise."))

@@ -72,6 +72,10 @@ class SenseAverages:
         """The layer that reads most references right (the lowest such layer on a tie)."""
         return int(np.argmax(self.accuracy))
 
+    def beats_spelling(self, layer: int) -> bool:
+        """Whether ``layer`` reads more references right than reading each spelling as its most frequent sense."""
+        return bool(self.accuracy[layer] > self.by_spelling)
+
 
 @dataclass
 class SenseGuess:
