@@ -41,6 +41,7 @@ OVERVIEW = dict(title="Overview", icon=":material/home:")
 PAGES = [
     st.Page("views/overview.py", **OVERVIEW, url_path="home", default=True),
     st.Page("views/overview.py", **OVERVIEW, url_path="overview", visibility="hidden"),
+    st.Page("views/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
     st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
     st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
     st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),

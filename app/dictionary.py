@@ -1,16 +1,19 @@
 """SemCor's sense averages of a lemma in a model, shared by every page and visitor (``app/shared.py``): Word senses
-reads one occurrence or colours every point by them, the Overview names the sense of the word in each sentence."""
+reads one occurrence or colours every point by them, the Overview and the lesson name the sense of the word in each
+of two sentences."""
 
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import streamlit as st
 
 from app.inputs import md
-from app.registry import label
+from app.registry import get_model, label
 from app.shared import shared
 from ctxmodels.analysis import dictionary_senses as ds
+from ctxmodels.analysis import vectors
 
 
 def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
@@ -26,3 +29,32 @@ def trust(av: ds.SenseAverages, layer: int) -> str:
     where = md(av.layer_names[layer]) if len(av.layer_names) > 1 else "its vectors"
     return (f"{100 * av.accuracy[layer]:.0f}% of SemCor's *{md(av.lemma)}* right in {where}, against "
             f"{100 * av.by_spelling:.0f}% by spelling alone")
+
+
+class BothReadings(NamedTuple):
+    averages: ds.SenseAverages
+    layer: int  # the layer that reads SemCor best
+    senses: list[int | None]  # the sense read in each sentence (an index into averages.senses; None: a tie)
+
+
+def read_in_both(model_id: str, lemma: str, text_a: str, text_b: str, word: str) -> BothReadings:
+    """The dictionary sense ``model_id`` reads for the first ``word`` of each sentence, in its best layer on SemCor."""
+    model = get_model(model_id)
+    av = sense_averages(model_id, model, lemma)
+    found = vectors.word_vectors(model, [text_a, text_b], word)
+    first = {}
+    for o, v in zip(found.occurrences, found.vectors):
+        first.setdefault(o.sentence_index, v)
+    best = av.best_layer()
+    return BothReadings(av, best, [ds.guess(av, first[i]).sense(best) for i in (0, 1)])
+
+
+def both_line(model_id: str, r: BothReadings) -> str:
+    """One Markdown line: the sense read in A and in B, how far to trust the layer, and a warning when it does no
+    better than the spelling."""
+    said = [f"*{md(ds.sense_name(r.averages.senses[s]))}*" if s is not None else "no sense nearer than another"
+            for s in r.senses]
+    same = " (the same sense)" if r.senses[0] == r.senses[1] and r.senses[0] is not None else ""
+    spelling = ("" if r.averages.beats_spelling(r.layer) else
+                ": no better than the spelling alone, so it reads the word, not the sentences")
+    return f"**{md(label(model_id))}** ({trust(r.averages, r.layer)}): A {said[0]}; B {said[1]}{same}{spelling}"

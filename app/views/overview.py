@@ -5,7 +5,7 @@ from dataclasses import asdict
 import streamlit as st
 
 from app import figures, limits
-from app.dictionary import sense_averages, trust
+from app.dictionary import both_line, read_in_both
 from app.errors import guard
 from app.explanations import explain, page_header
 from app.inputs import MAX_TEXT_CHARS, check_text, md
@@ -13,7 +13,6 @@ from app.plots import plot
 from app.registry import default_models, get_model, label, model_ids, no_models_message
 from app.url_state import to_url, url_state
 from ctxmodels.analysis import dictionary_senses as ds
-from ctxmodels.analysis import vectors
 from ctxmodels.analysis.word_senses import find_in_both, same_word
 
 page_header(
@@ -52,21 +51,8 @@ def name_senses(model_ids: list[str], text_a: str, text_b: str, word: str) -> No
         return
     lines = []
     for model_id in model_ids:
-        model = get_model(model_id)
         with guard(f"The dictionary senses in {label(model_id)}"), limits.heavy(f"{label(model_id)}: senses"):
-            av = sense_averages(model_id, model, lemma)
-            found = vectors.word_vectors(model, [text_a, text_b], word)
-            first = {}
-            for o, v in zip(found.occurrences, found.vectors):
-                first.setdefault(o.sentence_index, v)
-            best = av.best_layer()
-            reads = [ds.guess(av, first[i]).sense(best) for i in (0, 1)]
-            said = [f"*{md(ds.sense_name(av.senses[r]))}*" if r is not None else "no sense nearer than another"
-                    for r in reads]
-            same = " (the same sense)" if reads[0] == reads[1] and reads[0] is not None else ""
-            spelling = ("" if av.beats_spelling(best) else
-                        ": no better than the spelling alone, so it reads the word, not the sentences")
-            lines.append(f"- **{md(label(model_id))}** ({trust(av, best)}): A {said[0]}; B {said[1]}{same}{spelling}")
+            lines.append(both_line(model_id, read_in_both(model_id, lemma, text_a, text_b, word)))
     if lines:
         st.markdown(f"**Which dictionary sense of *{md(lemma)}*** each model reads, in its layer that reads SemCor "
                     "best:\n" + "\n".join(lines))

@@ -1,0 +1,288 @@
+"""A lesson for a class, in steps: each step asks a question, then shows what the models on this server answer
+(computed when it is asked for, never written in advance) and opens the page that shows it in full.
+
+The steps follow one word, *bank*, from one vector per word to attention heads: the same word in two sentences,
+which dictionary sense each model reads there, thirty-two sentences as two clouds, the layers ELMo's tasks want,
+a blank to fill, the blank read layer by layer, and the heads. The lines a step reveals come from the core
+(``ctxmodels.analysis``) with the models this server offers; ``app/views/lesson.py`` draws them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app import dictionary
+from app.inputs import md
+from app.presets import preset_sentences
+from app.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
+from ctxmodels.analysis import attention as att
+from ctxmodels.analysis import dictionary_senses as ds
+from ctxmodels.analysis import fill_in, probes, vectors
+from ctxmodels.analysis import word_senses as ws
+
+WORD = "bank"
+SENTENCE_A = "We sat on the bank of the river and watched the boats."
+SENTENCE_B = "She paid the money into her account at the bank."
+BLANK = "She deposited the money in the [MASK]."
+HEADS_SENTENCE = "The bank raised its interest rates, so she moved her savings elsewhere."
+MAX_FILLERS = 3  # models compared on the blank: one line each on a projector
+
+
+@dataclass(frozen=True)
+class Cast:
+    """The models a lesson uses, chosen from those the server offers (nothing is loaded to choose them)."""
+
+    compare: tuple[str, ...]  # the pages' default comparison: static vectors, ELMo, the default BERT
+    elmo: str | None
+    bert: str | None  # the default BERT, else the first BERT-family model
+    berts: tuple[str, ...] = ()  # every BERT-family model, the default first
+
+
+def cast(ids: Sequence[str]) -> Cast:
+    kinds = {m: peeked_kind(m) for m in ids}
+    berts = [m for m in ids if kinds[m] in ("bert", "transformers")]
+    berts = [m for m in DEFAULT_BERTS if m in berts] + [m for m in berts if m not in DEFAULT_BERTS]
+    elmo = next((m for m in ids if kinds[m] == "elmo"), None)
+    return Cast(tuple(default_models(ids)), elmo, berts[0] if berts else None, tuple(berts))
+
+
+def fillers(c: Cast) -> list[str]:
+    """The models that fill the blank: the BERTs with a masked-LM head, then the ELMo (its two language models)."""
+    found = [m for m in [*c.berts, c.elmo] if m is not None and fill_in.fills_blanks(get_model(m))]
+    return found[:MAX_FILLERS]
+
+
+def _number(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _shown(word: str) -> str:
+    return f"*{md(word)}*"
+
+
+# -- what each step reveals: Markdown lines, one per model or finding ------------------------------------------
+
+
+def same_word_lines(model_ids: Sequence[str]) -> list[str]:
+    lines = []
+    for model_id in model_ids:
+        model = get_model(model_id)
+        r = ws.same_word(model, SENTENCE_A, SENTENCE_B, WORD)
+        name = f"**{md(label(model_id))}**"
+        if len(r.cosine) == 1:
+            kind = " (one vector per word, whatever the sentence)" if model.kind == "static" else ""
+            lines.append(f"{name}: {_number(r.cosine[0])}{kind}")
+            continue
+        low = min(range(len(r.cosine)), key=lambda j: r.cosine[j])
+        path = " → ".join(_number(c) for c in r.cosine)
+        lines.append(f"{name}: {path}, from {md(r.layer_names[0])} to {md(r.layer_names[-1])}; least alike in "
+                     f"{md(r.layer_names[low])} ({_number(r.cosine[low])}, where any word of A and any word of B "
+                     f"average {_number(r.baseline[low])})")
+    return lines
+
+
+def dictionary_lines(model_ids: Sequence[str]) -> list[str]:
+    lemma = ds.lemma_of(WORD)
+    if lemma is None:
+        return [f"SemCor tags no sense of {_shown(WORD)}, so there is no dictionary sense to name."]
+    lines = []
+    for model_id in model_ids:
+        reading = dictionary.read_in_both(model_id, lemma, SENTENCE_A, SENTENCE_B, WORD)
+        lines.append(dictionary.both_line(model_id, reading))
+    return lines
+
+
+def clouds_lines(model_ids: Sequence[str]) -> list[str]:
+    found = vectors.find_occurrences(preset_sentences(WORD), WORD)
+    lines = []
+    for model_id in model_ids:
+        model = get_model(model_id)
+        measured = ws.measure_word(model, found)
+        table, sep = measured.table, ws.sense_separation(measured.table)
+        if sep is None:
+            lines.append(f"**{md(label(model_id))}**: no sense accuracy ({md('; '.join(measured.notes))})")
+            continue
+        verdict = ("separates the senses" if sep.separates else
+                   "does not separate them" + (": one vector per word" if model.kind == "static" else ""))
+        if len(table) == 1:
+            where = f"{sep.accuracy:.0%} in its only layer"
+        else:
+            per_layer = " · ".join(f"{md(n)} {a:.0%}" for n, a in zip(table["layer"], table["knn1_accuracy"]))
+            where = f"{per_layer}; best {md(sep.layer)}, {sep.accuracy:.0%}"
+        lines.append(f"**{md(label(model_id))}**: {where}, against {sep.majority:.0%} for always guessing one sense: "
+                     f"{verdict}")
+    return lines
+
+
+TASK_NAMES = {"pos": "Part of speech", "wsd": "Word sense"}
+
+
+def layers_lines(model_id: str | None) -> list[str]:
+    if model_id is None:
+        return ["No ELMo is offered on this server: add one on the **Models** page."]
+    model = get_model(model_id)
+    lines = []
+    for task in probes.TASKS:
+        r = probes.latest_cached_result(model, task)
+        if r is None:
+            lines.append(f"{TASK_NAMES[task]}: no probe has been run on **{md(label(model_id))}** yet; run one on "
+                         "the ELMo layers page (a few minutes).")
+            continue
+        top = max(range(len(r.mix_weights)), key=lambda j: r.mix_weights[j])
+        weights = " / ".join(f"{w:.2f}" for w in r.mix_weights)
+        alone = " / ".join(f"{a:.0%}" for a in r.layer_accuracies)
+        lines.append(f"{TASK_NAMES[task]}: weights {weights} over {md(' / '.join(r.layer_names))}, the most on "
+                     f"**{md(r.layer_names[top])}**; one layer alone reads {alone} of the test items right")
+    return lines
+
+
+def fill_lines(model_ids: Sequence[str]) -> list[str]:
+    if not model_ids:
+        return ["No model here fills in blanks: add a BERT with its masked-LM head on the **Models** page."]
+    lines = []
+    for model_id in model_ids:
+        model = get_model(model_id)
+        top = fill_in.fill_mask(model, getattr(model, "tokenizer", None), BLANK, top_k=5, whole_words=True)[0]
+        guesses = ", ".join(f"{_shown(g['token'])} {g['prob']:.0%}" for g in top)
+        lines.append(f"**{md(label(model_id))}**: {guesses}")
+    return lines
+
+
+def lens_lines(model_ids: Sequence[str]) -> list[str]:
+    if not model_ids:
+        return ["No model here fills in blanks: add a BERT with its masked-LM head on the **Models** page."]
+    lines = []
+    for model_id in model_ids:
+        model = get_model(model_id)
+        g = fill_in.guesses_by_layer(model, getattr(model, "tokenizer", None), BLANK, top_k=1)
+        ranks = " → ".join(f"{r:,}" for r in g.answer_ranks)
+        first = next(j for j in range(len(g.answer_ranks))
+                     if all(r == 1 for r in g.answer_ranks[j:]))
+        lines.append(f"**{md(label(model_id))}**: its answer {_shown(g.answer)} ranks {ranks} from "
+                     f"{md(g.layer_names[0])} to {md(g.layer_names[-1])}; first from **{md(g.layer_names[first])}** "
+                     "on")
+    return lines
+
+
+@dataclass(frozen=True)
+class Heads:
+    """The heads of one model on :data:`HEADS_SENTENCE`, by Clark et al.'s measures."""
+
+    n_heads: int
+    prev: tuple[int, int, float]  # layer, head (from 1) and share of the most previous-token head
+    next: tuple[int, int, float]
+    special: int  # heads with more than half of each token's attention on [CLS] or [SEP], on average
+
+
+def heads(model_id: str) -> Heads:
+    maps = att.merge_word_pieces(att.compute_attention(get_model(model_id), None, HEADS_SENTENCE))
+    table = att.head_summaries(maps)
+    best = {by: att.rank_heads(table, by).iloc[0] for by in ("to_prev", "to_next")}
+    special = (table["to_cls"].fillna(0) + table["to_sep"].fillna(0)) > 0.5
+    return Heads(len(table), *[(int(r["layer"]), int(r["head"]), float(r[by])) for by, r in best.items()],
+                 special=int(special.sum()))
+
+
+def heads_lines(model_id: str | None) -> list[str]:
+    if model_id is None:
+        return ["No BERT is offered on this server: add one on the **Models** page."]
+    h = heads(model_id)
+    name = f"**{md(label(model_id))}**"
+    return [
+        f"{name}, {h.n_heads} heads. Most on the previous word: layer {h.prev[0]}, head {h.prev[1]} (on average "
+        f"{h.prev[2]:.0%} of a word's attention goes to the word before it)",
+        f"Most on the next word: layer {h.next[0]}, head {h.next[1]} ({h.next[2]:.0%})",
+        f"{h.special} of the {h.n_heads} heads put more than half of their attention on [CLS] or [SEP], the tokens "
+        "that mark the sentence's edges",
+    ]
+
+
+# -- the steps --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    ask: str  # the question for the class (Markdown)
+    point: str  # what the answer shows (Markdown)
+    page: str  # the page that shows it in full: views/NAME.py
+    page_name: str
+    params: Callable[[Cast], dict[str, str | list[str]]]  # that page's URL state for this step
+    reveal: Callable[[Cast], list[str]]  # Markdown lines, computed with the models here
+
+
+def _try(c: Cast, senses: bool = False) -> dict[str, str | list[str]]:
+    params = {"try": "1", "try_a": SENTENCE_A, "try_b": SENTENCE_B, "try_word": WORD, "try_models": list(c.compare)}
+    return params | ({"try_senses": "1"} if senses else {})
+
+
+def _fill(models: list[str], lens: bool = False) -> dict[str, str | list[str]]:
+    params = {"text": BLANK, "fill_mode": "masks", "fill_models": models}
+    return params | ({"lens": "1"} if lens else {})
+
+
+def _heads_params(c: Cast) -> dict[str, str | list[str]]:
+    if c.bert is None:
+        return {}
+    h = heads(c.bert)
+    return {"att_model": c.bert, "sentence": HEADS_SENTENCE, "att_layer": str(h.prev[0]),
+            "att_head": str(h.prev[1]), "rank_by": "to_prev", "view": "head", "qk": "1"}
+
+
+STEPS = [
+    Step("One word, two sentences",
+         f"A static word vector gives {_shown(WORD)} one vector wherever it appears. Take “{SENTENCE_A}” and "
+         f"“{SENTENCE_B}” Will a contextual model give {_shown(WORD)} the same vector in both? In which layer "
+         "will its two vectors be least alike?",
+         "The cosine of the two vectors, layer by layer (1: the same vector). The static vectors give 1 by "
+         "construction; ELMo's character layer and BERT's input embeddings see the word alone and start near 1; "
+         "every contextual layer mixes in the sentence and moves the two apart. A layer where any two words are "
+         "close says less with a high cosine: that is the second number.",
+         "views/overview.py", "Overview", _try, lambda c: same_word_lines(c.compare)),
+    Step("Which dictionary sense?",
+         f"Each WordNet sense of {_shown(WORD)} gets the average of its vectors over SemCor, sentences that people "
+         "tagged by hand. Which sense will each model read in sentence A, and which in B? Can the static vectors "
+         "tell them apart?",
+         "Each model reads the sense whose average is nearest, in the layer that reads SemCor best: the ELMo "
+         "paper's word-sense disambiguation. The static vectors read the same sense twice, the one the spelling "
+         "has most often; how far to trust each model is the share of SemCor it reads right.",
+         "views/overview.py", "Overview", lambda c: _try(c, senses=True), lambda c: dictionary_lines(c.compare)),
+    Step("Thirty-two sentences, two clouds",
+         f"Sixteen sentences with {_shown(WORD)} by a river, sixteen about money. Put every occurrence on a map. "
+         "Whose map will show two clouds, and in which layer?",
+         "For each occurrence, the sense of its nearest other occurrence (one-nearest-neighbour): the share that "
+         "match, per layer. Half is a coin toss for two senses this even; the page draws the maps.",
+         "views/word_senses.py", "Word senses",
+         lambda c: {"source": "preset", "preset": WORD, "models": list(c.compare)}, lambda c: clouds_lines(c.compare)),
+    Step("Layers carry different things",
+         "ELMo hands a task a weighted mix of its layers and learns the weights. For part of speech (is it a noun "
+         "or a verb?) and for word sense, which layer will the task weigh most?",
+         "Peters et al. found part of speech read best from the first LSTM layer and word sense from the top one. "
+         "A small probe trained on SemCor learned these weights; the line under each is what one layer alone "
+         "reads.",
+         "views/elmo_layers.py", "ELMo layers",
+         lambda c: {"probe_model": c.elmo} if c.elmo else {}, lambda c: layers_lines(c.elmo)),
+    Step("Fill in the blank",
+         f"“{BLANK}” What will each model put in the blank? What would a model that has read only "
+         "nineteenth-century novels say?",
+         "A masked language model was trained on exactly this: hide a word, guess it from both sides. Its guesses "
+         "show the text it learned from (each model's card on the Models page says what it read).",
+         "views/fill_in.py", "Fill in the blank",
+         lambda c: _fill(fillers(c)), lambda c: fill_lines(fillers(c))),
+    Step("Where the answer takes shape",
+         "Read the same guessing head from every layer, not only the last. From which layer on is the model's "
+         "answer already its first guess?",
+         "Only the last layer was trained to be read this way, so an earlier layer's guesses say what it already "
+         "holds in the head's terms (exBERT's guesses per layer, the “logit lens”): the answer climbs the ranks "
+         "as the layers add context.",
+         "views/fill_in.py", "Fill in the blank",
+         lambda c: _fill(fillers(c)[:1], lens=True), lambda c: lens_lines(fillers(c)[:1])),
+    Step("What attention heads do",
+         "Each attention head spreads every word's attention over the sentence. Do heads look where a linguist "
+         "would? Guess the simplest job a head can have.",
+         "Clark et al. (2019) found heads that look at the previous or the next word, and many that rest on [CLS] "
+         "or [SEP] when they have nothing to do. The page opens on the most previous-word head, with how its "
+         "queries and keys give its weights.",
+         "views/attention.py", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
+]

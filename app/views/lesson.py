@@ -1,0 +1,73 @@
+"""Lesson: seven steps for a class, each a question, what the models here answer, and the page that shows it
+(the steps and their answers: ``app/lesson.py``)."""
+
+import streamlit as st
+
+from app import limits
+from app.errors import guard
+from app.explanations import explain, page_header
+from app.lesson import STEPS, cast
+from app.registry import model_ids, no_models_message
+from app.shared import shared
+from app.url_state import to_url, url_state
+
+page_header(
+    "A lesson in seven steps",
+    "For a class in front of a projector: each step is a question to put to the class, then what the models on "
+    "this server answer, computed when you ask, and a link to the page that shows it in full. Ask, let the class "
+    "guess, then reveal.",
+)
+
+ids = model_ids()
+if not ids:
+    no_models_message()
+    st.stop()
+
+url_state("step", 1, kind=int, min_value=1, max_value=len(STEPS))
+url_state("reveal", False, kind=bool)
+
+
+def go(to: int) -> None:
+    st.session_state["step"] = min(max(to, 1), len(STEPS))
+    st.session_state["reveal"] = False  # the next question is asked before its answer shows
+
+
+def picked() -> None:
+    st.session_state["reveal"] = False
+
+
+left, mid, right = st.columns([1, 6, 1], vertical_alignment="bottom")
+mid.selectbox("Step", label_visibility="collapsed", options=range(1, len(STEPS) + 1), key="step", on_change=picked,
+              format_func=lambda n: f"{n} · {STEPS[n - 1].title}")
+n = st.session_state["step"]
+left.button("Previous", icon=":material/arrow_back:", on_click=go, args=(n - 1,), disabled=n == 1,
+            width="stretch")
+right.button("Next", icon=":material/arrow_forward:", on_click=go, args=(n + 1,), disabled=n == len(STEPS),
+             width="stretch")
+step = STEPS[n - 1]
+models = cast(ids)
+
+st.subheader(f"Step {n} of {len(STEPS)}: {step.title}")
+st.info(f"**Ask the class.** {step.ask}", icon=":material/help:")
+reveal = st.toggle("Show what the models here answer", key="reveal",
+                   help="Computed now with the models this server offers (the first time a few seconds: the models "
+                        "load and read the sentences).")
+to_url("step", "reveal")
+if reveal:
+    with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"):
+        lines = shared().get(("lesson", n, models), lambda: step.reveal(models))
+        st.markdown("\n".join(f"- {line}" for line in lines))
+        st.markdown(step.point)
+
+params = {}
+with guard(f"The link to the {step.page_name} page"):
+    params = step.params(models)
+st.page_link(step.page, label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
+             query_params=params)
+
+explain(
+    "The steps follow one word, *bank*, from one vector per word to attention heads. Each answer is computed with "
+    "the models this server offers (the pages' defaults: the static vectors, ELMo and the default BERT), so it is "
+    "the same as what the page behind the link shows. The step and whether its answer shows are in the link "
+    "(`step`, `reveal`): a lesson can be prepared as a list of links, and `present=1` opens it for a projector.",
+)
