@@ -38,6 +38,9 @@ umap_warm_up()  # once per server, in the background: the first UMAP then takes 
 # "/overview" found no page. A hidden second entry for the same file answers there. (Streamlit tells pages apart
 # by the url_path they were given, so the default's must differ: "home", never shown.)
 OVERVIEW = dict(title="Overview", icon=":material/home:")
+# On a projector the pages are a bar across the top, beside "Leave presentation": shorter names keep it on one
+# 1280-pixel screen.
+FINE_TUNING, FILL_IN = ("Fine-tuning", "Fill in") if present else ("What fine-tuning changes", "Fill in the blank")
 PAGES = [
     st.Page("views/overview.py", **OVERVIEW, url_path="home", default=True),
     st.Page("views/overview.py", **OVERVIEW, url_path="overview", visibility="hidden"),
@@ -45,8 +48,8 @@ PAGES = [
     st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
     st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
     st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
-    st.Page("views/fine_tuning.py", title="What fine-tuning changes", icon=":material/tune:", url_path="fine_tuning"),
-    st.Page("views/fill_in.py", title="Fill in the blank", icon=":material/edit_note:", url_path="fill_in"),
+    st.Page("views/fine_tuning.py", title=FINE_TUNING, icon=":material/tune:", url_path="fine_tuning"),
+    st.Page("views/fill_in.py", title=FILL_IN, icon=":material/edit_note:", url_path="fill_in"),
     st.Page("views/models.py", title="Models", icon=":material/model_training:", url_path="models"),
 ]
 page = st.navigation(PAGES, position="top" if present else "sidebar")

@@ -282,7 +282,7 @@ STEPS = [
          "Each attention head spreads every word's attention over the sentence. Do heads look where a linguist "
          "would? Guess the simplest job a head can have.",
          "Clark et al. (2019) found heads that look at the previous or the next word, and many that rest on [CLS] "
-         "or [SEP] when they have nothing to do. The page opens on the most previous-word head, with how its "
-         "queries and keys give its weights.",
+         "or [SEP] when they have nothing to do. The page opens on the most previous-word head (under the "
+         "overview of every head), with how its queries and keys give its weights.",
          "views/attention.py", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
 ]

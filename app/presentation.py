@@ -7,7 +7,7 @@ At 1280×720 the first screen of a page must show its main figure, so in present
 - a page's inputs fold into a collapsed "Controls" expander (:func:`controls`; a plain container otherwise);
 - the introduction under the title is cut to its first sentence (``app/explanations.py``); the rest moves into
   the "What am I looking at?" box;
-- a "Leave presentation mode" button sits in the top bar of every page (:func:`leave_button`), next to the
+- a "Leave presentation" button sits in the top bar of every page (:func:`leave_button`), next to the
   navigation, and takes ``present`` off the URL.
 
 Some styles hold in both modes (:data:`APP_CSS`): formulas scroll sideways rather than being cut off, wide tables
@@ -63,11 +63,12 @@ hr { margin-top: 0.4rem !important; margin-bottom: 0.4rem !important; }
 /* a text box grows with the rest; a component drawing in px grows by zoom */
 .stTextInput input, .stTextArea textarea { font-size: 1rem; }
 [data-testid="stBidiComponentIsolated"] { zoom: 1.25; }
-/* "Leave presentation mode": in the top bar, on every page, whatever the scroll */
+/* "Leave presentation": in the top bar, on every page, whatever the scroll */
 .st-key-leave_present { position: fixed; top: 0.7rem; right: 3.2rem; z-index: 999991; width: auto !important; }
 .st-key-leave_present button { font-size: 0.8rem; min-height: 2rem; padding: 0.15rem 0.7rem; }
-/* a narrower window: the top bar needs its width for the pages, so the button opens the page instead */
-@media (max-width: 1180px) { .st-key-leave_present { position: static; } }
+/* a narrower window: the top bar needs its width for the pages (at 1280 they end 4 px before the button), so the
+   button opens the page instead */
+@media (max-width: 1279px) { .st-key-leave_present { position: static; } }
 </style>
 """
 
@@ -115,8 +116,9 @@ def present_to_url() -> None:
 def leave_button() -> None:
     """The way out, on every page in presentation mode: a button pinned to the top bar (CSS above)."""
     with st.container(key=LEAVE_KEY):
-        st.button("Leave presentation mode", key="leave_present_button", on_click=stop_presenting,
-                  icon=":material/fullscreen_exit:", help="Back to the normal page, with the sidebar.")
+        st.button("Leave presentation", key="leave_present_button", on_click=stop_presenting,
+                  icon=":material/fullscreen_exit:", help="Leave presentation mode: back to the normal page, with the "
+                                                          "sidebar.")
 
 
 def controls(label: str = "Controls", summary: str = ""):

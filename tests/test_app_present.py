@@ -50,14 +50,14 @@ def test_normal_mode_shows_the_controls_and_the_whole_intro():
     assert not [b for b in at.button if b.key == "leave_present_button"]
 
 
-@pytest.mark.parametrize("name", ["overview", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in",
-                                  "models"])
+@pytest.mark.parametrize("name", ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning",
+                                  "fill_in", "models"])
 def test_every_page_has_a_leave_button_that_clears_present(name):
     at = page(name, present="1")
     assert_clean(at)
     assert at.query_params.get("present") in ("1", ["1"])
     leave = at.button(key="leave_present_button")
-    assert leave.label == "Leave presentation mode"
+    assert leave.label == "Leave presentation"
     at = leave.click().run()
     assert_clean(at)
     assert at.session_state["present"] is False and "present" not in at.query_params

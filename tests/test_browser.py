@@ -27,7 +27,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-PAGES = ["overview", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "models"]
+PAGES = ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "models"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -464,6 +464,40 @@ def test_overview_tries_one_word_in_two_sentences(server, browser):
     page.close()
 
 
+def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server, browser):
+    """A teacher's run on the shipped models in presentation mode: the question first, the answer on a click, the
+    next step's answer hidden again, and the link opens the page in the step's state, still presenting."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{shipped_server}/lesson?present=1")
+    settle(page)
+    no_traceback(page)
+    assert page.get_by_text("Ask the class.").is_visible()
+    assert page.get_by_text("one vector per word, whatever the sentence").count() == 0
+    page.get_by_text("Show what the models here answer").click()
+    page.get_by_text("one vector per word, whatever the sentence").wait_for(timeout=120_000)
+    settle(page)
+    text = page.evaluate("() => document.body.innerText")
+    assert "static-eltec: 1.00" in text and "minilm-eltec: " in text and "least alike in layer" in text
+    assert "reveal=1" in page.url and "present=1" in page.url
+    screenshot(page, "lesson-step1.png")
+    page.get_by_role("button", name="Next").click()
+    page.get_by_text("Step 2 of 7").wait_for(timeout=60_000)
+    settle(page)
+    assert page.get_by_text("one vector per word, whatever the sentence").count() == 0  # asked before answered
+    assert "step=2" in page.url and "reveal=0" in page.url
+
+    page.goto(f"{shipped_server}/lesson?present=1&step=5")
+    settle(page)
+    page.get_by_text("Open it on the").click()
+    page.locator("h1", has_text="Fill in the blank").wait_for(timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    assert "text=She+deposited+the+money" in page.url and "present=1" in page.url, page.url
+    assert page.locator(".js-plotly-plot").count() == 3  # minilm-eltec, bert-eltec and elmo-eltec side by side
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
@@ -850,7 +884,8 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     page.close()
 
 
-PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "word_senses": "Word senses",
+PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "lesson": "A lesson in seven steps",
+         "word_senses": "Word senses",
          "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models",
          "fine_tuning": "What fine-tuning changes"}
 
@@ -892,13 +927,15 @@ def test_presentation_mode_fits_a_projector_and_is_easy_to_leave(shipped_server,
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(f"{server}/attention?present=1")
     settle(page)
-    leave = page.get_by_role("button", name="Leave presentation mode")
+    leave = page.get_by_role("button", name="Leave presentation")
     box = leave.bounding_box()
     assert leave.is_visible() and box["y"] < 80, box
+    links = page.locator('[data-testid="stTopNavLink"]')  # every page's link is clear of the button
+    assert links.count() == 8 and links.last.bounding_box()["x"] + links.last.bounding_box()["width"] <= box["x"]
     leave.click()
     settle(page)
     no_traceback(page)
     assert "present" not in page.url and page.locator("h1").first.inner_text().strip() == "Attention", page.url
-    assert page.get_by_role("button", name="Leave presentation mode").count() == 0
+    assert page.get_by_role("button", name="Leave presentation").count() == 0
     assert page.locator('[data-testid="stSidebar"]').is_visible()
     page.close()

@@ -127,6 +127,7 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "ft_sentences": (int, 20, 500, "number_input"),
     "ft_att_layer": (int, 1, 2, "slider"),
     "ft_att_head": (int, 1, 2, "slider"),
+    "step": (int, 1, 7, "selectbox"),  # the lesson's seven steps
 }
 CHOICES = {  # param: (options, widget)
     "source": (["preset", "own", "semcor", "corpus"], "radio"),
@@ -154,6 +155,7 @@ CHOICES = {  # param: (options, widget)
     "lens": (BOOL, "toggle"),
     "try": (BOOL, "toggle"),
     "try_senses": (BOOL, "checkbox"),
+    "reveal": (BOOL, "toggle"),
     "fill_mode": (["masks", "word"], "radio"),
     "why_by": (["hiding", "gradients", "both"], "radio"),
     "image_format": (["png", "svg"], "radio"),
@@ -185,6 +187,7 @@ PAGE_PARAMS = {
     "fill_in": ["text", "fill_models", "k", "whole_words", "fill_mode", "blank", "why", "why_by", "why_guess",
                 "compare", "lens"],
     "elmo_layers": ["probe_model"],
+    "lesson": ["step", "reveal"],
     "models": [],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only
     "fine_tuning": ["ft_model", "ft_base", "ft_split", "ft_sentences", "ft_layer", "ft_projection", "ft_att_layer",

@@ -49,25 +49,28 @@ models = cast(ids)
 
 st.subheader(f"Step {n} of {len(STEPS)}: {step.title}")
 st.info(f"**Ask the class.** {step.ask}", icon=":material/help:")
-reveal = st.toggle("Show what the models here answer", key="reveal",
-                   help="Computed now with the models this server offers (the first time a few seconds: the models "
-                        "load and read the sentences).")
+toggle_col, link_col = st.columns([1, 1], vertical_alignment="center")
+reveal = toggle_col.toggle("Show what the models here answer", key="reveal",
+                           help="Computed now with the models this server offers (the first time a few seconds: "
+                                "the models load and read the sentences).")
 to_url("step", "reveal")
+params = {}
+with link_col, guard(f"The link to the {step.page_name} page"):
+    params = step.params(models)
+link_col.page_link(step.page, label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
+                   query_params=params)
 if reveal:
-    with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"):
+    with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"), st.spinner("The models are reading the sentences …"):
         lines = shared().get(("lesson", n, models), lambda: step.reveal(models))
         st.markdown("\n".join(f"- {line}" for line in lines))
         st.markdown(step.point)
-
-params = {}
-with guard(f"The link to the {step.page_name} page"):
-    params = step.params(models)
-st.page_link(step.page, label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
-             query_params=params)
 
 explain(
     "The steps follow one word, *bank*, from one vector per word to attention heads. Each answer is computed with "
     "the models this server offers (the pages' defaults: the static vectors, ELMo and the default BERT), so it is "
     "the same as what the page behind the link shows. The step and whether its answer shows are in the link "
-    "(`step`, `reveal`): a lesson can be prepared as a list of links, and `present=1` opens it for a projector.",
+    "(`step`, `reveal`): a lesson can be prepared as a list of links, and `present=1` opens it for a projector. "
+    "The formulas behind the steps: the cosine of two vectors (steps 1 to 3), ELMo's mix of its layers (step 4), "
+    "the masked-LM objective (steps 5 and 6) and attention (step 7).",
+    ["cosine", "scalar_mix", "mlm", "attention"],
 )

@@ -34,9 +34,11 @@ cols[2].page_link("views/attention.py", label="**Attention** — which words eac
                   icon=":material/grid_on:")
 cols[0].page_link("views/elmo_layers.py", label="**ELMo layers** — which layers a task wants",
                   icon=":material/stacked_bar_chart:")
-cols[1].page_link("views/models.py", label="**Models** — what is loaded; train a small one",
+cols[1].page_link("views/lesson.py", label="**Lesson** — seven steps for a class: a question, what the models "
+                  "answer, the page that shows it", icon=":material/school:")
+cols[2].page_link("views/models.py", label="**Models** — what is loaded; train a small one",
                   icon=":material/model_training:")
-cols[2].page_link("views/fine_tuning.py", label="**What fine-tuning changes** — a model before and after, layer "
+cols[1].page_link("views/fine_tuning.py", label="**What fine-tuning changes** — a model before and after, layer "
                   "by layer", icon=":material/tune:")
 
 ids = model_ids()

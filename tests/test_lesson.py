@@ -1,0 +1,117 @@
+"""The Lesson page: seven questions for a class, each answered with the models the server offers, each linking to
+the page that shows it in a state that page accepts without a warning."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+
+from tests.app_fixtures import assert_clean, page, texts, write_semcor
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+TINY = ("static-eltec", "elmo-eltec", "bert-eltec")
+
+
+def links(at) -> list:
+    """The page links the script drew (AppTest has no accessor for them), as their protos."""
+    found = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            proto = getattr(child, "proto", None)
+            if proto is not None and type(proto).__name__ == "PageLink":
+                found.append(proto)
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def answer(at) -> list[str]:
+    """The revealed answer's lines (a Markdown list)."""
+    return [line[2:] for m in texts(at.markdown) for line in m.splitlines() if line.startswith("- ")]
+
+
+def the_link(at):
+    [link] = [p for p in links(at) if p.label.startswith("Open it on the")]
+    return link
+
+
+def test_the_lesson_asks_first_and_answers_when_asked():
+    at = page("lesson")
+    assert_clean(at)
+    assert any("Step 1 of 7: One word, two sentences" in s for s in texts(at.subheader))
+    assert texts(at.info)[0].startswith("**Ask the class.**")
+    assert at.toggle(key="reveal").value is False and answer(at) == []
+
+    at.toggle(key="reveal").set_value(True).run()
+    assert_clean(at)
+    lines = answer(at)
+    assert [line.split("**")[1] for line in lines] == list(TINY)
+    assert "one vector per word" in lines[0] and lines[0].split("**: ")[1].startswith("1.00")
+    assert at.query_params["reveal"] == "1"
+
+    at.button[1].click().run()  # Next: the next question, its answer hidden again
+    assert_clean(at)
+    assert at.session_state["step"] == 2 and at.query_params["step"] == "2"
+    assert at.toggle(key="reveal").value is False and answer(at) == []
+    at.button[0].click().run()  # Previous
+    assert at.session_state["step"] == 1
+
+
+def test_a_link_opens_the_lesson_at_a_step_and_a_bad_step_is_clamped():
+    at = page("lesson", step="5", reveal="1")
+    assert_clean(at)
+    assert any("Step 5 of 7: Fill in the blank" in s for s in texts(at.subheader))
+    # the models that fill blanks: not bert-no-mlm (no masked-LM head), not the tiny ELMo (no softmax)
+    assert [line.split("**")[1] for line in answer(at)] == ["bert-eltec"]
+    at = page("lesson", step="99")
+    assert not at.exception
+    assert any("step" in w and "99" in w for w in texts(at.warning))
+    assert at.session_state["step"] == 7
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_each_step_answers_and_its_link_opens_its_page_without_a_warning(n, tmp_path, monkeypatch):
+    from app.lesson import STEPS
+
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    at = page("lesson", step=str(n), reveal="1")
+    assert_clean(at)
+    assert answer(at), f"step {n} revealed nothing"
+    link = the_link(at)
+    step = STEPS[n - 1]
+    assert f"**{step.page_name}**" in link.label and link.page_script_hash
+    query = {k: v if len(v) > 1 else v[0] for k, v in parse_qs(link.query_string).items()}
+    target = page(step.page.removeprefix("views/").removesuffix(".py"), **query)
+    assert_clean(target)
+    assert not [w for w in texts(target.warning) if "The link" in w]
+    for key, value in query.items():  # the page took the state the lesson gave it
+        assert target.query_params[key] in (value, [value]) or target.query_params[key] == value, key
+
+
+def test_step_answers_say_what_the_tiny_models_show(tmp_path, monkeypatch):
+    """The answers are measured, not written: on random tiny models the lines still carry each model's numbers."""
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    at = page("lesson", step="3", reveal="1")
+    lines = answer(at)
+    assert lines[0].startswith("**static-eltec**: 50% in its only layer")
+    assert "does not separate them: one vector per word" in lines[0]
+    assert "layer 0 (char CNN)" in lines[1] and "best" in lines[1]
+    at = page("lesson", step="7", reveal="1")
+    lines = answer(at)
+    assert lines[0].startswith("**bert-eltec**, ") and "Most on the previous word: layer " in lines[0]
+    assert "[CLS] or [SEP]" in lines[2]
+    link = the_link(at)
+    assert "att_layer=" in link.query_string and "qk=1" in link.query_string
+
+
+def test_without_an_elmo_or_a_bert_the_steps_say_what_to_add(monkeypatch, tiny_assets):
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(tiny_assets / "static-eltec"))
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(tiny_assets / "nothing-here"))
+    for n, phrase in [(4, "No ELMo is offered"), (5, "No model here fills in blanks"), (7, "No BERT is offered")]:
+        at = page("lesson", step=str(n), reveal="1")
+        assert_clean(at)
+        assert any(phrase in line for line in answer(at)), (n, answer(at))
