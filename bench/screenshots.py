@@ -34,8 +34,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 # path -> query of the view shown (the defaults a teacher opens on, with the projection that needs no warm-up)
-PAGES = {"overview": "", "word_senses": "projection=pca", "elmo_layers": "", "attention": "", "fine_tuning": "",
-         "fill_in": "", "models": ""}
+PAGES = {"overview": "", "lesson": "step=1&reveal=1", "word_senses": "projection=pca", "elmo_layers": "",
+         "attention": "", "fine_tuning": "", "fill_in": "", "models": ""}
 MODES = {"normal": "", "present": "present=1"}
 
 
