@@ -137,32 +137,30 @@ def layers_lines(model_id: str | None) -> list[str]:
     return lines
 
 
+NO_FILLER = ["No model here fills in blanks: add a BERT with its masked-LM head on the **Models** page."]
+
+
 def fill_lines(model_ids: Sequence[str]) -> list[str]:
-    if not model_ids:
-        return ["No model here fills in blanks: add a BERT with its masked-LM head on the **Models** page."]
-    lines = []
-    for model_id in model_ids:
-        model = get_model(model_id)
-        top = fill_in.fill_mask(model, getattr(model, "tokenizer", None), BLANK, top_k=5, whole_words=True)[0]
-        guesses = ", ".join(f"{_shown(g['token'])} {g['prob']:.0%}" for g in top)
-        lines.append(f"**{md(label(model_id))}**: {guesses}")
-    return lines
+    return [_guesses_line(m) for m in model_ids] or NO_FILLER
+
+
+def _guesses_line(model_id: str) -> str:
+    model = get_model(model_id)
+    top = fill_in.fill_mask(model, getattr(model, "tokenizer", None), BLANK, top_k=5, whole_words=True)[0]
+    return f"**{md(label(model_id))}**: " + ", ".join(f"{_shown(g['token'])} {g['prob']:.0%}" for g in top)
 
 
 def lens_lines(model_ids: Sequence[str]) -> list[str]:
-    if not model_ids:
-        return ["No model here fills in blanks: add a BERT with its masked-LM head on the **Models** page."]
-    lines = []
-    for model_id in model_ids:
-        model = get_model(model_id)
-        g = fill_in.guesses_by_layer(model, getattr(model, "tokenizer", None), BLANK, top_k=1)
-        ranks = " → ".join(f"{r:,}" for r in g.answer_ranks)
-        first = next(j for j in range(len(g.answer_ranks))
-                     if all(r == 1 for r in g.answer_ranks[j:]))
-        lines.append(f"**{md(label(model_id))}**: its answer {_shown(g.answer)} ranks {ranks} from "
-                     f"{md(g.layer_names[0])} to {md(g.layer_names[-1])}; first from **{md(g.layer_names[first])}** "
-                     "on")
-    return lines
+    return [_lens_line(m) for m in model_ids] or NO_FILLER
+
+
+def _lens_line(model_id: str) -> str:
+    model = get_model(model_id)
+    g = fill_in.guesses_by_layer(model, getattr(model, "tokenizer", None), BLANK, top_k=1)
+    ranks = " → ".join(f"{r:,}" for r in g.answer_ranks)
+    first = next(j for j in range(len(g.answer_ranks)) if all(r == 1 for r in g.answer_ranks[j:]))
+    return (f"**{md(label(model_id))}**: its answer {_shown(g.answer)} ranks {ranks} from {md(g.layer_names[0])} to "
+            f"{md(g.layer_names[-1])}; first from **{md(g.layer_names[first])}** on")
 
 
 @dataclass(frozen=True)
