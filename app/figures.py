@@ -83,7 +83,7 @@ def sense_scatter(
     marker_size: int | None = None,
     stacks: Sequence[Sequence[int]] = (),
     legend_title: str = "sense",
-    ranges: tuple[list[float], list[float]] | None = None,
+    ranges: tuple[list[float], ...] | None = None,
     marked: Sequence[int] = (),
     marked_name: str = "",
 ) -> go.Figure:
@@ -95,7 +95,7 @@ def sense_scatter(
     ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence. From
     :data:`WEBGL_FROM` points on, 2-D traces are drawn with WebGL (``scattergl``): SVG slows panning and hovering
     down to a crawl at a few thousand points, and the markers shrink so that the crowd stays readable.
-    ``ranges`` (x and y, as :func:`shared_ranges` gives them) fixes a 2-D figure's axes, so that panels fitted
+    ``ranges`` (x, y and for 3-D z, as :func:`shared_ranges` gives them) fixes the axes, so that panels fitted
     jointly share them.
     """
     coords = np.asarray(coords, dtype=float)
@@ -139,6 +139,9 @@ def sense_scatter(
         traces.append(trace)
     if stacks and not three_d:
         traces.append(_stack_trace(np.array(centres), stacks, spreads, names, panel))
+    elif stacks:  # in 3-D the occurrences stay stacked (no sunflower): the ring still counts them
+        traces.append(_stack_trace(np.array([coords[st[0]] for st in stacks]), stacks, [0.0] * len(stacks), names,
+                                   None))
     if len(marked):
         idx = np.asarray(marked, dtype=int)
         ring = dict(type=kind, name=plain(marked_name), mode="markers", customdata=idx, text=text[idx],
@@ -149,8 +152,8 @@ def sense_scatter(
             ring["z"] = coords[idx, 2]
         traces.append(ring)
     axis = dict(showticklabels=False, title=None, zeroline=False)
-    xaxis, yaxis = (axis, axis) if ranges is None or three_d else (
-        dict(axis, range=ranges[0], autorange=False), dict(axis, range=ranges[1], autorange=False))
+    fixed = [dict(axis, range=r, autorange=False) for r in ranges] if ranges is not None else [axis] * 3
+    xaxis, yaxis = (axis, axis) if ranges is None or three_d else fixed[:2]
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
     title_text, title_lines = wrapped_title(title)
@@ -165,6 +168,16 @@ def sense_scatter(
     layout = dict(title=dict(text=title_text), legend=legend,
                   margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10 + below),
                   height=420 + 22 * (title_lines - 1) + below, clickmode="event+select", xaxis=xaxis, yaxis=yaxis)
+    if three_d and ranges is not None:
+        # WebGL draws a scene's box and grid from its data's extent: a panel whose points are all one point (a
+        # context-free layer) got none. Two invisible points at the corners give every panel the shared box.
+        corners = np.array(ranges, dtype=float).T
+        traces.insert(0, dict(type="scatter3d", mode="markers", x=corners[:, 0], y=corners[:, 1], z=corners[:, 2],
+                              marker=dict(size=1, opacity=0), hoverinfo="skip", showlegend=False, name="box"))
+    if three_d:  # a cube, so that no direction of the projection looks longer than it is; drag turns it
+        untitled = [dict(a, title=dict(text="")) for a in fixed]  # a 3-D axis without a title is named x, y, z
+        layout["scene"] = dict(zip(("xaxis", "yaxis", "zaxis"), untitled), aspectmode="cube", dragmode="turntable")
+        layout["margin"] = dict(layout["margin"], t=layout["margin"]["t"] + 10)
     return go.Figure(dict(data=traces, layout=layout))
 
 
@@ -197,7 +210,7 @@ def _spread_senses(coords: np.ndarray, stack: list[int], names: np.ndarray,
 
 
 def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence[float], names: np.ndarray,
-                 ranges: tuple[Sequence[float], Sequence[float]]) -> dict:
+                 ranges: tuple[Sequence[float], ...] | None) -> dict:
     """A ring with a count over each point that several occurrences share (largest first), listing their senses:
     otherwise the colour drawn last would hide that, say, a static vector is the same for every sense. A ring
     encloses the sunflower that :func:`_spread_senses` drew its occurrences as."""
@@ -210,13 +223,15 @@ def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence
         sizes.append(min(RING_MAX_PX, max(14 + 4 * np.log2(len(st)), 2 * spread + 6)))
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
-    places = label_places(ranges, centres, sizes, counts)
     # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
-    return dict(type="scatter", name="shared points", mode="markers+text", x=centres[:, 0], y=centres[:, 1],
-                text=counts, customdata=[st[0] for st in stacks],
-                textposition=places, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)),
-                showlegend=True)
+    trace = dict(type="scatter", name="shared points", mode="markers+text", x=centres[:, 0], y=centres[:, 1],
+                 text=counts, customdata=[st[0] for st in stacks], hovertext=hovers,
+                 hovertemplate="%{hovertext}<extra></extra>",
+                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)), showlegend=True)
+    if centres.shape[1] == 3:  # a turning cloud has no fixed place to keep a label off: each goes above its ring
+        return dict(trace, type="scatter3d", z=centres[:, 2], textposition="top center",
+                    marker=dict(trace["marker"], line=dict(width=2, color="#222")))
+    return dict(trace, textposition=label_places(ranges, centres, sizes, counts))
 
 
 #: the plot area of a half-width Word senses panel at a laptop's width, in px (where labels would collide)
@@ -987,11 +1002,12 @@ def loss_chart(records: Sequence[dict], title: str = "training loss") -> go.Figu
 
 
 def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06, margin_px: float = 0.0
-                  ) -> tuple[list[float], list[float]] | None:
-    """x and y axis ranges that hold every finite point of every set (for panels fitted jointly), or None.
-    ``pad``: the room beyond the points, as a share of their span; ``margin_px``: at least this many px of it
-    in a panel of :data:`PANEL_PLOT_PX` (a shared point's ring at the edge must not be cut)."""
-    pts = [np.asarray(c, dtype=float)[:, :2] for c in coord_sets if len(c)]
+                  ) -> tuple[list[float], ...] | None:
+    """The axis ranges (x, y and, for 3-D coordinates, z) that hold every finite point of every set (for panels
+    fitted jointly), or None. ``pad``: the room beyond the points, as a share of their span; ``margin_px``: at
+    least this many px of it in a panel of :data:`PANEL_PLOT_PX` (a shared point's ring at the edge must not be
+    cut)."""
+    pts = [np.asarray(c, dtype=float) for c in coord_sets if len(c)]
     if not pts:
         return None
     allp = np.concatenate(pts)
@@ -1000,16 +1016,17 @@ def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06, margin_px
         return None
     lo, hi = allp.min(axis=0), allp.max(axis=0)
     # An axis along which the points do not spread (two points, or one, from a PCA) has a span of rounding noise
-    # (1e-31): it takes the other axis's span, or 1, so the points sit in the middle rather than on an edge.
+    # (1e-31): it takes the other axes' widest span, or 1, so the points sit in the middle rather than on an edge.
     widest = float(np.max(hi - lo))
-    flat = (hi - lo) <= 1e-9 * max(widest, float(np.max(np.abs(allp)))) if widest > 0 else np.array([True, True])
+    flat = ((hi - lo) <= 1e-9 * max(widest, float(np.max(np.abs(allp)))) if widest > 0
+            else np.ones(len(lo), dtype=bool))
     span = np.where(flat, widest if widest > 0 and not flat.all() else 1.0, hi - lo)
-    px = np.array(PANEL_PLOT_PX, dtype=float)
+    px = np.resize(np.array(PANEL_PLOT_PX, dtype=float), len(lo))  # depth: as wide as the panel
     pad = np.maximum(pad, margin_px / np.maximum(px - 2 * margin_px, 1.0))  # margin px of the padded width
     mid = (lo + hi) / 2
     lo, hi = np.where(flat, mid - span / 2, lo), np.where(flat, mid + span / 2, hi)
     lo, hi = lo - pad * span, hi + pad * span
-    return [float(lo[0]), float(hi[0])], [float(lo[1]), float(hi[1])]
+    return tuple([float(a), float(b)] for a, b in zip(lo, hi))
 
 
 # -- what fine-tuning changes ----------------------------------------------------------------------------------

@@ -98,6 +98,25 @@ def test_word_senses_reads_its_state_from_the_url_and_writes_it_back():
     assert any("t-SNE" in c for c in texts(at.caption))
 
 
+def test_word_senses_in_three_dimensions():
+    """dims=3: every panel a 3-D scatter, the row's two panels on one cube of shared ranges, no click selection
+    (Plotly has none in 3-D), the CSV with a z column; back to 2-D on the radio."""
+    at = page("word_senses", projection="pca", models=["elmo-eltec", "static-eltec"], dims="3")
+    assert_clean(at)
+    assert at.radio(key="dims").value == 3
+    specs = charts(at)
+    assert specs and all(t["type"] == "scatter3d" and "z" in t for spec in specs for t in spec["data"])
+    elmo = [spec["layout"]["scene"] for spec in specs[:2]]  # ELMo's row: the char CNN and the chosen layer
+    assert elmo[0]["zaxis"]["range"] == elmo[1]["zaxis"]["range"] and elmo[0]["aspectmode"] == "cube"
+    assert not any(c.proto.selection_mode for c in at.get("plotly_chart"))
+    assert any(c.startswith("PCA, seed 0, in 3-D") for c in texts(at.caption))
+    at.radio(key="dims").set_value(2).run()
+    assert_clean(at)
+    assert at.query_params["dims"] in ("2", ["2"])
+    assert all(t["type"] != "scatter3d" for spec in charts(at) for t in spec["data"])
+    assert all(c.proto.selection_mode for c in at.get("plotly_chart"))  # a click picks a point again
+
+
 def test_word_senses_measurement_lines_per_model_with_baseline():
     at = page("word_senses", projection="pca", models=["elmo-eltec", "bert-eltec"])
     assert_clean(at)

@@ -498,6 +498,27 @@ def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server,
     page.close()
 
 
+def test_word_senses_turns_to_three_dimensions(server, browser):
+    """The 3-D view: a click on the radio redraws the row as two turnable 3-D scatters, WebGL drawn, in the link."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?projection=pca&models=elmo-eltec")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    page.get_by_text("3-D", exact=True).click()
+    page.wait_for_function("() => { const g = document.querySelectorAll('.js-plotly-plot');"
+                           " return g.length >= 2 && Array.from(g).slice(0, 2).every("
+                           "p => p._fullData && p._fullData.length && p._fullData[0].type === 'scatter3d'); }",
+                           timeout=120_000)
+    settle(page)
+    no_traceback(page)
+    assert "dims=3" in page.url, page.url
+    scene = page.evaluate("() => { const l = document.querySelectorAll('.js-plotly-plot')[1]._fullLayout.scene;"
+                          " return [l.aspectmode, l.zaxis.range.length, !!l._scene]; }")
+    assert scene == ["cube", 2, True], scene
+    screenshot(page, "word_senses-3d.png")
+    page.close()
+
+
 def test_word_senses_layer_switch_changes_the_plot(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")

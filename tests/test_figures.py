@@ -43,6 +43,26 @@ def test_sense_scatter_3d_and_bad_shapes():
         figures.sense_scatter(np.zeros((3, 2)), ["a"] * 2, ["x"] * 3)
 
 
+def test_sense_scatter_3d_shares_ranges_in_a_cube_and_counts_a_shared_point():
+    """The TensorBoard Projector's view: panels fitted jointly share the three axes' ranges; the occurrences a
+    static vector stacks on one point keep their ring and count (no sunflower in a turning cloud)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(6, 3)), 3 * rng.normal(size=(6, 3))
+    ranges = figures.shared_ranges([a, b])
+    assert len(ranges) == 3 and all(lo < c.min() and hi > c.max() for (lo, hi), c in zip(ranges, np.vstack([a, b]).T))
+    fig = figures.sense_scatter(a, ["x"] * 3 + ["y"] * 3, ["h"] * 6, ranges=ranges, marked=[0])
+    scene = fig.layout.scene
+    assert scene.aspectmode == "cube" and tuple(scene.zaxis.range) == tuple(ranges[2])
+    assert scene.xaxis.title.text == "" and not scene.yaxis.showticklabels
+    assert [t.type for t in fig.data] == ["scatter3d"] * 4 and fig.data[-1].z[0] == a[0, 2]  # the ring
+    box = fig.data[0]  # the shared box's corners, invisible, so that a panel of one point draws it too
+    assert box.marker.opacity == 0 and not box.showlegend and list(box.z) == list(ranges[2])
+    same = figures.sense_scatter(np.ones((4, 3)), ["x", "x", "y", "y"], ["h"] * 4, stacks=[[0, 1, 2, 3]])
+    ring = same.data[-1]
+    assert ring.type == "scatter3d" and ring.name == "shared points" and ring.text == ("×4",)
+    assert "x: 2<br>y: 2" in ring.hovertext[0]
+
+
 def test_highlight_bolds_the_span_and_escapes_html():
     s = "The <bank> of the river"
     assert figures.highlight(s, (4, 10)) == "The <b>&lt;bank&gt;</b> of the river"

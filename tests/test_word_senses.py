@@ -73,6 +73,14 @@ def test_joint_projection_puts_two_layers_on_shared_axes():
     np.testing.assert_allclose(apart.coords[1], alone.coords[0])
 
 
+def test_layers_projected_to_three_dimensions():
+    V = np.random.default_rng(2).normal(size=(12, 3, 8))
+    for method in ("pca", "umap", "tsne"):
+        proj = ws.project_layers(V, (0, 2), method=method, n_components=3)
+        assert [c.shape for c in proj.coords] == [(12, 3), (12, 3)] and proj.path(4).shape == (2, 3), method
+        assert all(np.isfinite(c).all() for c in proj.coords), method
+
+
 def test_projection_of_the_mix_layer():
     V = np.random.default_rng(1).normal(size=(10, 2, 4))
     proj = ws.project_layers(V, (0, ws.MIX), method="pca", mix=ws.LearnedMix((0.5, 0.5), 1.0))

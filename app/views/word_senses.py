@@ -47,7 +47,9 @@ explain(
     "spread by a few pixels, grouped by sense, so that every sense shows (the spread is drawing, not distance). "
     "BERT's input layer is not quite context-free: it adds a position (and segment) embedding to the word's, so "
     "the same word at another position in its sentence lands elsewhere, while its sense plays no part yet. With "
-    "*shared axes* both are fitted in one projection, so distances compare across the two panels. Click a point "
+    "*shared axes* both are fitted in one projection, so distances compare across the two panels. *3-D* projects "
+    "to three axes instead of two (drag to turn the cloud): two senses that overlap in a flat picture can come "
+    "apart along the third. Click a point (in 2-D) "
     "to read its sentence and its nearest neighbours, measured with the cosine in the model's full space (not in "
     "the picture). *Ring the occurrences with these words around them* (the TensorBoard Projector's search) rings "
     "every occurrence whose sentence has one of the words you type, in every panel, and says under each panel how "
@@ -97,6 +99,7 @@ url_state("neighbors", 15, kind=int, **NEIGHBORS)
 url_state("min_dist", 0.1, kind=float, **MIN_DIST)
 url_state("perplexity", 30.0, kind=float, **PERPLEXITY)
 url_state("joint", True, kind=bool)
+url_state("dims", 2, options=[2, 3])
 url_state("colour", "sense", options=["sense", "cluster", "dictionary"])
 url_state("clusters", "auto", options=K_CHOICES)
 url_state("find", "", max_chars=200)
@@ -109,9 +112,14 @@ with left:
 with right:
     chosen_models = st.multiselect("Models", ids, key="models", persist_state="session", format_func=label,
                                    help="Each model gets a row of panels; all see the same occurrences.")
-    c1, c2, c3 = st.columns(3)
+    c1, c4, c2, c3 = st.columns([3, 2, 3, 3])
     method = c1.selectbox("Projection", list(projections.METHODS), key="projection",
                           persist_state="session", format_func=METHOD_NAMES.get)
+    dims = c4.radio("View", [2, 3], key="dims", persist_state="session", format_func=lambda d: f"{d}-D",
+                    horizontal=True,
+                    help="3-D: three axes of the projection, as the TensorBoard Projector shows them; drag to turn "
+                         "the cloud, scroll to zoom. A click picks a point in 2-D only: in 3-D pick an occurrence "
+                         "with the switches below the panels.")
     seed = int(c2.number_input("Seed", **SEED, step=1, key="seed", persist_state="session"))
     joint = c3.checkbox("Shared axes", key="joint",
                         persist_state="session", help="Fit the context-free and the chosen layer in one projection "
@@ -121,7 +129,7 @@ with right:
         neighbors = p1.slider("UMAP neighbours", **NEIGHBORS, key="neighbors", persist_state="session")
         min_dist = p2.slider("UMAP min. distance", **MIN_DIST, step=0.01, key="min_dist", persist_state="session")
         perplexity = p3.slider("t-SNE perplexity", **PERPLEXITY, step=1.0, key="perplexity", persist_state="session")
-to_url("models", "projection", "seed", "neighbors", "min_dist", "perplexity", "joint")
+to_url("models", "projection", "dims", "seed", "neighbors", "min_dist", "perplexity", "joint")
 
 # -- the occurrences (found once; every model and measurement below uses them) ---------------------------------
 if spec is None:
@@ -240,12 +248,15 @@ def embedded(model_id: str, model) -> vectors.OccurrenceVectors:
     return ov
 
 
-def projection(model_id: str, model, ov, layers: tuple, how: str, joint: bool, mix) -> tuple[ws.LayerProjection, bool]:
-    """The layers' 2-D coordinates, and whether they are PCA standing in for a projection still running."""
+def projection(model_id: str, model, ov, layers: tuple, how: str, joint: bool, mix, n_dims: int = 2
+               ) -> tuple[ws.LayerProjection, bool]:
+    """The layers' coordinates in ``n_dims`` dimensions, and whether they are PCA standing in for a projection
+    still running."""
     def run(method: str) -> ws.LayerProjection:
-        return ws.project_layers(ov.vectors, layers, method=method, seed=seed, joint=joint, mix=mix, **dict(params))
+        return ws.project_layers(ov.vectors, layers, method=method, seed=seed, joint=joint, mix=mix,
+                                 n_components=n_dims, **dict(params))
 
-    key: Hashable = ("projection", model_id, id(model), chosen.key, layers, seed, params, joint, mix)
+    key: Hashable = ("projection", model_id, id(model), chosen.key, layers, seed, params, joint, mix, n_dims)
     if how == "pca" or not large:
         with limits.heavy(f"Projecting {label(model_id)}"):
             return shared().get(key + (how,), lambda: run(how)), False
@@ -410,7 +421,7 @@ def model_row(model_id: str) -> None:
     with guard(name), st.spinner(f"Projecting {name} …"):
         ov = embedded(model_id, model)
         result, standing_in = projection(model_id, model, ov, layers, use_method, joint,
-                                         mix if layer == MIX else None)
+                                         mix if layer == MIX else None, dims)
     if result is None or ov is None:
         return
     if standing_in:
@@ -446,11 +457,11 @@ def model_row(model_id: str) -> None:
             return pd.DataFrame({"model": name, "layer": layer_name, "occurrence": range(n_occ),
                                  "word": [o.word for o in found.occurrences], "sense": labels, "cluster": cluster_of,
                                  "dictionary_sense": read_as, "sentence": [o.sentence for o in found.occurrences],
-                                 "x": xy[:, 0], "y": xy[:, 1]})
+                                 **dict(zip("xyz", xy.T))})
 
         with col:
-            event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}", data=data,
-                         selectable=True)
+            event = plot(fig, f"{name}-{names[lay]}-{target}", key=f"scatter::{model_id}::{lay}::{dims}d",
+                         data=data, selectable=dims == 2)
             if colour_by == "dictionary" and lay != MIX and any(read_as):
                 st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer: "
                            f"{trust(av, lay)}.")
@@ -459,7 +470,7 @@ def model_row(model_id: str) -> None:
                 if together is not None:
                     st.caption(f"Of the ringed occurrences' {NEIGHBOURS_SHOWN} nearest (cosine in {model.dim} "
                                f"dimensions), {together:.0%} are ringed too ({marked.mean():.0%} of all are).")
-            picked = selected_point(event)
+            picked = selected_point(event) if dims == 2 else None
             if picked is not None:
                 show_point(picked, model, X, names[lay], cluster_of)
     if len(layers) == 1:
@@ -468,7 +479,8 @@ def model_row(model_id: str) -> None:
     shown_method = METHOD_NAMES.get(result.method, result.method)
     notes = "; ".join(result.notes)
     fitted = ", fitted jointly (each layer centred)" if result.joint else ""
-    st.caption(f"{shown_method}, seed {seed}{fitted}" + (f". {md(notes)}" if notes else ""))
+    st.caption(f"{shown_method}, seed {seed}{', in 3-D (drag to turn)' if dims == 3 else ''}{fitted}"
+               + (f". {md(notes)}" if notes else ""))
 
 
 models: dict[str, object] = {}

@@ -112,15 +112,15 @@ def centred_directions(X: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LayerProjection:
-    """2-D coordinates of the same occurrences at several layers."""
+    """2-D (or 3-D) coordinates of the same occurrences at several layers."""
 
-    coords: list[np.ndarray]  # one [n, 2] per layer asked for, in that order; NaN for rows without a vector
+    coords: list[np.ndarray]  # one [n, 2 or 3] per layer asked for, in that order; NaN for rows without a vector
     method: str  # the method used ("pca" when a small input fell back from UMAP / t-SNE)
     joint: bool  # fitted together on shared axes (each layer centred) rather than one by one
     notes: list[str] = field(default_factory=list)  # remarks for the reader (clipping, fallbacks, dropped rows)
 
     def path(self, index: int) -> np.ndarray:
-        """[n_layers, 2]: where occurrence ``index`` sits in each layer's coordinates."""
+        """[n_layers, 2 or 3]: where occurrence ``index`` sits in each layer's coordinates."""
         return np.stack([c[index] for c in self.coords])
 
 
@@ -134,14 +134,17 @@ def project_layers(
     n_neighbors: int = 15,
     min_dist: float = 0.1,
     perplexity: float = 30.0,
+    n_components: int = 2,
 ) -> LayerProjection:
-    """Project ``vectors`` [n, n_layers, dim] at each of ``layers`` (indices, or :data:`MIX`) to 2-D.
+    """Project ``vectors`` [n, n_layers, dim] at each of ``layers`` (indices, or :data:`MIX`) to ``n_components``
+    (2 or 3) dimensions.
 
     ``joint`` (with two layers or more): one projection of all of them, each layer's directions centred first
     (:func:`centred_directions`), so the panels share axes and scale. Otherwise each layer is projected on its
     own with the cosine metric."""
     sets = [layer_vectors(vectors, layer, mix) for layer in layers]
-    params = dict(method=method, seed=seed, n_neighbors=n_neighbors, min_dist=min_dist, perplexity=perplexity)
+    params = dict(method=method, seed=seed, n_neighbors=n_neighbors, min_dist=min_dist, perplexity=perplexity,
+                  n_components=n_components)
     if joint and len(sets) > 1:
         proj = projections.project([centred_directions(s) for s in sets], metric="euclidean", **params)
         return LayerProjection(list(proj.coords), proj.method, True, list(proj.notes))
