@@ -15,11 +15,12 @@ finished (read from the page's websocket, which also tells a fragment run from a
 
 One visitor: the first visit after the server started (UMAP's warm-up, the models' first embeddings), a new visitor
 once the server has every result cached (a new browser context), the layer switch of ELMo's row (ArrowLeft /
-ArrowRight on its slider), and the projection switch UMAP -> PCA -> UMAP once both are cached. Then ``--students``
-browser contexts open the same link at random moments within ``--within`` seconds (a fixed seed), each timed from
-its own start until its page is complete and idle: p50 / p95 / max, errors, and the server's memory before and
-after. What a new visitor costs the machine in CPU-seconds (the server's part, and everything else: the browser
-drawing the page) says how much of the class's time on one machine is the browsers' own.
+ArrowRight on its slider), the projection switch UMAP -> PCA -> UMAP once both are cached, and the view switch
+2-D -> 3-D (the first one fits UMAP in 3-D for every model) and back, then again once both are cached. Then
+``--students`` browser contexts open the same link at random moments within ``--within`` seconds (a fixed seed),
+each timed from its own start until its page is complete and idle: p50 / p95 / max, errors, and the server's
+memory before and after. What a new visitor costs the machine in CPU-seconds (the server's part, and everything
+else: the browser drawing the page) says how much of the class's time on one machine is the browsers' own.
 
 Beside the new visitor, in the same run and browser: the floor, a bare Streamlit page (a title and as many small
 Plotly scatters as the page has figures) opened the same way. No page built on Streamlit and Plotly opens faster
@@ -108,7 +109,9 @@ def one_visitor(server, repeat: int, cpu: list, page: str = PAGE) -> tuple[list[
     from playwright.sync_api import sync_playwright
 
     actions = {k: Action(k, 0) for k in ("first visit (server just started)", "new visitor, results cached",
-                                         "layer switch (ELMo row)", "projection switch, cached (UMAP <-> PCA)")}
+                                         "layer switch (ELMo row)", "projection switch, cached (UMAP <-> PCA)",
+                                         "view switch to 3-D, first (UMAP in 3-D)",
+                                         "view switch, cached (2-D <-> 3-D)")}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         b = Browser(browser, server)
@@ -139,6 +142,14 @@ def one_visitor(server, repeat: int, cpu: list, page: str = PAGE) -> tuple[list[
             switch(b, server, lambda option=option: choose(b, "Projection", option),
                    lambda s, option=option: complete(s, plots) and s["methods"][0] == option,
                    actions["projection switch, cached (UMAP <-> PCA)"], ELMO_RIGHT)
+        if b.state()["methods"][0] != "UMAP":
+            choose(b, "Projection", "UMAP")
+            b.settle()
+        for i in range(repeat + 1):
+            dims = "3-D" if i % 2 == 0 else "2-D"
+            name = "view switch to 3-D, first (UMAP in 3-D)" if i == 0 else "view switch, cached (2-D <-> 3-D)"
+            switch(b, server, lambda dims=dims: b.page.get_by_text(dims, exact=True).click(),
+                   lambda s: complete(s, plots), actions[name], ELMO_RIGHT)
         browser.close()
     return list(actions.values()), plots
 
