@@ -208,6 +208,7 @@ class Step:
     page_name: str
     params: Callable[[Cast], dict[str, str | list[str]]]  # that page's URL state for this step
     reveal: Callable[[Cast], list[str]]  # Markdown lines, computed with the models here
+    once_per_server: bool = True  # False: read afresh every time (cheap, and it can change while the server runs)
 
 
 def _try(c: Cast, senses: bool = False) -> dict[str, str | list[str]]:
@@ -260,7 +261,8 @@ STEPS = [
          "A small probe trained on SemCor learned these weights; the line under each is what one layer alone "
          "reads.",
          "views/elmo_layers.py", "ELMo layers",
-         lambda c: {"probe_model": c.elmo} if c.elmo else {}, lambda c: layers_lines(c.elmo)),
+         lambda c: {"probe_model": c.elmo} if c.elmo else {}, lambda c: layers_lines(c.elmo),
+         once_per_server=False),  # a probe run on the ELMo layers page shows here at once
     Step("Fill in the blank",
          f"“{BLANK}” What will each model put in the blank? What would a model that has read only "
          "nineteenth-century novels say?",

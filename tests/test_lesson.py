@@ -118,3 +118,22 @@ def test_without_an_elmo_or_a_bert_the_steps_say_what_to_add(monkeypatch, tiny_a
         at = page("lesson", step=str(n), reveal="1")
         assert_clean(at)
         assert any(phrase in line for line in answer(at)), (n, answer(at))
+
+
+def test_the_probe_step_reads_the_probes_afresh(tiny_assets):
+    """Step 4 is not kept once per server: a probe run on the ELMo layers page shows in the lesson at once."""
+    from tests.test_app import write_probe_cache
+
+    at = page("lesson", step="4", reveal="1")
+    assert_clean(at)
+    assert all("no probe has been run on **elmo-eltec**" in line for line in answer(at))
+    write_probe_cache(tiny_assets)
+    try:
+        at.run()
+        assert_clean(at)
+        pos, wsd = answer(at)
+        assert pos.startswith("Part of speech: weights 0.20 / 0.50 / 0.30") and "the most on **layer 1" in pos
+        assert "no probe has been run" in wsd
+    finally:
+        for p in (tiny_assets / "elmo-eltec" / "probes").glob("*"):
+            p.unlink()

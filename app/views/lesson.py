@@ -61,7 +61,8 @@ link_col.page_link(step.page, label=f"Open it on the **{step.page_name}** page",
                    query_params=params)
 if reveal:
     with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"), st.spinner("The models are reading the sentences …"):
-        lines = shared().get(("lesson", n, models), lambda: step.reveal(models))
+        lines = (shared().get(("lesson", n, models), lambda: step.reveal(models)) if step.once_per_server
+                 else step.reveal(models))
         st.markdown("\n".join(f"- {line}" for line in lines))
         st.markdown(step.point)
 
