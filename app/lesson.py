@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from app import dictionary
 from app.inputs import md
@@ -286,3 +287,32 @@ STEPS = [
          "overview of every head), with how its queries and keys give its weights.",
          "views/attention.py", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
 ]
+
+
+# -- the lesson plan a teacher takes away ------------------------------------------------------------------------
+
+
+def link(step: Step, c: Cast, base: str = "") -> str:
+    """The step's page in its state, as an address: ``base`` is the app's own (``http://host:8501``), "" for a
+    path only."""
+    page = step.page.removeprefix("views/").removesuffix(".py")
+    query = urlencode(step.params(c), doseq=True)
+    return f"{base.rstrip('/')}/{page}" + (f"?{query}" if query else "")
+
+
+def plan(c: Cast, answers: Callable[[int], list[str]], base: str = "", when: str = "") -> str:
+    """The whole lesson as one Markdown document: each step's question, what the models here answered (``answers(n)``
+    for step n), what that shows and the link that opens it."""
+    out = ["# A lesson in seven steps: contextual word vectors", "",
+           f"Answers computed by the models of this server{f' on {when}' if when else ''}: "
+           + ", ".join(dict.fromkeys([*c.compare, *([c.elmo] if c.elmo else []), *c.berts[:2]])) + ".", ""]
+    for n, step in enumerate(STEPS, 1):
+        out += [f"## Step {n}: {step.title}", "", f"**Ask the class.** {step.ask}", "",
+                "**What the models here answer.**", ""]
+        try:
+            lines = answers(n)
+        except Exception as e:  # noqa: BLE001 - one step that cannot be answered here leaves the rest of the plan
+            lines = [f"Not computed on this server ({type(e).__name__}: {e}); the page behind the link says why."]
+        out += [f"- {line}" for line in lines]
+        out += ["", step.point, "", f"Open it on the {step.page_name} page: <{link(step, c, base)}>", ""]
+    return "\n".join(out)

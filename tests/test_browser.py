@@ -486,6 +486,12 @@ def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server,
     assert page.get_by_text("one vector per word, whatever the sentence").count() == 0  # asked before answered
     assert "step=2" in page.url and "reveal=0" in page.url
 
+    with page.expect_download(timeout=180_000) as download:  # the lesson plan, every answer computed on the click
+        page.get_by_text("The lesson plan (Markdown)").click()
+    plan = Path(download.value.path()).read_text(encoding="utf-8")
+    assert download.value.suggested_filename == "ctxmodels-lesson.md" and plan.count("\n## Step ") == 7
+    assert f"<{shipped_server}/attention?att_model=minilm-eltec" in plan and "Not computed" not in plan
+
     page.goto(f"{shipped_server}/lesson?present=1&step=5")
     settle(page)
     page.get_by_text("Open it on the").click()

@@ -137,3 +137,33 @@ def test_the_probe_step_reads_the_probes_afresh(tiny_assets):
     finally:
         for p in (tiny_assets / "elmo-eltec" / "probes").glob("*"):
             p.unlink()
+
+
+def test_the_lesson_plan_holds_every_question_answer_and_link(tmp_path, monkeypatch):
+    """The Markdown a teacher downloads: seven steps, each with its question, the answer computed here and the
+    step's link with the app's address; a step that cannot be answered says so and the plan goes on."""
+    from app.lesson import STEPS, cast, link, plan
+    from app.registry import model_ids
+
+    monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
+    c = cast(model_ids())
+
+    def answers(n: int) -> list[str]:
+        if n == 2:
+            raise FileNotFoundError("no SemCor here")
+        return STEPS[n - 1].reveal(c)
+
+    text = plan(c, answers, base="http://teacher.local:8501/", when="2026-12-02")
+    assert text.count("\n## Step ") == 7 and text.count("**Ask the class.**") == 7
+    assert "on 2026-12-02" in text.splitlines()[2]
+    assert "- Not computed on this server (FileNotFoundError: no SemCor here)" in text
+    assert "- **static-eltec**: 1.00 (one vector per word, whatever the sentence)" in text
+    for step in STEPS:
+        address = link(step, c, "http://teacher.local:8501/")
+        assert f"<{address}>" in text and address.startswith("http://teacher.local:8501/")
+        page_name, _, query = address.removeprefix("http://teacher.local:8501/").partition("?")
+        assert f"views/{page_name}.py" == step.page
+        given = {k: v if len(v) > 1 else v[0] for k, v in parse_qs(query).items()}
+        wanted = {k: v if isinstance(v, str) or len(v) > 1 else v[0] for k, v in step.params(c).items()}
+        assert given == wanted
+    assert link(STEPS[3], c) == "/elmo_layers?probe_model=elmo-eltec"  # no address known: a path

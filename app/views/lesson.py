@@ -1,12 +1,14 @@
 """Lesson: seven steps for a class, each a question, what the models here answer, and the page that shows it
 (the steps and their answers: ``app/lesson.py``)."""
 
+from datetime import date
+
 import streamlit as st
 
 from app import limits
 from app.errors import guard
 from app.explanations import explain, page_header
-from app.lesson import STEPS, cast
+from app.lesson import STEPS, cast, plan
 from app.registry import model_ids, no_models_message
 from app.shared import shared
 from app.url_state import to_url, url_state
@@ -59,12 +61,27 @@ with link_col, guard(f"The link to the {step.page_name} page"):
     params = step.params(models)
 link_col.page_link(step.page, label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
                    query_params=params)
+
+
+def answers(k: int) -> list[str]:
+    """Step ``k``'s answer: once per server for everyone, unless the step reads something that can change."""
+    s = STEPS[k - 1]
+    return shared().get(("lesson", k, models), lambda: s.reveal(models)) if s.once_per_server else s.reveal(models)
+
+
 if reveal:
     with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"), st.spinner("The models are reading the sentences …"):
-        lines = (shared().get(("lesson", n, models), lambda: step.reveal(models)) if step.once_per_server
-                 else step.reveal(models))
-        st.markdown("\n".join(f"- {line}" for line in lines))
+        st.markdown("\n".join(f"- {line}" for line in answers(n)))
         st.markdown(step.point)
+
+
+# The plan is made when the button is clicked, outside this script run: the app's address is read now.
+here = st.context.url or ""
+base = here[: -len("/lesson")] if here.endswith("/lesson") else ""
+st.download_button("The lesson plan (Markdown): every question, what the models here answer, and the links",
+                   data=lambda: plan(models, answers, base, when=date.today().isoformat()),
+                   file_name="ctxmodels-lesson.md", mime="text/markdown", on_click="ignore",
+                   icon=":material/download:", type="tertiary")
 
 explain(
     "The steps follow one word, *bank*, from one vector per word to attention heads. Each answer is computed with "
