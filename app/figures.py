@@ -153,7 +153,7 @@ def sense_scatter(
         traces.append(ring)
     axis = dict(showticklabels=False, title=None, zeroline=False)
     fixed = [dict(axis, range=r, autorange=False) for r in ranges] if ranges is not None else [axis] * 3
-    xaxis, yaxis = (axis, axis) if ranges is None or three_d else fixed[:2]
+    xaxis, yaxis = (axis, axis) if three_d else fixed[:2]
     # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
     # the layout afterwards is 3-4x slower, and this runs on every redraw).
     title_text, title_lines = wrapped_title(title)

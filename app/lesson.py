@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
 from urllib.parse import urlencode
 
 from app import dictionary
 from app.inputs import md
 from app.presets import preset_sentences
 from app.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
+from app.shared import shared
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import fill_in, probes, vectors
@@ -50,8 +53,8 @@ def cast(ids: Sequence[str]) -> Cast:
 
 def fillers(c: Cast) -> list[str]:
     """The models that fill the blank: the BERTs with a masked-LM head, then the ELMo (its two language models)."""
-    found = [m for m in [*c.berts, c.elmo] if m is not None and fill_in.fills_blanks(get_model(m))]
-    return found[:MAX_FILLERS]
+    found = (m for m in [*c.berts, c.elmo] if m is not None and fill_in.fills_blanks(get_model(m)))
+    return list(islice(found, MAX_FILLERS))  # no model past the last one needed is loaded to be asked
 
 
 def _number(x: float) -> str:
@@ -175,7 +178,13 @@ class Heads:
 
 
 def heads(model_id: str) -> Heads:
-    maps = att.merge_word_pieces(att.compute_attention(get_model(model_id), None, HEADS_SENTENCE))
+    """Once per server: the step's link needs the heads on every run of the page, its answer once more."""
+    model = get_model(model_id)
+    return shared().get(("lesson heads", model_id, id(model)), partial(_heads, model))
+
+
+def _heads(model) -> Heads:
+    maps = att.merge_word_pieces(att.compute_attention(model, None, HEADS_SENTENCE))
     table = att.head_summaries(maps)
     best = {by: att.rank_heads(table, by).iloc[0] for by in ("to_prev", "to_next")}
     special = (table["to_cls"].fillna(0) + table["to_sep"].fillna(0)) > 0.5
