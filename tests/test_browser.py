@@ -467,7 +467,8 @@ def test_overview_tries_one_word_in_two_sentences(server, browser):
 
 def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server, browser):
     """A teacher's run on the shipped models in presentation mode: the question first, the answer on a click, the
-    next step's answer hidden again, and the link opens the page in the step's state, still presenting."""
+    next step's answer hidden again (Page Down and Page Up, as a presenter's clicker sends, or the buttons), and the
+    link opens the page in the step's state, still presenting."""
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     page.goto(f"{shipped_server}/lesson?present=1")
     settle(page)
@@ -481,11 +482,22 @@ def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server,
     assert "static-eltec: 1.00" in text and "minilm-eltec: " in text and "least alike in layer" in text
     assert "reveal=1" in page.url and "present=1" in page.url
     screenshot(page, "lesson-step1.png")
-    page.get_by_role("button", name="Next").click()
+    page.keyboard.press("PageDown")  # a presenter's clicker: the answer shows, so on to the next step
     page.get_by_text("Step 2 of 7").wait_for(timeout=60_000)
     settle(page)
     assert page.get_by_text("one vector per word, whatever the sentence").count() == 0  # asked before answered
     assert "step=2" in page.url and "reveal=0" in page.url
+    page.keyboard.press("PageUp")
+    page.get_by_text("Step 1 of 7").wait_for(timeout=60_000)
+    settle(page)
+    page.keyboard.press("PageDown")  # the answer first (computed already: once per server) ...
+    page.get_by_text("one vector per word, whatever the sentence").wait_for(timeout=60_000)
+    settle(page)
+    assert "step=1" in page.url and "reveal=1" in page.url
+    page.get_by_role("button", name="Next").click()  # ... then, by mouse too, the next question
+    page.get_by_text("Step 2 of 7").wait_for(timeout=60_000)
+    settle(page)
+    assert page.get_by_text("one vector per word, whatever the sentence").count() == 0
 
     with page.expect_download(timeout=180_000) as download:  # the lesson plan, every answer computed on the click
         page.get_by_text("The lesson plan (Markdown)").click()

@@ -61,6 +61,26 @@ def test_the_lesson_asks_first_and_answers_when_asked():
     assert at.session_state["step"] == 1
 
 
+def test_the_right_hand_button_moves_the_lesson_on_like_a_clicker():
+    """One button (Page Down on a presenter's clicker) first shows the answer, then moves to the next question with
+    its answer hidden; on the last step, once its answer shows, there is nowhere further to go."""
+    at = page("lesson")
+    assert [b.label for b in at.button] == ["Previous", "Answer"] and at.button[0].disabled
+    at.button[1].click().run()
+    assert_clean(at)
+    assert at.session_state["step"] == 1 and at.toggle(key="reveal").value is True and answer(at)
+    assert at.button[1].label == "Next"
+    at.button[1].click().run()
+    assert at.session_state["step"] == 2 and at.toggle(key="reveal").value is False and answer(at) == []
+    assert at.button[1].label == "Answer"
+
+    at = page("lesson", step="7")
+    assert at.button[1].label == "Answer" and not at.button[1].disabled
+    at.button[1].click().run()
+    assert_clean(at)
+    assert at.button[1].label == "Next" and at.button[1].disabled and answer(at)
+
+
 def test_a_link_opens_the_lesson_at_a_step_and_a_bad_step_is_clamped():
     at = page("lesson", step="5", reveal="1")
     assert_clean(at)

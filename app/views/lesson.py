@@ -34,18 +34,30 @@ def go(to: int) -> None:
     st.session_state["reveal"] = False  # the next question is asked before its answer shows
 
 
+def advance(n: int) -> None:
+    """A clicker's one button: the answer first, then the next step (predict, then reveal, then move on)."""
+    if st.session_state.get("reveal"):
+        go(n + 1)
+    else:
+        st.session_state["reveal"] = True
+
+
 def picked() -> None:
     st.session_state["reveal"] = False
 
 
-left, mid, right = st.columns([1, 6, 1], vertical_alignment="bottom")
+left, mid, right = st.columns([1.3, 4, 1.3], vertical_alignment="bottom")
 mid.selectbox("Step", label_visibility="collapsed", options=range(1, len(STEPS) + 1), key="step", on_change=picked,
               format_func=lambda n: f"{n} · {STEPS[n - 1].title}")
 n = st.session_state["step"]
+shown = bool(st.session_state.get("reveal"))
+# Presenters' clickers send Page Down and Page Up: the right-hand button always moves the lesson on, like a slide.
 left.button("Previous", icon=":material/arrow_back:", on_click=go, args=(n - 1,), disabled=n == 1,
-            width="stretch")
-right.button("Next", icon=":material/arrow_forward:", on_click=go, args=(n + 1,), disabled=n == len(STEPS),
-             width="stretch")
+            width="stretch", shortcut="PageUp", help="The step before, its answer hidden (Page Up).")
+right.button("Next" if shown else "Answer", icon=":material/arrow_forward:" if shown else ":material/visibility:",
+             on_click=advance, args=(n,), disabled=shown and n == len(STEPS), width="stretch", shortcut="PageDown",
+             help="Shows this step's answer, then moves to the next step with its answer hidden (Page Down: a "
+                  "presenter's clicker works).")
 step = STEPS[n - 1]
 models = cast(ids)
 
@@ -84,11 +96,30 @@ st.download_button("The lesson plan (Markdown): every question, what the models 
                    icon=":material/download:", type="tertiary")
 
 explain(
-    "The steps follow one word, *bank*, from one vector per word to attention heads. Each answer is computed with "
-    "the models this server offers (the pages' defaults: the static vectors, ELMo and the default BERT), so it is "
-    "the same as what the page behind the link shows. The step and whether its answer shows are in the link "
+    "The steps follow one word, *bank*, from one vector per word to attention heads. The right-hand button moves "
+    "the lesson on as a presenter's clicker does (Page Down): it shows the answer, then the next question; Page Up "
+    "goes back a step. Each answer is computed with the models this server offers (the pages' defaults: the static "
+    "vectors, ELMo and the default BERT), so it is the same as what the page behind the link shows. The step and whether its answer shows are in the link "
     "(`step`, `reveal`): a lesson can be prepared as a list of links, and `present=1` opens it for a projector. "
     "The formulas behind the steps: the cosine of two vectors (steps 1 to 3), ELMo's mix of its layers (step 4), "
     "the masked-LM objective (steps 5 and 6) and attention (step 7).",
     ["cosine", "scalar_mix", "mlm", "attention"],
 )
+
+# Streamlit ignores a shortcut while an input has the focus, and the step list and the answer switch are inputs: once
+# the mouse has used one (a click, not a key: keyboard users keep their place), the focus goes back to the page, so
+# the clicker's next Page Down still reaches the button. Installed once per browser tab, acting on this page only;
+# last on the page, so its empty element adds no gap between the controls.
+st.html("""<script>
+if (!window.ctxLessonFocus) {
+  window.ctxLessonFocus = true;
+  document.addEventListener("click", (e) => {
+    if (e.detail === 0 || !location.pathname.endsWith("/lesson")) return;
+    setTimeout(() => {
+      const el = document.activeElement;
+      if (el && el.tagName === "INPUT" && (el.type === "checkbox" || el.getAttribute("aria-expanded") === "false"))
+        el.blur();
+    }, 50);
+  }, true);
+}
+</script>""", unsafe_allow_javascript=True)
