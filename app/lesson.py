@@ -314,7 +314,9 @@ def plan(c: Cast, answers: Callable[[int], list[str]], base: str = "", when: str
     for step n), what that shows and the link that opens it."""
     out = ["# A lesson in seven steps: contextual word vectors", "",
            f"Answers computed by the models of this server{f' on {when}' if when else ''}: "
-           + ", ".join(dict.fromkeys([*c.compare, *([c.elmo] if c.elmo else []), *c.berts[:2]])) + ".", ""]
+           + ", ".join(dict.fromkeys([*c.compare, *([c.elmo] if c.elmo else []), *c.berts[:2]])) + ".", "",
+           f"In class: open <{base.rstrip('/')}/lesson?present=1> on the projector. Page Down, or a presenter's "
+           "clicker, shows a step's answer and then the next question; Page Up goes back a step.", ""]
     for n, step in enumerate(STEPS, 1):
         out += [f"## Step {n}: {step.title}", "", f"**Ask the class.** {step.ask}", "",
                 "**What the models here answer.**", ""]

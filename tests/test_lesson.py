@@ -176,6 +176,7 @@ def test_the_lesson_plan_holds_every_question_answer_and_link(tmp_path, monkeypa
     text = plan(c, answers, base="http://teacher.local:8501/", when="2026-12-02")
     assert text.count("\n## Step ") == 7 and text.count("**Ask the class.**") == 7
     assert "on 2026-12-02" in text.splitlines()[2]
+    assert "open <http://teacher.local:8501/lesson?present=1> on the projector. Page Down" in text.splitlines()[4]
     assert "- Not computed on this server (FileNotFoundError: no SemCor here)" in text
     assert "- **static-eltec**: 1.00 (one vector per word, whatever the sentence)" in text
     for step in STEPS:

@@ -99,10 +99,10 @@ explain(
     "The steps follow one word, *bank*, from one vector per word to attention heads. The right-hand button moves "
     "the lesson on as a presenter's clicker does (Page Down): it shows the answer, then the next question; Page Up "
     "goes back a step. Each answer is computed with the models this server offers (the pages' defaults: the static "
-    "vectors, ELMo and the default BERT), so it is the same as what the page behind the link shows. The step and whether its answer shows are in the link "
-    "(`step`, `reveal`): a lesson can be prepared as a list of links, and `present=1` opens it for a projector. "
-    "The formulas behind the steps: the cosine of two vectors (steps 1 to 3), ELMo's mix of its layers (step 4), "
-    "the masked-LM objective (steps 5 and 6) and attention (step 7).",
+    "vectors, ELMo and the default BERT), so it is the same as what the page behind the link shows. The step and "
+    "whether its answer shows are in the link (`step`, `reveal`): a lesson can be prepared as a list of links, and "
+    "`present=1` opens it for a projector. The formulas behind the steps: the cosine of two vectors (steps 1 to 3),"
+    " ELMo's mix of its layers (step 4), the masked-LM objective (steps 5 and 6) and attention (step 7).",
     ["cosine", "scalar_mix", "mlm", "attention"],
 )
 
