@@ -22,6 +22,7 @@ from ..bounds import MAX_SEED, Bound, float_range, int_range
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model from scratch on a text corpus"),
     "wordnet-text": ("wordnet_text", "modern English training text from WordNet's definitions and examples"),
+    "speeches-text": ("speeches_text", "present-day English training text from the State of the Union addresses"),
     "fill-mask": ("fill_mask", "top-k words for every [MASK] in a sentence"),
     "embed": ("embed", "per-layer word vectors of sentences, saved as .npz"),
     "neighbours": ("neighbours", "nearest neighbours of a word in a static-vector model"),

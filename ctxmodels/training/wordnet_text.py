@@ -8,9 +8,10 @@ that accepts deposits and channels the money into lending activities. He cashed 
 document is one lexicographer file (noun.artifact, verb.motion, ...), so that neighbouring paragraphs share a
 topic for next-sentence prediction.
 
-Why WordNet: it is the one source of present-day English prose installable here (the novels are 1840-1920, and
-SemCor's Brown text is what the sense figures are measured on). Its examples show words in their everyday
-senses: "bank" beside deposits and mortgages as well as rivers.
+Why WordNet: it is present-day English prose that installs here with no network (the novels are 1840-1920, and
+SemCor's Brown text is what the sense figures are measured on; :mod:`.speeches_text` reads the other source, the
+State of the Union addresses). Its examples show words in their everyday senses: "bank" beside deposits and
+mortgages as well as rivers.
 
 Evaluation items stay unseen: ``--exclude`` names cloze files (``sentence<TAB>answers``, the sentence holding
 ``[MASK]``); a paragraph is dropped when it contains, for any item and any answer, the answer with up to three
