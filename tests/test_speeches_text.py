@@ -14,7 +14,7 @@ from ctxmodels.training import speeches_text
 OLD = "To the Congress:\n\nThe Treasury was full.\n"
 SPEECH = ("[As delivered in person before a joint session]\n\nMr. Speaker, Members of the Congress:\n\n"
           "1. THE ECONOMY\n\nThe banks lent the money [Applause] to the farmers, and\n"
-          "the plants [laughter] reopened [to] the west. [We're; White House correction] proud.\n\n"
+          "the plants [laughter] reopened [to] the west. We are [We're; White House correction] proud.\n\n"
           "She deposited the money in the bank on Monday.\n\n"
           "the quick brown fox jumps over the lazy dog today\n")
 
@@ -44,7 +44,7 @@ def test_paragraphs_lose_stage_directions_and_headings(folder, tmp_path):
     assert len(docs) == 1  # 1899 is before --from-year's default, notes.md is not an address
     assert docs[0][0] == "Mr. Speaker, Members of the Congress:"
     assert docs[0][1] == ("The banks lent the money to the farmers, and the plants reopened to the west. "
-                          "We're proud.")
+                          "We are proud.")
     assert len(docs[0]) == 4  # the heading "1. THE ECONOMY" and the bracketed note are not paragraphs
     assert out.read_bytes() == speeches_text.build_text(folder)[0].encode()  # the same bytes every time
     both = speeches_text.build_text(folder, from_year=1800)[0]

@@ -16,9 +16,10 @@ What stays unseen:
 * ``--semcor``: a paragraph that shares a run of :data:`OVERLAP_WORDS` words with SemCor's sentences goes, because
   the sense figures are measured on SemCor and Brown's 1961 press quotes that year's addresses.
 
-Stage directions ("[Applause]", "[Laughter]", "[As delivered in person ...]") are removed; the White House's own
-corrections ("[we're; White House correction]") keep the corrected words; a paragraph with no lower-case letter
-(a numbered heading) is left out. The output is deterministic: the same folder gives the same bytes.
+Stage directions ("[Applause]", "[Laughter]", "[As delivered in person ...]") are removed, and so are the White
+House's corrections ("minority [majority; White House correction] leader" keeps the words as spoken: how many words
+a correction replaces is not marked); a paragraph with no lower-case letter (a numbered heading) is left out.
+The output is deterministic: the same folder gives the same bytes.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def installed_speeches() -> Path:
 
 def _bracket(match: re.Match[str]) -> str:
     inner = match.group(1).strip()
-    if inner.lower().endswith(_CORRECTION):
-        return inner[: -len(_CORRECTION)]
     if not inner or inner[0].isupper() or inner[0].isdigit() or inner.lower() in {"applause", "laughter"}:
         return ""  # a stage direction or a note of the transcriber's
+    if inner.lower().endswith(_CORRECTION):
+        return ""  # the words as spoken stay
     return inner  # an editor's inserted word: "[to]"
 
 
