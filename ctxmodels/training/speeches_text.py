@@ -32,7 +32,7 @@ from pathlib import Path
 from .wordnet_text import excluded_phrases, holds_any, words
 
 OVERLAP_WORDS = 8  # a shared run this long is a quotation, not a common phrase ("we still have a long way to go")
-_FILE = re.compile(r"^(\d{4})-[A-Za-z]+-\d+\.txt$")
+_FILE = re.compile(r"^\d{4}-[A-Za-z]+-\d+\.txt$")
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 _CORRECTION = "; white house correction"
 
@@ -52,10 +52,10 @@ def installed_speeches() -> Path:
 
 def _bracket(match: re.Match[str]) -> str:
     inner = match.group(1).strip()
-    if not inner or inner[0].isupper() or inner[0].isdigit() or inner.lower() in {"applause", "laughter"}:
-        return ""  # a stage direction or a note of the transcriber's
-    if inner.lower().endswith(_CORRECTION):
-        return ""  # the words as spoken stay
+    lower = inner.lower()
+    if not inner or inner[0].isupper() or inner[0].isdigit() or lower in {"applause", "laughter"} \
+            or lower.endswith(_CORRECTION):
+        return ""  # a stage direction, a transcriber's note, or a correction (the words as spoken stay)
     return inner  # an editor's inserted word: "[to]"
 
 
@@ -93,11 +93,6 @@ def semcor_runs(semcor_dir: str | Path, n: int = OVERLAP_WORDS) -> set[tuple[str
     return runs
 
 
-def _shares_run(text: str, runs: set[tuple[str, ...]], n: int = OVERLAP_WORDS) -> bool:
-    ws = words(text)
-    return any(tuple(ws[i:i + n]) in runs for i in range(len(ws) - n + 1))
-
-
 def build_text(folder: str | Path, from_year: int = 1900, exclude: Iterable[str | Path] = (),
                semcor: str | Path | None = None) -> tuple[str, dict[str, int]]:
     """The corpus text and its counts (addresses, paragraphs kept, dropped as evaluation items or SemCor
@@ -110,7 +105,7 @@ def build_text(folder: str | Path, from_year: int = 1900, exclude: Iterable[str 
         for para in paragraphs(path.read_text(encoding="utf-8")):
             if phrases and holds_any(para, phrases):
                 counts["dropped_cloze"] += 1
-            elif runs and _shares_run(para, runs):
+            elif runs and holds_any(para, runs, (OVERLAP_WORDS,)):
                 counts["dropped_semcor"] += 1
             else:
                 kept.append(para)

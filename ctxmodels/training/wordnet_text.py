@@ -116,10 +116,12 @@ def excluded_phrases(cloze_files: Iterable[str | Path]) -> set[tuple[str, ...]]:
     return phrases
 
 
-def holds_any(text: str, phrases: set[tuple[str, ...]]) -> bool:
-    """Whether the lower-case words of ``text`` contain one of ``phrases`` as consecutive words."""
+def holds_any(text: str, phrases: set[tuple[str, ...]], lengths: Iterable[int] | None = None) -> bool:
+    """Whether the lower-case words of ``text`` contain one of ``phrases`` as consecutive words. ``lengths``, the
+    phrases' lengths, spares a caller with a large set (every 8-word run of SemCor) recounting them per text."""
     ws = words(text)
-    return any(tuple(ws[i:i + n]) in phrases for n in {len(p) for p in phrases} for i in range(len(ws) - n + 1))
+    lengths = {len(p) for p in phrases} if lengths is None else lengths
+    return any(tuple(ws[i:i + n]) in phrases for n in lengths for i in range(len(ws) - n + 1))
 
 
 def build_text(wordnet_dir: str | Path, exclude: Iterable[str | Path] = ()) -> tuple[str, dict[str, int]]:
