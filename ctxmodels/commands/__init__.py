@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model from scratch on a text corpus"),
     "wordnet-text": ("wordnet_text", "modern English training text from WordNet's definitions and examples"),
     "speeches-text": ("speeches_text", "present-day English training text from the State of the Union addresses"),
+    "average": ("average", "one model whose weights are the mean of several continuations of one model"),
     "fill-mask": ("fill_mask", "top-k words for every [MASK] in a sentence"),
     "embed": ("embed", "per-layer word vectors of sentences, saved as .npz"),
     "neighbours": ("neighbours", "nearest neighbours of a word in a static-vector model"),
