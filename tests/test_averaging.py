@@ -91,6 +91,14 @@ def test_the_command_writes_the_average_and_warns_of_models_trained_apart(stages
     assert far_apart(json.loads((tmp_path / "avg2" / "average.json").read_text()))
 
 
+def test_a_shipped_model_is_named_by_its_short_name(stages, tmp_path, monkeypatch, capsys):
+    assets = tmp_path / "assets"
+    shutil.copytree(stages[0], assets / "elmo-tiny")
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    assert cli.main(["average", str(tmp_path / "avg"), "elmo-tiny", str(stages[1])]) == 0
+    assert "(elmo-tiny, b)" in capsys.readouterr().out
+
+
 def test_an_earlier_average_is_replaced_but_no_other_folder(stages, tmp_path, capsys):
     out = tmp_path / "avg"
     average_models(stages[:2], out)
@@ -151,4 +159,6 @@ def test_models_that_cannot_be_averaged_are_refused_with_the_reason(stages, tmp_
     assert cli.main(["average", str(tmp_path / "x"), str(a), str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "nowhere" in err and "Traceback" not in err
+    assert cli.main(["average", str(tmp_path / "x"), str(a), "elmo-nowhere"]) == 2
+    assert "cannot find a model 'elmo-nowhere'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing half-written is left behind
