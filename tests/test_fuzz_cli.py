@@ -742,6 +742,35 @@ def test_ship_with_hostile_paths(world, argv):
         assert (run_dir / "model.safetensors").is_file()
 
 
+@pytest.mark.parametrize("model", ["folder", "missing", "fifo", "device", "binary", "emoji name", "nul bytes", "bert",
+                                   "static", "elmo"])
+def test_average_with_hostile_models(world, model):
+    """Averaging refuses what is not a model of the same kind as the first (and the first given twice) without
+    writing its output folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = world["models"].get(model) or world["files"][model]
+        refused(run(["average", Path(tmp) / "avg", world["models"]["elmo"], path]))
+        assert not (Path(tmp) / "avg").exists()
+
+
+@pytest.mark.parametrize("out", ["a file", "under a file", "fifo", "a folder of files", ".", "root", "a source",
+                                 "new"])
+def test_average_into_hostile_out_folders(world, out):
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "copy"
+        shutil.copytree(world["models"]["elmo"], copy)
+        files = world["files"]
+        target = {"a file": files["one word"], "under a file": files["one word"] / "avg", "fifo": files["fifo"],
+                  "a folder of files": files["folder"].parent, ".": ".", "root": Path(tmp), "a source": copy,
+                  "new": Path(tmp) / "avg 🙂"}[out]
+        o = run(["average", target, world["models"]["elmo"], copy])
+        if out == "new":
+            assert o.rc == 0 and (target / "model.safetensors").is_file(), o
+        else:
+            refused(o)
+            assert (copy / "model.safetensors").is_file() and files["one word"].read_bytes() == b"bank\n"
+
+
 @pytest.mark.parametrize("command", [*COMMANDS, "train bert", "train elmo", "train static"])
 def test_help_of_every_command(command):
     o = run([*command.split(), "--help"], "help")
