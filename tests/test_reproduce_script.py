@@ -66,10 +66,17 @@ COMMANDS_IN_SCRIPT = cli_commands()
 
 def test_the_script_trains_ships_and_measures_every_shipped_model():
     names = ("minilm-eltec", "bert-eltec", "elmo-eltec", "static-eltec")
-    outs = {argv[argv.index("--out") + 1] for argv in COMMANDS_IN_SCRIPT if argv[0] == "train"}
+    outs = {made(argv) for argv in COMMANDS_IN_SCRIPT} - {None}
     assert {f"runs/{name}" for name in names} <= outs
     cards = next(argv for argv in COMMANDS_IN_SCRIPT if argv[:2] == ["ship", "--cards"])
     assert [f"assets/{name}" for name in names] == cards[-4:]
+
+
+def made(argv: list[str]) -> str | None:
+    """The model folder a command writes: a training run, or an average of runs."""
+    if argv[0] == "train":
+        return argv[argv.index("--out") + 1]
+    return argv[1] if argv[0] == "average" else None
 
 
 def command_id(argv: list[str]) -> str:
@@ -86,9 +93,12 @@ def test_every_command_is_one_the_cli_takes(argv, monkeypatch, capsys):
     assert seen, argv
 
 
-def test_every_resume_continues_a_run_the_script_starts():
+def test_every_resume_continues_a_run_the_script_starts_and_every_start_is_made_first():
     started: set[str] = set()
     for argv in COMMANDS_IN_SCRIPT:
+        if argv[0] == "average":  # an average is made of runs the script trains first
+            assert all(model in started for model in argv[2:]), argv
+            started.add(argv[1])
         if argv[0] != "train":
             continue
         out = argv[argv.index("--out") + 1]
