@@ -11,7 +11,7 @@ from ..training.averaging import FAR_APART, average_models, far_apart
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", help="folder to write the averaged model to (new, or an earlier average)")
+    p.add_argument("out", metavar="OUT", help="folder to write the averaged model to (new, or an earlier average)")
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help="two or more model folders (or shipped models' short names) of one architecture and "
                         "vocabulary: stages of one run, or continuations of one model on different text")
