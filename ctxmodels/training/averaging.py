@@ -32,12 +32,21 @@ from ..checkpoint import (
     write_json,
     write_text_atomic,
 )
-from ..model_files import check_weights, read_json
+from ..model_files import (
+    MAX_JSON_BYTES,
+    MAX_TOKENIZER_BYTES,
+    MAX_VOCAB_BYTES,
+    check_weights,
+    read_bytes,
+    read_json,
+)
 
 WEIGHTS = "model.safetensors"
 RECORD = "average.json"
-#: the files besides the weights that define what a model reads and predicts; they must match in every input
-INPUT_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+#: the files besides the weights that define what a model reads and predicts (they must match in every input), with
+#: the size each may have
+INPUT_LIMITS = {"vocab.txt": MAX_VOCAB_BYTES, "tokenizer.json": MAX_TOKENIZER_BYTES,
+                "tokenizer_config.json": MAX_JSON_BYTES, "special_tokens_map.json": MAX_JSON_BYTES}
 #: relative distance (|a - b| / |a|) beyond which two inputs look like separate trainings rather than continuations;
 #: the stages of one run here lie 0.07-0.21 apart, independently initialised models about 1.4 (sqrt 2)
 FAR_APART = 0.5
@@ -107,10 +116,11 @@ def _common_inputs(folders: list[Path]) -> tuple[dict[str, Any], list[str]]:
         if read_json(f / "config.json", "config.json") != config:
             raise ValueError(f"{f}: its config.json differs from {folders[0]}'s; only models of one architecture "
                              "can be averaged")
-    inputs = [name for name in INPUT_FILES if (folders[0] / name).is_file()]
-    for f in folders[1:]:
-        for name in inputs:
-            if not (f / name).is_file() or (f / name).read_bytes() != (folders[0] / name).read_bytes():
+    inputs = [name for name in INPUT_LIMITS if (folders[0] / name).is_file()]
+    for name in inputs:
+        first = read_bytes(folders[0] / name, INPUT_LIMITS[name], name)
+        for f in folders[1:]:
+            if not (f / name).is_file() or read_bytes(f / name, INPUT_LIMITS[name], name) != first:
                 raise ValueError(f"{f}: its {name} differs from {folders[0]}'s; only models with the same "
                                  "vocabulary can be averaged")
     return config, inputs
