@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 from ctxmodels.char_ids import word_to_char_ids
 from ctxmodels.checkpoint import CheckpointError, load_tensors
 from ctxmodels.cli import main
+from ctxmodels.commands.train import add_kind_arguments, build
 from ctxmodels.elmo import ElmoConfig
 from ctxmodels.formats.allennlp import load_elmo
 from ctxmodels.text import sentences, split_sentences, tokenize, tokenize_with_offsets
@@ -452,6 +454,36 @@ def test_init_from_continues_a_trained_model_with_its_vocabulary(tmp_path, capsy
     capsys.readouterr()
     assert run_cli("--out", str(tmp_path / "reordered"), "--resume", "--data-seed", "8", "--steps", "2") == 2
     assert "data-seed" in capsys.readouterr().err
+
+
+def test_dropout_option_is_the_runs_own_and_is_trained_with(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "gen.txt", n_docs=3, paragraphs=10)
+    common = ["--corpus", str(corpus), "--batch-size", "4", "--seq-len", "8", "--n-samples", "10",
+              "--eval-tokens", "200", "--eval-every", "0", "--steps", "1"]
+    assert run_cli(*common, "--out", str(tmp_path / "first"), "--preset", "tiny", "--vocab-size", "40") == 0
+    assert load_elmo(tmp_path / "first").config.dropout == 0.1  # the default, as every preset
+    # the continuation's dropout replaces the start's: in the task, the saved config, run.json and the card
+    cont = [*common, "--init-from", str(tmp_path / "first")]
+    parser = argparse.ArgumentParser()
+    add_kind_arguments(parser, "elmo")
+    for p, same in ((0.0, True), (0.5, False)):  # in training mode, only dropout makes one batch's loss vary
+        task, _ = build(parser.parse_args([*cont, "--dropout", str(p), "--out", str(tmp_path / f"built{p}")]))
+        assert task.model.config.dropout == p and task.config.dropout == p
+        task.model.train()
+        batch = task.get_batch(0, 0)
+        with torch.no_grad():
+            a, b = (task.loss(task.model, batch)[0].item() for _ in range(2))
+        assert (a == b) is same
+    assert run_cli(*cont, "--dropout", "0", "--out", str(tmp_path / "d0")) == 0
+    assert load_elmo(tmp_path / "d0").config.dropout == 0
+    assert json.loads((tmp_path / "d0" / "run.json").read_text())["settings"]["dropout"] == 0
+    assert "dropout\n0." in (tmp_path / "d0" / "README.md").read_text()
+    # a run from that model without the option trains with the default again, not with the start's 0
+    assert run_cli(*common, "--out", str(tmp_path / "back"), "--init-from", str(tmp_path / "d0")) == 0
+    assert load_elmo(tmp_path / "back").config.dropout == 0.1
+    capsys.readouterr()
+    assert run_cli(*common, "--out", str(tmp_path / "bad"), "--preset", "tiny", "--dropout", "1") == 2
+    assert "--dropout" in capsys.readouterr().err
 
 
 def test_add_text_trains_on_more_documents_and_keeps_the_heldout_split(tmp_path, capsys):

@@ -162,6 +162,9 @@ def _elmo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-samples", type=T("n_samples"), default=None,
                    help="distinct sampled-softmax candidates per batch; 0 = exact full softmax"
                         + _default(S, "n_samples", {}))
+    p.add_argument("--dropout", type=T("dropout"), default=None,
+                   help="dropout on every LSTM layer's input and on the softmax's while training; it replaces the "
+                        "starting model's" + _default(S, "dropout", {}))
     p.add_argument("--eval-tokens", type=T("eval_tokens"), default=None,
                    help="held-out tokens scored per evaluation" + _default(S, "eval_tokens", {}))
     p.add_argument("--data-cache", default=None,

@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..bounds import Bound, int_range
+from ..bounds import Bound, float_range, int_range
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
 from ..checkpoint import CheckpointError, atomic_file, read_json, remove_stale_temps, write_json, write_text_atomic
 from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
@@ -420,8 +420,9 @@ ELMo {size}: character CNN ({cnn.n_filters} filters, {cnn.n_highway} highway),
 {s.n_layers} LSTM layers of {s.dim} cells projected to {s.projection_dim}; output vocabulary of
 {len(self.corpus.vocab):,} words (`vocab.txt`: `<S>`, `</S>`, `<UNK>`, then the most frequent training words).
 Trained on windows of {self.seq_len} tokens, batches of {self.batch_size},
-{f'sampled softmax with {self.n_samples} shared candidates' if self.n_samples else 'full softmax'}.
-Held-out perplexities are exact (full softmax) over {len(self._eval_starts) * self._eval_len:,} held-out tokens.
+{f'sampled softmax with {self.n_samples} shared candidates' if self.n_samples else 'full softmax'}, dropout
+{self.config.dropout:g}. Held-out perplexities are exact (full softmax) over
+{len(self._eval_starts) * self._eval_len:,} held-out tokens.
 {start}
 ## Data
 
@@ -532,6 +533,7 @@ class ElmoSettings(RunSettings):
         "batch_size": int_range(1, 8192),
         "n_samples": int_range(0, 1_000_000),
         "eval_tokens": int_range(0, 100_000_000),
+        "dropout": float_range(0, 1, hi_open=True),
     }
 
     # The shipped recipe: mini, 4,000 steps of 640 tokens, about two hours on a 2-core CPU. Measured on ELTeC:
@@ -544,6 +546,7 @@ class ElmoSettings(RunSettings):
     seq_len: int = 20  # tokens per training window
     batch_size: int = 32  # windows per batch
     n_samples: int = 1024  # distinct sampled-softmax candidates per batch; 0 = exact full softmax
+    dropout: float = 0.1  # on every LSTM layer's input and the softmax's, while training (the presets' 0.1)
     eval_tokens: int = 10_000  # held-out tokens scored per evaluation
     init_from: str | None = None  # a trained ELMo to continue from (its size, vocabulary and weights)
 
@@ -637,7 +640,9 @@ def build_task(settings: ElmoSettings, out: str | Path, data_cache: str | Path |
     s.heldout_docs = len(info["heldout_docs"])
     credit = ("Trained on the English Novel Corpus (ELTeC-eng), ed. Lou Burnard, v1.0.1, DOI 10.5281/zenodo.3533868."
               if "eltec" in corpus.name.lower() else "")
-    config = start.config if start is not None else ElmoConfig.preset(s.preset)
+    # the run's dropout replaces the start's: it is a training setting, stored in the model's config for the next run
+    config = dataclasses.replace(start.config if start is not None else ElmoConfig.preset(s.preset),
+                                 dropout=s.dropout)
     task = ElmoLMTask(
         encoded, config, seq_len=s.seq_len, batch_size=s.batch_size,
         n_samples=s.n_samples, eval_tokens=s.eval_tokens, seed=s.seed, data_seed=s.data_seed,
