@@ -51,10 +51,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..bounds import Bound, float_range, int_range
+from ..bounds import Bound, int_range
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
 from ..checkpoint import CheckpointError, atomic_file, read_json, remove_stale_temps, write_json, write_text_atomic
-from ..elmo import PRESETS, ElmoConfig, ElmoLanguageModel
+from ..elmo import LIMITS, PRESETS, ElmoConfig, ElmoLanguageModel
 from ..formats.allennlp import save_elmo
 from ..text import read_documents, sentences, tokenizer_fingerprint
 from .corpus import heldout_documents
@@ -533,7 +533,7 @@ class ElmoSettings(RunSettings):
         "batch_size": int_range(1, 8192),
         "n_samples": int_range(0, 1_000_000),
         "eval_tokens": int_range(0, 100_000_000),
-        "dropout": float_range(0, 1, hi_open=True),
+        "dropout": LIMITS["dropout"],  # the model config's own range
     }
 
     # The shipped recipe: mini, 4,000 steps of 640 tokens, about two hours on a 2-core CPU. Measured on ELTeC:
@@ -546,7 +546,7 @@ class ElmoSettings(RunSettings):
     seq_len: int = 20  # tokens per training window
     batch_size: int = 32  # windows per batch
     n_samples: int = 1024  # distinct sampled-softmax candidates per batch; 0 = exact full softmax
-    dropout: float = 0.1  # on every LSTM layer's input and the softmax's, while training (the presets' 0.1)
+    dropout: float = ElmoConfig.dropout  # on every LSTM layer's input and the softmax's, while training
     eval_tokens: int = 10_000  # held-out tokens scored per evaluation
     init_from: str | None = None  # a trained ELMo to continue from (its size, vocabulary and weights)
 
