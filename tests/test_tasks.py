@@ -12,6 +12,7 @@ import pytest
 from ctxmodels import tasks
 from ctxmodels.semcor import shipped_semcor_dir
 from ctxmodels.tasks import SPLITS, TaskData, TaskError, load_task, read_conll_task, read_tsv_task, split_groups
+from ctxmodels.wordnet import shorten
 
 RIVER, MONEY, VAULT = "bank%1:17:01::", "bank%1:14:00::", "bank%1:06:00::"
 GLOSSES = {RIVER: "sloping land (especially the slope beside a body of water)",
@@ -126,7 +127,7 @@ def test_ner_bio_tags_for_multiword_names_and_wordnet_names(semcor_dir: Path):
 
 def test_splits_are_fixed_whatever_the_seed_and_cap(semcor_dir: Path):
     first = load_task("pos", semcor_dir=semcor_dir)
-    tasks._MEMO.clear()
+    tasks.specs._MEMO.clear()
     again = load_task("pos", semcor_dir=semcor_dir, seed=5)
     assert first.documents == again.documents
     assert [ex.words for ex in first.test] == [ex.words for ex in again.test]
@@ -160,7 +161,7 @@ def test_wsd_target_labels_fold_and_split(semcor_dir: Path):
     task = load_task("wsd:bank", semcor_dir=semcor_dir)
     assert task.kind == "word" and task.name == "wsd:bank"
     river, money = GLOSSES[RIVER], GLOSSES[MONEY]
-    assert task.labels == (tasks.shorten(money), river, "other")   # 11 money, 11 river, the 2 vault folded
+    assert task.labels == (shorten(money), river, "other")   # 11 money, 11 river, the 2 vault folded
     everything = [ex for s in SPLITS for ex in task.split(s)]
     assert len(everything) == 24 and all(ex.words[ex.target] == "bank" for ex in everything)
     assert Counter(ex.label for ex in everything)["other"] == 2
@@ -168,7 +169,7 @@ def test_wsd_target_labels_fold_and_split(semcor_dir: Path):
     assert task.split_by == "document"
     assert_split_by_document(task)
     for s in SPLITS:   # stratified by each file's main sense: both senses in every split
-        assert {river, tasks.shorten(money)} <= {ex.label for ex in task.split(s)}
+        assert {river, shorten(money)} <= {ex.label for ex in task.split(s)}
     assert "other" in task.description and "Brown file" in task.description
     assert load_task("wsd:Bank.n", semcor_dir=semcor_dir).labels == task.labels
 
@@ -241,13 +242,14 @@ def write_novels(root: Path, paragraphs_per_novel: int = 6) -> Path:
 
 def test_period_task_on_a_tiny_corpus(tmp_path: Path, monkeypatch):
     corpus = write_novels(tmp_path)
-    monkeypatch.setattr(tasks, "PER_PERIOD", 20)   # 5 paragraphs per novel
+    monkeypatch.setattr(tasks.period, "PER_PERIOD", 20)   # 5 paragraphs per novel
     task = load_task("period", corpus=corpus)
     assert task.kind == "sentence" and task.labels == ("1840-1859", "1860-1879", "1880-1899", "1900-1920")
     everything = [ex for s in SPLITS for ex in task.split(s)]
     assert Counter(ex.label for ex in everything) == {p: 20 for p in task.labels}
     assert Counter(ex.doc for ex in everything) == {f"ENG{y}{i % 2}_Name{i}": 5 for i, y in enumerate(YEARS)}
-    assert all(tasks.PARAGRAPH_MIN_WORDS <= len(ex.words) <= tasks.PARAGRAPH_MAX_TOKENS for ex in everything)
+    assert all(tasks.period.PARAGRAPH_MIN_WORDS <= len(ex.words) <= tasks.period.PARAGRAPH_MAX_TOKENS
+               for ex in everything)
     assert not any(ex.words[0] == "Too" for ex in everything)
     ex = next(ex for ex in everything if ex.doc.startswith("ENG1865"))
     assert "railway" in ex.words and ex.label == "1860-1879"
@@ -258,10 +260,10 @@ def test_period_task_on_a_tiny_corpus(tmp_path: Path, monkeypatch):
 
 
 def test_period_cuts_long_paragraphs_at_a_sentence():
-    words = tasks._paragraph_words("Short one . " + "Word " * 200 + ".")
+    words = tasks.period._paragraph_words("Short one . " + "Word " * 200 + ".")
     assert words == ["Short", "one", "."]
-    words = tasks._paragraph_words("word " * 300)
-    assert len(words) == tasks.PARAGRAPH_MAX_TOKENS
+    words = tasks.period._paragraph_words("word " * 300)
+    assert len(words) == tasks.period.PARAGRAPH_MAX_TOKENS
 
 
 def test_period_task_errors(tmp_path: Path):
