@@ -1,11 +1,11 @@
-"""The explorer app: ``streamlit run app/Home.py`` from the repository root (app/settings.py lists the operator's
+"""The explorer app: ``streamlit run app/Home.py`` from the repository root (app/kit/settings.py lists the operator's
 settings).
 
 This script only sets the page up and hands over to ``st.navigation``; each page lives in ``app/views/``. Pages
 stay thin: they read widgets, call the core (``ctxmodels.analysis``) and draw with ``app/figures.py``. What exists
 once per server (the loaded models, the UMAP warm-up, the training job) sits behind ``st.cache_resource``; what
 belongs to one visitor sits in ``st.session_state`` and, where a shared link must reproduce it, in the URL
-(``app/url_state.py``).
+(``app/kit/url_state.py``).
 """
 
 import sys
@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app
 
 import streamlit as st  # noqa: E402
 
-from app.presentation import (  # noqa: E402
+from app.kit.presentation import (  # noqa: E402
     APP_CSS,
     PRESENTATION_CSS,
     leave_button,
@@ -25,13 +25,13 @@ from app.presentation import (  # noqa: E402
     presenting,
     start_presenting,
 )
-from app.url_state import url_state  # noqa: E402
-from app.warm_up import serving_threads, umap_warm_up  # noqa: E402
+from app.kit.url_state import url_state  # noqa: E402
+from app.kit.warm_up import serving_threads, umap_warm_up  # noqa: E402
 
 present = presenting()
 st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
-serving_threads()  # once per server: one torch thread per model call (app/warm_up.py says why)
+serving_threads()  # once per server: one torch thread per model call (app/kit/warm_up.py says why)
 umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
 
 # The default page is served at the root ("/"): Streamlit gives it the url_path "" whatever it is told, so

@@ -757,7 +757,7 @@ def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = 
     largest of several models drawn side by side): not a fixed 0-1, where a 3% guess would be a sliver. Every guess
     keeps its label (one tick per bar, the left margin grows to the longest word) and its probability is written at
     its bar's end at the figure's font size, never shrunk or clipped: the right margin leaves room for it and rows
-    are tall enough, also when presentation mode enlarges the fonts (app/plots.py). Of the plotting template only
+    are tall enough, also when presentation mode enlarges the fonts (app/kit/plots.py). Of the plotting template only
     its colour cycle travels with the figure (Streamlit styles the chart in the browser; the rest is colour scales
     and per-trace defaults for other kinds of chart): a seventh of the bytes for every keystroke."""
     toks = [p["token"] for p in predictions][::-1]

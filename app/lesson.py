@@ -15,11 +15,11 @@ from functools import partial
 from itertools import islice
 from urllib.parse import urlencode
 
-from app import dictionary
-from app.inputs import md
-from app.presets import preset_sentences
-from app.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
-from app.shared import shared
+from app.kit import dictionary
+from app.kit.inputs import md
+from app.kit.presets import preset_sentences
+from app.kit.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
+from app.kit.shared import shared
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import fill_in, probes, vectors

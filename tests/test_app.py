@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import inputs, training
-from app.places import home_short, source_of
-from app.registry import registry
-from app.settings import settings
+from app.kit import inputs, training
+from app.kit.places import home_short, source_of
+from app.kit.registry import registry
+from app.kit.settings import settings
 from ctxmodels.analysis import attention as att
 from ctxmodels.thread_warnings import caught_warnings
 from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts
@@ -232,7 +232,7 @@ def test_word_senses_which_words_shape_one_occurrence():
 def test_word_senses_nearest_words_in_semcor(tmp_path, monkeypatch):
     """The switch embeds SemCor's reference sentences once per model in the background (a progress bar meanwhile),
     then draws per model a bar per layer of the nearest words' parts of speech; the index stays on disk."""
-    from app import background
+    from app.kit import background
     from tests.app_fixtures import write_semcor
 
     monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
@@ -500,8 +500,8 @@ def test_word_senses_offers_elmos_scalar_mix_when_a_sense_probe_exists(tiny_asse
 
 
 @pytest.mark.slow
-def test_elmo_layers_runs_a_probe_with_progress(shared_data, monkeypatch):
-    monkeypatch.setenv("CTXMODELS_DATA", str(shared_data))
+def test_elmo_layers_runs_a_probe_with_progress(semcor_data, monkeypatch):
+    monkeypatch.setenv("CTXMODELS_DATA", str(semcor_data))  # the shipped SemCor: the tiny assets hold none
     at = page("elmo_layers")
     at.number_input(key="probe_sentences").set_value(20)
     at.number_input(key="probe_epochs").set_value(1)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import ctxmodels
-from app import figures, inputs
+from app import figures
+from app.kit import inputs
 from ctxmodels.analysis import attention as att
 from tests.app_fixtures import assert_clean, charts, figure_array, page, texts
 

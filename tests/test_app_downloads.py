@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.settings import settings
+from app.kit.settings import settings
 from tests.app_fixtures import assert_clean, page, texts
 from tests.test_download import clean, elmo_server  # noqa: F401 - the loopback ELMo server and its settings
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.usefixtures("app_env")
 @pytest.fixture(autouse=True)
 def fresh_server_state():
     """Downloads and added models are per server (per process here): each test starts and ends without them."""
-    from app.downloads import downloads
-    from app.registry import registry
+    from app.kit.downloads import downloads
+    from app.kit.registry import registry
 
     downloads.clear()
     registry.clear()
@@ -101,7 +101,7 @@ def test_downloads_a_hub_model(monkeypatch, tmp_path):
 
 
 def test_progress_from_the_bars_snapshot_download_makes():
-    from app.downloads import Progress
+    from app.kit.downloads import Progress
 
     p = Progress("org/x")
     assert p.fraction() == (None, "queued")

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from app.inputs import md
+from app.kit.inputs import md
 from ctxmodels.analysis.blanks import rank_agreement
 from ctxmodels.analysis.fill_in import (
     fill_mask,

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import figures, training
+from app import figures
+from app.kit import training
 from tests.app_fixtures import assert_clean, charts, finetune_tiny, page, texts, write_tag_task
 
 pytest.importorskip("streamlit.testing.v1")

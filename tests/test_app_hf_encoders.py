@@ -73,7 +73,7 @@ def test_fill_in_uses_robertas_mask_and_says_why_a_discriminator_is_not_offered(
 @pytest.fixture
 def forget_added():
     """The model a test adds from the Models page is offered to every later test of the process unless removed."""
-    from app.registry import registry
+    from app.kit.registry import registry
 
     before = registry().extra()
     yield

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cards import card_markdown
-from app.explanations import first_sentence
+from app.kit.cards import card_markdown
+from app.kit.explanations import first_sentence
 from tests.app_fixtures import assert_clean, open_explanation, page, texts
 
 pytestmark = pytest.mark.usefixtures("app_env")

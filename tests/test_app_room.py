@@ -1,6 +1,6 @@
 """The app served to a room: training is the operator's choice and a job belongs to its session; one session's
-heavy computations are bounded (app/limits.py); the long-lived heap stays out of the garbage collector's way
-(app/memory.py). AppTest sessions on the tiny models of tests/app_fixtures.py."""
+heavy computations are bounded (app/kit/limits.py); the long-lived heap stays out of the garbage collector's way
+(app/kit/memory.py). AppTest sessions on the tiny models of tests/app_fixtures.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from app import limits, memory, training
-from app.settings import settings
+from app.kit import limits, memory, training
+from app.kit.settings import settings
 from tests.app_fixtures import page, texts
 
 pytest.importorskip("streamlit.testing.v1")
@@ -158,7 +158,7 @@ def test_acquire_waits_then_gives_up_or_follows_the_visitor_away():
 def heavy_script() -> None:
     import streamlit as st
 
-    from app import limits
+    from app.kit import limits
 
     with limits.heavy("Projecting", wait=float(st.query_params.get("wait", "1"))):
         with limits.heavy("Nested"):  # a nested heavy block in the same run takes no second slot

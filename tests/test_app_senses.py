@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app import background
+from app.kit import background
 from tests.app_fixtures import (
     GLOSSES,
     RIVER,
@@ -62,7 +62,7 @@ def test_semcor_occurrences_are_named_by_their_glosses(semcor_data):
 
 
 def test_a_semcor_sample_says_how_many_it_was_drawn_from(semcor_data):
-    from app import occurrence_sources as sources
+    from app.kit import occurrence_sources as sources
 
     chosen = sources._semcor(sources.Spec(kind="semcor", word="bank", pos="n", limit=5))
     assert len(chosen.found.occurrences) == 5 and "(a sample of 5 of 12, spread evenly" in chosen.caption

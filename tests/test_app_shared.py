@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from app.background import Jobs
-from app.shared import SharedResults
+from app.kit.background import Jobs
+from app.kit.shared import SharedResults
 
 
 def test_a_result_is_computed_once_however_many_visitors_ask_at_once():

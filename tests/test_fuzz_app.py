@@ -14,7 +14,7 @@ text boxes with empty, whitespace-only, huge, binary-ish and marked-up text. Wha
   figure functions write themselves;
 * a bad text does not wipe what the page already showed (its last good input stays on screen, said so).
 
-The pure pieces behind this (``app.inputs.md``, the URL rule in ``app.url_state``, the figure functions,
+The pure pieces behind this (``app.kit.inputs.md``, the URL rule in ``app.url_state``, the figure functions,
 ``attention.map_table``) get many more examples, without Streamlit; a few hostile links also go through a real
 browser (``browser`` marker).
 
@@ -38,8 +38,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app import figures, inputs
-from app.url_state import _LEFT_OUT, _read
+from app import figures
+from app.kit import inputs
+from app.kit.url_state import _LEFT_OUT, _read
 from ctxmodels.analysis import attention as att
 from tests.app_fixtures import build_tiny_assets, finetune_tiny, write_semcor, write_sense_corpus, write_tag_task
 

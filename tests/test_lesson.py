@@ -129,7 +129,7 @@ def test_step_answers_say_what_the_tiny_models_show(tmp_path, monkeypatch):
 
 
 def test_without_an_elmo_or_a_bert_the_steps_say_what_to_add(monkeypatch, tiny_assets):
-    from app.registry import Registry
+    from app.kit.registry import Registry
 
     monkeypatch.setattr(Registry, "extra", lambda self: [])  # models another test trained stay out
     monkeypatch.setenv("CTXMODELS_APP_MODELS", str(tiny_assets / "static-eltec"))
@@ -162,8 +162,8 @@ def test_the_probe_step_reads_the_probes_afresh(tiny_assets):
 def test_the_lesson_plan_holds_every_question_answer_and_link(tmp_path, monkeypatch):
     """The Markdown a teacher downloads: seven steps, each with its question, the answer computed here and the
     step's link with the app's address; a step that cannot be answered says so and the plan goes on."""
+    from app.kit.registry import model_ids
     from app.lesson import STEPS, cast, link, plan
-    from app.registry import model_ids
 
     monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
     c = cast(model_ids())

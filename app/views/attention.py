@@ -3,7 +3,7 @@ pair, the next-sentence head's probability that B follows A.
 
 The detail view (layer, head, line threshold and their figures) and the ranking are fragments: moving one of their
 controls reruns only that part of the page, on the maps the last whole-page run computed. Every control is in the
-URL (``app/url_state.py``), so a copied link shows the same head.
+URL (``app/kit/url_state.py``), so a copied link shows the same head.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures, limits
-from app.errors import guard, record_warnings, show_warnings
-from app.explanations import explain, page_header
-from app.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
-from app.plots import plot
-from app.presentation import controls, table_height
-from app.registry import get_model, label, require_models
-from app.url_state import to_url, url_state
+from app import figures
+from app.kit import limits
+from app.kit.errors import guard, record_warnings, show_warnings
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
+from app.kit.plots import plot
+from app.kit.presentation import controls, table_height
+from app.kit.registry import get_model, label, require_models
+from app.kit.url_state import to_url, url_state
 from ctxmodels.analysis import attention as att
 from ctxmodels.loading import ENCODER_KINDS
 

@@ -7,14 +7,15 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app import figures, limits, memory
-from app.errors import guard
-from app.explanations import FORMULAS, explain, page_header
-from app.inputs import md
-from app.plots import plot
-from app.presentation import controls, is_presenting
-from app.registry import get_model, label, require_models
-from app.url_state import to_url, url_state
+from app import figures
+from app.kit import limits, memory
+from app.kit.errors import guard
+from app.kit.explanations import FORMULAS, explain, page_header
+from app.kit.inputs import md
+from app.kit.plots import plot
+from app.kit.presentation import controls, is_presenting
+from app.kit.registry import get_model, label, require_models
+from app.kit.url_state import to_url, url_state
 from ctxmodels.analysis import probes
 
 TASK_NAMES = {"pos": "part of speech", "wsd": "word sense"}
@@ -149,7 +150,7 @@ if go:
     with guard("The probe"), limits.heavy("The probe"):
         settings = probes.ProbeSettings(n_sentences=int(n_sentences), epochs=int(epochs))
         result = probes.run_probe(model, task, settings, progress=progress, cache=not again)
-        memory.settle()  # SemCor, now loaded for good: out of the garbage collector's way (app/memory.py)
+        memory.settle()  # SemCor, now loaded for good: out of the garbage collector's way (app/kit/memory.py)
         st.session_state[f"probe::{model_id}::{task}"] = result
         bar.progress(1.0, text="done")
         st.rerun()

@@ -13,14 +13,15 @@ import pandas as pd
 import streamlit as st
 from st_keyup import st_keyup
 
-from app import figures, limits
-from app.errors import guard
-from app.explanations import explain, page_header
-from app.inputs import MAX_TEXT_CHARS, check_masks, check_text, last_good, md, quoted, remember
-from app.plots import plot
-from app.presentation import controls
-from app.registry import get_model, label, require_models
-from app.url_state import to_url, url_state, url_value
+from app import figures
+from app.kit import limits
+from app.kit.errors import guard
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import MAX_TEXT_CHARS, check_masks, check_text, last_good, md, quoted, remember
+from app.kit.plots import plot
+from app.kit.presentation import controls
+from app.kit.registry import get_model, label, require_models
+from app.kit.url_state import to_url, url_state, url_value
 from ctxmodels.analysis import fill_in
 from ctxmodels.analysis.blanks import check_comparable, rank_agreement
 

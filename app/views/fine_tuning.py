@@ -3,8 +3,8 @@ sentences: how similar each layer stays (linear CKA), how the task's classes sep
 projections coloured by label, and which attention heads changed most.
 
 The measurements are ``ctxmodels.analysis.finetuning``; the figures ``app/figures.py``. A comparison is computed
-once per server (``app/shared.py``); the projection and the head detail are fragments. Where the operator allows
-training, a model can be fine-tuned here, as a job of ``ctxmodels finetune`` (``app/training.py``).
+once per server (``app/kit/shared.py``); the projection and the head detail are fragments. Where the operator allows
+training, a model can be fine-tuned here, as a job of ``ctxmodels finetune`` (``app/kit/training.py``).
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import background, figures, limits, training
-from app.errors import guard, record_warnings, show_warnings
-from app.explanations import explain, page_header
-from app.inputs import md
-from app.plots import plot
-from app.presentation import controls
-from app.registry import get_model, label, model_ids, no_models_message, registry
-from app.settings import settings
-from app.shared import shared
-from app.url_state import to_url, url_state
-from app.warm_up import usable_projection
+from app import figures
+from app.kit import background, limits, training
+from app.kit.errors import guard, record_warnings, show_warnings
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import md
+from app.kit.plots import plot
+from app.kit.presentation import controls
+from app.kit.registry import get_model, label, model_ids, no_models_message, registry
+from app.kit.settings import settings
+from app.kit.shared import shared
+from app.kit.url_state import to_url, url_state
+from app.kit.warm_up import usable_projection
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections

@@ -5,13 +5,13 @@ from datetime import date
 
 import streamlit as st
 
-from app import limits
-from app.errors import guard
-from app.explanations import explain, page_header
+from app.kit import limits
+from app.kit.errors import guard
+from app.kit.explanations import explain, page_header
+from app.kit.registry import model_ids, no_models_message
+from app.kit.shared import shared
+from app.kit.url_state import to_url, url_state
 from app.lesson import STEPS, cast, plan
-from app.registry import model_ids, no_models_message
-from app.shared import shared
-from app.url_state import to_url, url_state
 
 page_header(
     "A lesson in seven steps",

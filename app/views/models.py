@@ -10,17 +10,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import background, figures, limits, training
-from app.cards import card_markdown
-from app.downloads import download_panel
-from app.errors import guard
-from app.explanations import explain, page_header
-from app.inputs import md
-from app.places import home_short, source_of
-from app.plots import plot
-from app.presets import preset_sentences, preset_words
-from app.registry import get_model, label, model_ids, no_models_message, offered_as, registry
-from app.settings import settings
+from app import figures
+from app.kit import background, limits, training
+from app.kit.cards import card_markdown
+from app.kit.downloads import download_panel
+from app.kit.errors import guard
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import md
+from app.kit.places import home_short, source_of
+from app.kit.plots import plot
+from app.kit.presets import preset_sentences, preset_words
+from app.kit.registry import get_model, label, model_ids, no_models_message, offered_as, registry
+from app.kit.settings import settings
 from ctxmodels.analysis import fill_in, projections, vectors
 from ctxmodels.loading import found_models
 from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
@@ -136,7 +137,8 @@ if rows:
             continue
         with st.expander(f"{md(label(mid))}: card and configuration"):
             st.markdown(md(facts(m)))
-            with st.container(key=f"model_card_{i}"):  # the CSS that keeps a card inside the page (app/presentation.py)
+            # the CSS that keeps a card inside the page: app/kit/presentation.py
+            with st.container(key=f"model_card_{i}"):
                 st.markdown(card_markdown(m.card) if m.card else "*This model has no card (README.md).*")
             st.json(m.config, expanded=False)
             st.json(m.describe(), expanded=False)
@@ -170,7 +172,7 @@ else:
                 st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable "
                            "on every page.")
 
-# -- download (only with --allow-downloads): app/downloads.py ----------------------------------------------------
+# -- download (only with --allow-downloads): app/kit/downloads.py ----------------------------------------------------
 download_panel()
 
 # -- train --------------------------------------------------------------------------------------------------

@@ -4,14 +4,15 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from app import figures, limits
-from app.dictionary import both_line, read_in_both
-from app.errors import guard
-from app.explanations import explain, page_header
-from app.inputs import MAX_TEXT_CHARS, check_text, md
-from app.plots import plot
-from app.registry import default_models, get_model, label, model_ids, no_models_message
-from app.url_state import to_url, url_state
+from app import figures
+from app.kit import limits
+from app.kit.dictionary import both_line, read_in_both
+from app.kit.errors import guard
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import MAX_TEXT_CHARS, check_text, md
+from app.kit.plots import plot
+from app.kit.registry import default_models, get_model, label, model_ids, no_models_message
+from app.kit.url_state import to_url, url_state
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis.word_senses import find_in_both, same_word
 

@@ -1,10 +1,10 @@
 """Word senses: the occurrences of one word, projected to 2-D per model and layer, coloured by sense or by cluster.
 
-The sentences come from ``app/occurrence_sources.py`` (a preset, the visitor's own, SemCor, a corpus); the analysis
+The sentences come from ``app/kit/occurrence_sources.py`` (a preset, the visitor's own, SemCor, a corpus); the analysis
 (layers and ELMo's mix, projections, clusters, neighbours, measurements) is ``ctxmodels.analysis``; this page reads
 the widgets, calls them and draws the results. Each model's row is a fragment: moving its layer slider or clicking
 one of its points reruns that row only. Large views (corpus scale) project with UMAP or t-SNE in the background
-(``app/background.py``) and show PCA until the result is there.
+(``app/kit/background.py``) and show PCA until the result is there.
 """
 
 from __future__ import annotations
@@ -17,17 +17,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import background, figures, limits, occurrence_sources
-from app.dictionary import sense_averages, trust
-from app.errors import guard, record_warnings, show_warnings
-from app.explanations import explain, page_header
-from app.inputs import last_good, listing, md, quoted, remember
-from app.plots import plot
-from app.presentation import controls, is_presenting
-from app.registry import default_models, get_model, label, require_models
-from app.shared import shared
-from app.url_state import keep, to_url, url_pairs, url_state, url_value
-from app.warm_up import usable_projection
+from app import figures
+from app.kit import background, limits, occurrence_sources
+from app.kit.dictionary import sense_averages, trust
+from app.kit.errors import guard, record_warnings, show_warnings
+from app.kit.explanations import explain, page_header
+from app.kit.inputs import last_good, listing, md, quoted, remember
+from app.kit.plots import plot
+from app.kit.presentation import controls, is_presenting
+from app.kit.registry import default_models, get_model, label, require_models
+from app.kit.shared import shared
+from app.kit.url_state import keep, to_url, url_pairs, url_state, url_value
+from app.kit.warm_up import usable_projection
 from ctxmodels.analysis import clusters, concordance, projections, vectors
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
@@ -222,7 +223,7 @@ use_method = usable_projection(method)
 params = (("n_neighbors", neighbors), ("min_dist", min_dist), ("perplexity", perplexity))
 
 
-# -- shared computations (one per server for each key; see app/shared.py) -------------------------------------
+# -- shared computations (one per server for each key; see app/kit/shared.py) -------------------------------------
 def embedded(model_id: str, model) -> vectors.OccurrenceVectors:
     """The occurrences' vectors in ``model``, with a progress bar the first time."""
     key = ("vectors", model_id, id(model), chosen.key)

@@ -5,7 +5,7 @@ have an empty header row. Streamlit's Markdown shows the comment as text (it esc
 header as a blank bar, so :func:`card_markdown` takes the comments out and turns a table whose header is empty
 (a list of "name | value" rows) into a list of "**name**: value" lines, which wrap like text. Its headings move
 two levels down (the card's title is not the page's). Code blocks are left as they are. Wide tables and long
-code lines are the CSS's business (``app/presentation.py``: they scroll or wrap inside the card).
+code lines are the CSS's business (``app/kit/presentation.py``: they scroll or wrap inside the card).
 """
 
 from __future__ import annotations

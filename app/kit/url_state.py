@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.inputs import md, quoted
+from app.kit.inputs import md, quoted
 
 MAX_CHOICES = 50  # entries of a list parameter (models=a,b,...) read at most
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -9,15 +9,16 @@ not reach the teacher's disk).
 * ``CTXMODELS_ALLOW_UPLOADS=1`` or ``--allow-uploads``: the Models page may train on an uploaded text file,
   of at most ``CTXMODELS_UPLOAD_MB`` (default 5) MB;
 * ``CTXMODELS_ALLOW_DOWNLOADS=1`` or ``--allow-downloads``: the Models page may download a model from the Hugging
-  Face hub or a published ELMo (``app/downloads.py``; the variable also lets ``ctxmodels.load`` download on first use);
+  Face hub or a published ELMo (``app/kit/downloads.py``; the variable also lets ``ctxmodels.load`` download on
+  first use);
 * ``CTXMODELS_ALLOW_TRAINING=1`` or ``--allow-training``: the Models page may start training a small model (on the
   example sentences, or on an upload when uploads are allowed too); a job belongs to the session that started it;
 * ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
-  run at once (``app/limits.py``);
+  run at once (``app/kit/limits.py``);
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;
 * ``CTXMODELS_APP_PACKAGED=0``: leave the installed model packages (``minilm``) out of the model lists;
-* ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/warm_up.py``).
+* ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/kit/warm_up.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from app.settings import settings
+from app.kit.settings import settings
 
 WAIT_S = 20.0  # how long a heavy block waits for the session's previous one before giving up with a message
 _POLL_S = 0.2

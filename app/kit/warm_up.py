@@ -6,8 +6,8 @@ import threading
 
 import streamlit as st
 
-from app.memory import settle_after
-from app.settings import settings
+from app.kit.memory import settle_after
+from app.kit.settings import settings
 
 
 @st.cache_resource

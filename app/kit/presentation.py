@@ -5,7 +5,7 @@ At 1280×720 the first screen of a page must show its main figure, so in present
 - the text grows (everything Streamlit sizes in rem) while the page's chrome shrinks: less padding above the title,
   a smaller title, tighter gaps between elements (:data:`PRESENTATION_CSS`);
 - a page's inputs fold into a collapsed "Controls" expander (:func:`controls`; a plain container otherwise);
-- the introduction under the title is cut to its first sentence (``app/explanations.py``); the rest moves into
+- the introduction under the title is cut to its first sentence (``app/kit/explanations.py``); the rest moves into
   the "What am I looking at?" box;
 - a "Leave presentation" button sits in the top bar of every page (:func:`leave_button`), next to the
   navigation, and takes ``present`` off the URL.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.url_state import url_state
+from app.kit.url_state import url_state
 
 LEAVE_KEY = "leave_present"
 
@@ -44,7 +44,7 @@ APP_CSS = """
 """
 
 # Presentation mode only. Streamlit sizes its text in rem, so one font size on <html> grows everything together;
-# Plotly sizes its text in px and grows in app/plots.py. A component that draws in its own shadow root in px (the
+# Plotly sizes its text in px and grows in app/kit/plots.py. A component that draws in its own shadow root in px (the
 # sentence box of Fill in the blank, st_keyup) cannot be reached by these styles: it grows by zoom.
 PRESENTATION_CSS = """
 <style>

@@ -8,7 +8,7 @@ through the files the trainer writes: ``metrics.jsonl`` for the loss, the model 
 checkpoint) for the live word-senses preview. Cancelling sends SIGINT: the trainer saves a checkpoint and stops, and
 the model trained so far stays usable. A job belongs to its ``owner`` (the id of the session that started it,
 ``app/limits.session_id``): everyone sees it, only its owner may cancel it. Whether the app may train at all is the
-operator's choice (``app/settings.py``). No Streamlit here, so it can be tested on its own.
+operator's choice (``app/kit/settings.py``). No Streamlit here, so it can be tested on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("static", "bert", "elmo")
 MAX_STEPS = 5000
 MIN_CORPUS_WORDS = 200

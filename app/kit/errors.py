@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from app.inputs import md, shorten
+from app.kit.inputs import md, shorten
 from ctxmodels.checkpoint import CheckpointError
 from ctxmodels.thread_warnings import CHATTER, caught_warnings
 
@@ -21,7 +21,7 @@ def guard(what: str = "That") -> Iterator[None]:
     """Run a block; a ValueError (bad input) or an OSError (a path, the disk) becomes an error box with its
     message, any other exception an error box that says it is a bug (with the exception), and warnings raised
     inside become warning boxes. Messages quote what a visitor typed, so they are shown as plain text
-    (:func:`app.inputs.md`), never as Markdown."""
+    (:func:`app.kit.inputs.md`), never as Markdown."""
     try:
         with caught_warnings() as caught:
             yield

@@ -79,8 +79,8 @@ def rerun_when_done(pending: list[Future], every: float = 1.0) -> None:
 
 @st.cache_resource
 def training_runner():
-    """The server's one training job (app/training.py): the Models page trains, the fine-tuning page fine-tunes,
+    """The server's one training job (app/kit/training.py): the Models page trains, the fine-tuning page fine-tunes,
     and both see the same job, so there is never more than one."""
-    from app.training import JobRunner
+    from app.kit.training import JobRunner
 
     return JobRunner()

@@ -3,7 +3,7 @@
 (off by default: the app may be served to a room, and a download fills the server's disk).
 
 The download runs in the background, one at a time on the server, in a queue of its own (a download of minutes must
-not hold up the projections queued in ``app/background.py``); every visitor sees it and its progress. When it ends,
+not hold up the projections queued in ``app/kit/background.py``); every visitor sees it and its progress. When it ends,
 the model is loaded once (so that a model this package cannot read says so here, not on another page) and added to
 every visitor's model list. The files go where ``ctxmodels get`` puts them, so the next server start finds them.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 import streamlit as st
 
-from app.background import Jobs
-from app.inputs import md
-from app.registry import Registry, registry
-from app.settings import settings
+from app.kit.background import Jobs
+from app.kit.inputs import md
+from app.kit.registry import Registry, registry
+from app.kit.settings import settings
 from ctxmodels.checkpoint import CheckpointError
 from ctxmodels.download import ELMO_RELEASES, HUB_ID, get_elmo, get_hub, offline_reason
 

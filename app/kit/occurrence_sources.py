@@ -4,7 +4,7 @@ word, through a full-text index).
 
 :func:`source_inputs` draws the widgets of the chosen source and returns a :class:`Spec` (hashable: the page's
 caches and background jobs are keyed by it); :func:`find` turns a spec into the occurrences. Corpus and SemCor
-results are shared by every visitor (``app/shared.py``): a class asking for "bank" at once runs one lookup.
+results are shared by every visitor (``app/kit/shared.py``): a class asking for "bank" at once runs one lookup.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.inputs import MAX_SENTENCES_CHARS, MAX_WORD_CHARS, check_word, md, own_sentences
-from app.presets import preset_sentences, preset_words
-from app.settings import settings
-from app.shared import shared
-from app.url_state import to_url, url_state
+from app.kit.inputs import MAX_SENTENCES_CHARS, MAX_WORD_CHARS, check_word, md, own_sentences
+from app.kit.presets import preset_sentences, preset_words
+from app.kit.settings import settings
+from app.kit.shared import shared
+from app.kit.url_state import to_url, url_state
 from ctxmodels.analysis import sources, vectors
 from ctxmodels.paths import data_dir
 

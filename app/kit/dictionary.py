@@ -1,4 +1,4 @@
-"""SemCor's sense averages of a lemma in a model, shared by every page and visitor (``app/shared.py``): Word senses
+"""SemCor's sense averages of a lemma in a model, shared by every page and visitor (``app/kit/shared.py``): Word senses
 reads one occurrence or colours every point by them, the Overview and the lesson name the sense of the word in each
 of two sentences."""
 
@@ -9,9 +9,9 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from app.inputs import md
-from app.registry import get_model, label
-from app.shared import shared
+from app.kit.inputs import md
+from app.kit.registry import get_model, label
+from app.kit.shared import shared
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import vectors
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from app.presentation import is_presenting
+from app.kit.presentation import is_presenting
 
 _REST = "_intro_rest"  # session state: the intro's sentences left out in presentation mode, for explain()
 # the end of a sentence: . ! or ? before a space and a capital letter or markup (bold, code, a link)
@@ -56,7 +56,7 @@ def page_header(title: str, intro: str) -> None:
 
 def explain(text: str, formulas: Sequence[str] = ()) -> None:
     """The page's "what am I looking at": a few sentences and the formulas it illustrates (keys of ``FORMULAS``
-    or LaTeX). Formulas wider than the page scroll sideways (``app/presentation.py``)."""
+    or LaTeX). Formulas wider than the page scroll sideways (``app/kit/presentation.py``)."""
     _explanation(st.session_state.pop(_REST, ""), text, tuple(formulas))
 
 

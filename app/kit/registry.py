@@ -9,9 +9,9 @@ from typing import Any
 
 import streamlit as st
 
-from app.inputs import md
-from app.memory import settle
-from app.settings import settings
+from app.kit.inputs import md
+from app.kit.memory import settle
+from app.kit.settings import settings
 from ctxmodels.paths import assets_dir
 
 
@@ -102,7 +102,7 @@ def get_model(model_id: str):
     import ctxmodels
 
     model = ctxmodels.load(model_id, download=False)
-    settle()  # its objects last as long as the server: out of the garbage collector's way (app/memory.py)
+    settle()  # its objects last as long as the server: out of the garbage collector's way (app/kit/memory.py)
     return model
 
 
