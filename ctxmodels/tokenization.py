@@ -10,6 +10,11 @@ What a "word" is: for a string, the pre-tokenizer's words (whitespace and punctu
 The tokenizer is saved as ``vocab.txt`` (one piece a line, id = line number; what the original BERT and
 ``transformers.BertTokenizer`` read) and ``tokenizer.json`` (the full ``tokenizers`` pipeline), plus
 ``tokenizer_config.json`` (``do_lower_case``), so Hugging Face tools can read our directories too.
+
+Every word-piece tokenizer of the package speaks one interface, :class:`PieceTokenizer`: this module's
+:class:`WordPieceTokenizer` (BERT's own) and :class:`~ctxmodels.formats.transformers_tokenizer.EncoderTokenizer`
+(any fast tokenizer transformers reads). Both build a text's pieces as a :class:`Segment` and place the model's
+special tokens around one or two of them; cutting at a word boundary and padding a batch are shared.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -27,6 +31,7 @@ from tokenizers.trainers import WordPieceTrainer
 
 from .bounds import int_range
 from .checkpoint import CheckpointError, write_json, write_text_atomic
+from .encoding import Encoded, PieceTokenizer, Segment
 from .model_files import MAX_TOKENIZER_BYTES, MAX_VOCAB_BYTES, is_dir, path_kind, read_json, read_text, require_file
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -39,28 +44,7 @@ MAX_LENGTH = int_range(3, 1_000_000)
 MAX_TOKENS = 10_000_000
 
 
-@dataclass
-class Encoded:
-    """One encoded text (or text pair), [CLS] and [SEP] included."""
-
-    ids: list[int]
-    tokens: list[str]
-    type_ids: list[int]
-    word_ids: list[int | None]  # word index of each piece; None for specials; segment B continues after A
-    offsets: list[tuple[int, int]]  # character span in its own segment's text; (0, 0) for specials
-    sequence_ids: list[int | None]  # 0 = segment A, 1 = segment B, None = special
-    words: list[str]  # the words, A's then B's, as written in the input (original case and accents)
-    truncated: bool = False
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def word_pieces(self, word: int) -> list[int]:
-        """Positions of the pieces of word ``word``."""
-        return [i for i, w in enumerate(self.word_ids) if w == word]
-
-
-class WordPieceTokenizer:
+class WordPieceTokenizer(PieceTokenizer):
     """BERT's WordPiece: BertNormalizer (clean text, CJK split, lowercase + strip accents when uncased),
     whitespace/punctuation pre-tokenisation, greedy longest-match pieces with the ``##`` prefix."""
 
@@ -311,17 +295,17 @@ class WordPieceTokenizer:
             words[-1].append(i)
         return words
 
-    def _segment(self, text: str | list[str]) -> _Segment:
+    def _segment(self, text: str | list[str]) -> Segment:
         if isinstance(text, str):
             enc = self._tk.encode(text, add_special_tokens=False)
-            return _Segment.from_text(text, enc)
+            return Segment.from_text(text, enc)
         if not all(isinstance(w, str) for w in text):
             raise ValueError("a pre-split text must be a list of strings")
         # Word i of the encoding is word i of the list, even for a word that gives no pieces ("" or a
         # control character): callers align results with their own word lists.
         words = list(text)
         enc = self._tk.encode(words, is_pretokenized=True, add_special_tokens=False) if words else None
-        return _Segment.from_words(words, enc)
+        return Segment.from_words(words, enc)
 
     def encode(
         self,
@@ -361,11 +345,14 @@ class WordPieceTokenizer:
             )
         return out
 
+    def num_special_tokens(self, pair: bool = False) -> int:
+        return 3 if pair else 2  # [CLS] A [SEP] (B [SEP])
+
     def _encode(self, text, pair, max_length) -> tuple[Encoded, int]:
         max_length = max_length if max_length is not None else self.max_length
         a = self._segment(text)
         b = self._segment(pair) if pair is not None else None
-        n_special = 3 if b is not None else 2
+        n_special = self.num_special_tokens(b is not None)
         n_full = len(a) + (len(b) if b is not None else 0) + n_special
         truncated = False
         if max_length is not None and n_full > max_length:
@@ -383,7 +370,7 @@ class WordPieceTokenizer:
             truncated = True
         return self._assemble(a, b, truncated), n_full
 
-    def _assemble(self, a: _Segment, b: _Segment | None, truncated: bool) -> Encoded:
+    def _assemble(self, a: Segment, b: Segment | None, truncated: bool) -> Encoded:
         ids, tokens, types = [self.cls_id], [CLS], [0]
         word_ids: list[int | None] = [None]
         offsets = [(0, 0)]
@@ -401,76 +388,3 @@ class WordPieceTokenizer:
             n_words += len(seg.words)
             words += seg.words
         return Encoded(ids, tokens, types, word_ids, offsets, seq_ids, words, truncated)
-
-    def collate(
-        self, encodings: Sequence[Encoded], device: torch.device | str | None = None
-    ) -> dict[str, torch.Tensor]:
-        """Pad a batch to its longest member: input_ids, token_type_ids, attention_mask (1 = real token)."""
-        if not encodings:
-            raise ValueError("collate needs at least one encoding")
-        T = max(len(e) for e in encodings)
-        ids = torch.full((len(encodings), T), self.pad_id, dtype=torch.long)
-        types = torch.zeros((len(encodings), T), dtype=torch.long)
-        mask = torch.zeros((len(encodings), T), dtype=torch.long)
-        for i, e in enumerate(encodings):
-            n = len(e)
-            ids[i, :n] = torch.tensor(e.ids)
-            types[i, :n] = torch.tensor(e.type_ids)
-            mask[i, :n] = 1
-        batch = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
-        return {k: v.to(device) for k, v in batch.items()} if device is not None else batch
-
-
-@dataclass
-class _Segment:
-    """One segment's pieces without specials; word ids are local (0-based), words compact."""
-
-    ids: list[int]
-    tokens: list[str]
-    word_ids: list[int | None]
-    offsets: list[tuple[int, int]]
-    words: list[str]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @classmethod
-    def from_text(cls, text: str, enc) -> _Segment:
-        word_ids: list[int | None] = []
-        spans: list[list[int]] = []  # [start, end] per word, in order of appearance
-        remap: dict[int, int] = {}
-        for w, (s, e) in zip(enc.word_ids, enc.offsets):
-            if w is None:  # special token typed in the text ([MASK]): a word of its own
-                spans.append([s, e])
-                word_ids.append(len(spans) - 1)
-                continue
-            if w not in remap:
-                remap[w] = len(spans)
-                spans.append([s, e])
-            k = remap[w]
-            spans[k][0], spans[k][1] = min(spans[k][0], s), max(spans[k][1], e)
-            word_ids.append(k)
-        words = [text[s:e] for s, e in spans]
-        return cls(list(enc.ids), list(enc.tokens), word_ids, [tuple(o) for o in enc.offsets], words)
-
-    @classmethod
-    def from_words(cls, words: list[str], enc) -> _Segment:
-        if enc is None:
-            return cls([], [], [], [], [])
-        # Offsets from tokenizers are per word; shift them into " ".join(words).
-        starts, pos = [], 0
-        for w in words:
-            starts.append(pos)
-            pos += len(w) + 1
-        word_ids: list[int | None] = []
-        offsets = []
-        for w, (s, e) in zip(enc.word_ids, enc.offsets):
-            word_ids.append(w)
-            offsets.append((starts[w] + s, starts[w] + e) if w is not None else (0, 0))
-        return cls(list(enc.ids), list(enc.tokens), word_ids, offsets, list(words))
-
-    def cut(self, n: int) -> _Segment:
-        """The first ``n`` pieces; words after the last kept piece are dropped (a word cut in half is kept)."""
-        word_ids = self.word_ids[:n]
-        last = max((w for w in word_ids if w is not None), default=-1)
-        return _Segment(self.ids[:n], self.tokens[:n], word_ids, self.offsets[:n], self.words[: last + 1])

@@ -25,6 +25,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.cosine": (0, "base"),
     "ctxmodels.thread_warnings": (0, "base"),
     "ctxmodels.char_ids": (0, "base"),
+    "ctxmodels.encoding": (0, "base"),
     "ctxmodels.tokenization": (0, "base"),
     "ctxmodels.semcor": (0, "base"),
     "ctxmodels.wordnet": (0, "base"),

@@ -28,9 +28,10 @@ from ..bert import BertConfig
 from ..char_ids import batch_to_char_ids
 from ..checkpoint import CheckpointError, load_tensors, read_json, save_tensors, write_json
 from ..elmo import ElmoLanguageModel
+from ..encoding import Encoded, PieceTokenizer
 from ..heads import HEAD_CLASSES, ElmoForTask, bert_head, label_fields, labels_from_config
 from ..model_files import is_file
-from ..tokenization import Encoded, WordPieceTokenizer
+from ..tokenization import WordPieceTokenizer
 from .allennlp import load_elmo, save_elmo
 from .transformers_models import EncoderTokenizer, _quiet, _short, fit_length, load_tokenizer
 
@@ -52,27 +53,11 @@ def read_finetune_info(directory: str | Path) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
-def encode_words(tokenizer: WordPieceTokenizer | EncoderTokenizer, words: Sequence[str], max_length: int
-                 ) -> tuple[Encoded, int]:
+def encode_words(tokenizer: PieceTokenizer, words: Sequence[str], max_length: int) -> tuple[Encoded, int]:
     """[CLS] words [SEP] (or the model's own template) cut at a word boundary to at most ``max_length`` pieces;
     (encoding, words kept)."""
-    if isinstance(tokenizer, EncoderTokenizer):  # the template comes from the tokenizer, and so does the cut
-        enc, truncated = tokenizer.encode_words(list(words), max_length)
-        kept = max((w for w in enc.word_ids if w is not None), default=-1) + 1 if truncated else len(words)
-        return enc, kept
-    enc = tokenizer.encode(list(words), max_length=1 << 62)
-    if len(enc.ids) <= max_length:
-        return enc, len(words)
-    keep = max_length - 1  # pieces before the final [SEP]
-    while keep > 1 and enc.word_ids[keep] is not None and enc.word_ids[keep - 1] == enc.word_ids[keep]:
-        keep -= 1
-    sep = tokenizer.sep_id
-    enc.ids, enc.type_ids = enc.ids[:keep] + [sep], enc.type_ids[:keep] + [0]
-    enc.word_ids = enc.word_ids[:keep] + [None]
-    enc.tokens = enc.tokens[:keep] + [tokenizer.id_to_token(sep)]
-    enc.offsets, enc.sequence_ids = enc.offsets[:keep] + [(0, 0)], enc.sequence_ids[:keep] + [None]
-    enc.truncated = True
-    kept = max((w for w in enc.word_ids if w is not None), default=-1) + 1
+    enc, truncated = tokenizer.encode_words(list(words), max_length)
+    kept = max((w for w in enc.word_ids if w is not None), default=-1) + 1 if truncated else len(words)
     return enc, kept
 
 
@@ -244,7 +229,7 @@ class TaskModel:
     word, ``target``) or "sentence" (a label for the whole text)."""
 
     def __init__(self, model: torch.nn.Module, labels: list[str], kind: str,
-                 tokenizer: WordPieceTokenizer | EncoderTokenizer | None, max_length: int = 512):
+                 tokenizer: PieceTokenizer | None, max_length: int = 512):
         self.model, self.labels, self.kind, self.tokenizer = model, labels, kind, tokenizer
         self.max_length = max_length
 
