@@ -98,6 +98,7 @@ def test_holding_out_nothing_warns():
         split_documents([["a"], ["b"]], 1)
 
 
+@pytest.mark.shared_data
 def test_real_corpus_has_99_novels(shared_data):
     path = shared_data / "corpus" / "eltec-eng.txt"
     docs = read_documents(path)

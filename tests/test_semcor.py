@@ -120,10 +120,10 @@ def test_missing_files(tmp_path: Path, sample: Path):
 
 
 @pytest.mark.slow
-def test_real_semcor(shared_data: Path):
-    sc = load_semcor(shared_data / "semcor")
+def test_real_semcor(shipped_semcor: Path):
+    sc = load_semcor(shipped_semcor)  # the shared data's tables, gzipped (test_semcor_source checks they are equal)
     assert len(sc) == 37176
-    assert load_semcor(shared_data / "semcor") is sc  # loaded once per process
+    assert load_semcor(shipped_semcor) is sc  # loaded once per process
     bank = sc.occurrences("bank")
     assert len(bank) == 40
     counts = sc.sense_counts("bank")

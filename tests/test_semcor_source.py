@@ -495,9 +495,10 @@ def test_shipped_copy_names_bank():
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the shipped copy against the shared data (these fail, as every test of the shared data does, when it is missing)
+# the shipped copy against the shared data (skipped without the folder, failed under CI: see tests/conftest.py)
 
 
+@pytest.mark.shared_data
 def test_shared_glosses(shared_data):
     senses = load_senses(shared_data / "wordnet" / "senses.tsv")
     assert len(senses) == 33274
@@ -511,6 +512,7 @@ def test_shared_glosses(shared_data):
 
 
 @pytest.mark.slow
+@pytest.mark.shared_data
 def test_shipped_copy_equals_shared_data(shared_data):
     shared, shipped = load_semcor(shared_data / "semcor"), load_semcor(SHIPPED)
     assert [(s.uid, s.tokens) for s in shared.sentences] == [(s.uid, s.tokens) for s in shipped.sentences]
