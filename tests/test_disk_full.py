@@ -14,7 +14,7 @@ import torch
 
 from ctxmodels import checkpoint, cli
 from ctxmodels.checkpoint import DiskFullError, is_temp_name, load_tensors, replace_dir_atomic
-from ctxmodels.training import trainer as trainer_module
+from ctxmodels.training import run_log
 from ctxmodels.training.trainer import Trainer
 from tests.test_static import TRAIN_ARGS, write_two_group_corpus
 from tests.test_trainer import ToyTask, _cfg, _losses
@@ -68,7 +68,7 @@ class DiskFills:
         monkeypatch.setattr(checkpoint, "save_file", half_written(real_save_file))
         monkeypatch.setattr(torch, "save", half_written(real_torch_save))
         monkeypatch.setattr(checkpoint, "write_bytes_to", write_bytes)
-        monkeypatch.setattr(trainer_module, "write_bytes_to", write_bytes)
+        monkeypatch.setattr(run_log, "write_bytes_to", write_bytes)
         for module, name in ((os, "replace"), (os, "link"), (os, "fsync"), (os, "mkdir"), (shutil, "copyfile")):
             monkeypatch.setattr(module, name, failing(getattr(module, name)))
 

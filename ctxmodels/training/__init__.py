@@ -1,8 +1,9 @@
 """Training: the one :class:`~ctxmodels.training.trainer.Trainer` and the three tasks it runs.
 
-* ``trainer.py`` — AdamW, warm-up and decay, clipping, bf16, metrics JSONL, atomic checkpoints, exact resume,
-  NaN guard, DDP. It knows nothing of any model: a :class:`~ctxmodels.training.trainer.TrainTask` supplies the
-  model, the batches and the held-out evaluation.
+* ``trainer.py`` — the loop: AdamW, warm-up and decay, clipping, bf16, NaN guard, stops, DDP. It knows nothing
+  of any model: a :class:`~ctxmodels.training.task.TrainTask` (``task.py``, with :class:`TrainConfig`) supplies
+  the model, the batches and the held-out evaluation. ``checkpoints.py`` — atomic checkpoints and exact resume;
+  ``run_log.py`` — metrics JSONL, progress bar, model card; ``distributed.py`` — torchrun ranks and collectives.
 * ``settings.py`` — a run's settings: defaults for a new run, the stored ones on ``--resume``.
 * ``corpus.py`` — the held-out documents every trainer shares.
 * ``bert_data.py`` (the data pipeline) and ``bert_task.py`` (the run) — BERT's masked LM + next sentence.
