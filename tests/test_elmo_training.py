@@ -20,17 +20,9 @@ from ctxmodels.commands.train import add_kind_arguments, build
 from ctxmodels.elmo import ElmoConfig
 from ctxmodels.formats.allennlp import load_elmo
 from ctxmodels.text import sentences, split_sentences, tokenize, tokenize_with_offsets
-from ctxmodels.training.elmo_task import (
-    BOS_TYPE,
-    EOS_TYPE,
-    IGNORE,
-    ElmoLMTask,
-    EncodedCorpus,
-    LogUniformSampler,
-    Vocabulary,
-    load_corpus,
-    sampled_softmax_loss,
-)
+from ctxmodels.training.elmo_data import BOS_TYPE, EOS_TYPE, IGNORE, EncodedCorpus, Vocabulary, load_corpus
+from ctxmodels.training.elmo_task import ElmoLMTask
+from ctxmodels.training.sampled_softmax import LogUniformSampler, sampled_softmax_loss
 from tests.helpers import ADJS, NOUNS, generated_paragraph, write_corpus
 
 
@@ -320,7 +312,7 @@ def test_training_clearly_lowers_heldout_perplexity(tmp_path):
     final = [r["eval"] for r in recs if "eval" in r][-1]
 
     # perplexity of the same untrained model (same seed gives the same initial weights)
-    from ctxmodels.training.elmo_task import load_corpus
+    from ctxmodels.training.elmo_data import load_corpus
 
     run = json.loads((out / "run.json").read_text())["settings"]
     enc, _ = load_corpus(corpus, 1, 0, run["vocab_size"], run["corpus_sha256"], out / "data_cache")

@@ -1,15 +1,12 @@
-"""Training ELMo: word tokenisation, the output vocabulary, window batches and the bidirectional LM objective.
+"""Training ELMo: the bidirectional LM task the trainer runs, and an ELMo run's settings.
 
 The pieces, in the order data flows through them:
 
-* :func:`tokenize` / :func:`split_sentences` — one regex word tokenizer that splits punctuation, used for the
-  corpus here and for every sentence the analysis code feeds to ELMo, so both see words cut the same way.
-* :class:`Vocabulary` — the output (softmax) vocabulary: ``<S>``, ``</S>``, ``<UNK>``, then the most frequent
-  words of the *training* documents, most frequent first (the bilm-tf layout of ``vocab.txt``).
-* :class:`EncodedCorpus` — the corpus as one stream of word-*type* ids (each sentence wrapped in ``<S> … </S>``),
-  the 50 character ids of every type, and each type's output id. Character ids are stored per type, not per
-  token, so an 11.6 M-word corpus costs 50 bytes x ~120 k types instead of 50 x 13 M. Cached as numpy files in
-  the output directory, so ``--resume`` and re-runs skip tokenisation.
+* :func:`~ctxmodels.text.tokenize` / :func:`~ctxmodels.text.split_sentences` — one regex word tokenizer that
+  splits punctuation, used for the corpus here and for every sentence the analysis code feeds to ELMo, so both
+  see words cut the same way.
+* :mod:`.elmo_data` — the output vocabulary (:class:`Vocabulary`), the corpus as word types
+  (:class:`EncodedCorpus`, cached) and its windows.
 * :class:`ElmoLMTask` — the trainer's task. Batches are fixed windows of ``--seq-len`` tokens cut from the
   stream; the model is stateless (every window starts from a zero LSTM state). bilm-tf carried the LSTM state
   across 20-token windows instead; we do not, because a stateless window is a pure function of
@@ -21,13 +18,9 @@ The pieces, in the order data flows through them:
   64 in bench/bench_elmo.py.
 * The objective (formula 2.3): the forward LM predicts the next word from the top forward layer, the backward
   LM the previous word from the top backward layer, both through the one shared softmax (as in bilm-tf); the
-  loss is the mean of the two. Training uses a sampled softmax (:func:`sampled_softmax_loss`, log-uniform
-  candidates shared by the whole batch, logQ correction, accidental hits removed); evaluation computes the
-  exact full-softmax perplexity of each direction on fixed windows of the held-out documents.
-  Why sampled rather than adaptive: it trains exactly the [V, P] softmax that the exact evaluation, the saved
-  checkpoint and bilm-tf use, with no extra parameters or frequency clusters; with 1,024 candidates out of
-  30,003 words it made training 2-7x faster per token than the full softmax for the presets tiny, mini and
-  small-cpu (bench/bench_elmo.py; less for the larger presets, whose time goes to the CNN and the LSTMs).
+  loss is the mean of the two. Training uses a sampled softmax (:mod:`.sampled_softmax`); evaluation computes
+  the exact full-softmax perplexity of each direction on fixed windows of the held-out documents
+  (:mod:`.elmo_heldout`).
 
 A boundary transition is not a prediction: after ``</S>`` comes ``<S>`` by construction, so the forward LM is
 not scored on predicting ``<S>`` and the backward LM not on predicting ``</S>``. ``</S>`` still counts as the
@@ -37,11 +30,6 @@ forward LM's last target of a sentence and ``<S>`` as the backward LM's, the usu
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import math
-import os
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,247 +40,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..bounds import Bound, int_range
-from ..char_ids import BOS_TOKEN, EOS_TOKEN, MAX_CHARS, word_to_char_ids
-from ..checkpoint import CheckpointError, atomic_file, read_json, remove_stale_temps, write_json, write_text_atomic
+from ..checkpoint import CheckpointError, read_json
 from ..elmo import LIMITS, PRESETS, ElmoConfig, ElmoLanguageModel
 from ..formats.allennlp import save_elmo
-from ..text import read_documents, sentences, tokenizer_fingerprint
-from .corpus import heldout_documents
+from .elmo_data import IGNORE, SPECIAL_TOKENS, EncodedCorpus, Vocabulary, eval_windows, load_corpus, window_batch
+from .elmo_heldout import heldout_metrics, heldout_perplexity
+from .run_log import default_model_card
+from .sampled_softmax import LogUniformSampler, sampled_softmax_loss
 from .settings import RunSettings
-from .trainer import Batch, TrainConfig, TrainTask, default_model_card
+from .task import Batch, TrainConfig, TrainTask
 
-UNK_TOKEN = "<UNK>"
-SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
+# what importers use from here: the task, the settings, and (re-exported) the data and held-out metrics
+__all__ = ["DEFAULT_PRESET", "DEFAULT_VOCAB_SIZE", "ElmoLMTask", "ElmoSettings", "EncodedCorpus", "Vocabulary",
+           "build_task", "heldout_metrics", "load_corpus", "load_start"]
 
-# ----------------------------------------------------------------------------------------------------------
-# output vocabulary
-
-
-class Vocabulary:
-    """The LM's output words: ``<S>``, ``</S>``, ``<UNK>``, then words from most to least frequent."""
-
-    def __init__(self, words: Sequence[str]):
-        words = list(words)
-        if words[:3] != list(SPECIAL_TOKENS):
-            raise ValueError(f"a vocabulary must start with {', '.join(SPECIAL_TOKENS)}; got {words[:3]}")
-        index = {}
-        for i, w in enumerate(words):
-            if not w or any(c.isspace() for c in w):
-                raise ValueError(f"vocabulary entry {i} ({w!r}) is empty or contains whitespace")
-            if w in index:
-                raise ValueError(f"vocabulary entry {i} ({w!r}) is a duplicate of entry {index[w]}")
-            index[w] = i
-        self.words, self.index = words, index
-
-    bos_id, eos_id, unk_id = 0, 1, 2
-
-    @classmethod
-    def from_counts(cls, counts: dict[str, int], max_words: int) -> Vocabulary:
-        """The ``max_words`` most frequent words (ties broken alphabetically, so the result is reproducible)."""
-        if max_words < 1:
-            raise ValueError(f"--vocab-size must be at least 1, got {max_words}")
-        ranked = sorted((w for w in counts if w not in SPECIAL_TOKENS), key=lambda w: (-counts[w], w))
-        return cls([*SPECIAL_TOKENS, *ranked[:max_words]])
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def __contains__(self, word: str) -> bool:
-        return word in self.index
-
-    def id(self, word: str) -> int:
-        return self.index.get(word, self.unk_id)
-
-    def encode(self, words: Iterable[str]) -> list[int]:
-        return [self.index.get(w, self.unk_id) for w in words]
-
-    def save(self, path: str | Path) -> None:
-        write_text_atomic(path, "".join(w + "\n" for w in self.words))
-
-    @classmethod
-    def load(cls, path: str | Path) -> Vocabulary:
-        path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(f"{path}: vocabulary file not found")
-        try:
-            words = [w for w in path.read_text(encoding="utf-8").split("\n") if w]
-            return cls(words)
-        except (UnicodeDecodeError, ValueError) as e:
-            raise CheckpointError(f"{path}: not an ELMo vocabulary ({e})") from e
-
-
-# ----------------------------------------------------------------------------------------------------------
-# the encoded corpus
-
-# Type ids 0 and 1 are the sentence boundaries in every encoded corpus.
-BOS_TYPE, EOS_TYPE = 0, 1
-CACHE_VERSION = 1  # bump when tokenisation or the encoding changes, so old caches are rebuilt
-
-
-@dataclass
-class EncodedCorpus:
-    """The corpus as word-type ids. ``train`` and ``heldout`` are int32 streams of type ids, every sentence
-    written as ``<S> words </S>``; ``type_chars[t]`` holds the 50 character ids of type t and
-    ``type_to_vocab[t]`` its output id (``<UNK>`` for words outside the vocabulary)."""
-
-    types: list[str]
-    type_chars: np.ndarray  # [n_types, 50] int16
-    type_to_vocab: np.ndarray  # [n_types] int32
-    train: np.ndarray  # int32
-    heldout: np.ndarray  # int32
-    vocab: Vocabulary
-
-    @classmethod
-    def build(cls, train_docs: Sequence[Sequence[str]], heldout_docs: Sequence[Sequence[str]],
-              vocab_size: int, vocab: Vocabulary | None = None) -> EncodedCorpus:
-        """Encode the documents; the output vocabulary is the ``vocab_size`` most frequent training words, or
-        ``vocab`` when given (a trained model's, to score new text against it)."""
-        type_index: dict[str, int] = {BOS_TOKEN: BOS_TYPE, EOS_TOKEN: EOS_TYPE}
-
-        def encode(docs: Sequence[Sequence[str]]) -> np.ndarray:
-            ids: list[int] = []
-            for doc in docs:
-                for paragraph in doc:
-                    for sent in sentences(paragraph):
-                        ids.append(BOS_TYPE)
-                        # setdefault gives every new type the next id
-                        ids.extend([type_index.setdefault(w, len(type_index)) for w in sent])
-                        ids.append(EOS_TYPE)
-            return np.asarray(ids, dtype=np.int32)
-
-        train = encode(train_docs)
-        n_train_types = len(type_index)
-        heldout = encode(heldout_docs)
-        types = list(type_index)
-        if vocab is None:
-            # Counts come from the training documents only: the held-out text must not choose the vocabulary.
-            counts = np.bincount(train, minlength=n_train_types)
-            vocab = Vocabulary.from_counts({types[t]: int(counts[t]) for t in range(2, n_train_types)}, vocab_size)
-        type_to_vocab = np.asarray([vocab.id(w) for w in types], dtype=np.int32)
-        type_chars = np.asarray([word_to_char_ids(w) for w in types], dtype=np.int16).reshape(-1, MAX_CHARS)
-        return cls(types, type_chars, type_to_vocab, train, heldout, vocab)
-
-    @property
-    def n_train_tokens(self) -> int:
-        return int(len(self.train))
-
-    def oov_rate(self, stream: np.ndarray) -> float:
-        """Share of word positions (boundaries excluded) whose output id is ``<UNK>``."""
-        words = stream[stream > EOS_TYPE]
-        return float((self.type_to_vocab[words] == Vocabulary.unk_id).mean()) if len(words) else 0.0
-
-    # -- cache --------------------------------------------------------------------------------------------
-
-    def save(self, directory: Path, key: dict[str, Any]) -> None:
-        """Write the cache: arrays as .npy, the types as JSON, ``key`` (what it was built from) last."""
-        directory.mkdir(parents=True, exist_ok=True)
-        for name in ("type_chars", "type_to_vocab", "train", "heldout"):
-            array = getattr(self, name)
-            with atomic_file(directory / f"{name}.npy", size=array.nbytes + 200) as tmp, open(tmp, "wb") as f:
-                np.save(f, array)
-        write_json(directory / "types.json", self.types)
-        self.vocab.save(directory / "vocab.txt")
-        write_json(directory / "key.json", key)  # written last: a cache without it is ignored
-
-    @classmethod
-    def load(cls, directory: Path, key: dict[str, Any]) -> EncodedCorpus | None:
-        """The cached corpus if it was built from exactly ``key``, else None."""
-        try:
-            if read_json(directory / "key.json") != key:
-                return None
-            arrays = {n: np.load(directory / f"{n}.npy") for n in ("type_chars", "type_to_vocab", "train", "heldout")}
-            types = json.loads((directory / "types.json").read_text(encoding="utf-8"))
-            vocab = Vocabulary.load(directory / "vocab.txt")
-        except Exception:  # missing or damaged (numpy fails in many ways on a damaged file): rebuild it
-            return None
-        if not isinstance(types, list) or len(types) != len(arrays["type_chars"]) \
-                or len(types) != len(arrays["type_to_vocab"]):
-            return None
-        in_range = all(a.ndim == 1 and (a.size == 0 or (0 <= a.min() and a.max() < len(types)))
-                       for a in (arrays["train"], arrays["heldout"]))
-        if not in_range or not (arrays["type_to_vocab"].size == 0 or
-                                (0 <= arrays["type_to_vocab"].min() and arrays["type_to_vocab"].max() < len(vocab))):
-            return None  # damaged: rebuilt rather than indexing out of range in the middle of training
-        return cls(types=types, vocab=vocab, **arrays)
-
-
-# ----------------------------------------------------------------------------------------------------------
-# sampled softmax
-
-
-class LogUniformSampler:
-    """Draws softmax candidates from the log-uniform (Zipfian) distribution over ids sorted by frequency:
-    P(k) = log((k + 2) / (k + 1)) / log(V + 1), as TensorFlow's ``log_uniform_candidate_sampler``.
-
-    :meth:`sample` draws until it has ``n`` distinct ids and returns, with each id, the log of its
-    probability of being in such a sample, 1 - (1 - P(k))^tries: the logQ correction of the sampled softmax.
-    """
-
-    def __init__(self, n_classes: int):
-        if n_classes < 2:
-            raise ValueError(f"the sampled softmax needs at least 2 classes, got {n_classes}")
-        self.n_classes = n_classes
-        self._log_range = math.log(n_classes + 1)
-
-    def prob(self, ids: torch.Tensor) -> torch.Tensor:
-        ids = ids.double()
-        return (torch.log(ids + 2) - torch.log(ids + 1)) / self._log_range
-
-    def log_expected_count(self, ids: torch.Tensor, tries: int) -> torch.Tensor:
-        """log of P(id is among the candidates) after ``tries`` draws (float32)."""
-        p = self.prob(ids)
-        return torch.log(-torch.expm1(tries * torch.log1p(-p))).float()
-
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[torch.Tensor, int]:
-        """``n`` distinct ids (LongTensor, in order of first draw) and the number of draws it took."""
-        if n >= self.n_classes:
-            raise ValueError(f"cannot draw {n} distinct candidates from {self.n_classes} classes")
-        draws = np.empty(0, dtype=np.int64)
-        chunk = 2 * n
-        while True:
-            u = rng.random(chunk)
-            new = np.floor(np.exp(u * self._log_range)).astype(np.int64) - 1
-            draws = np.concatenate([draws, np.clip(new, 0, self.n_classes - 1)])
-            uniq, first = np.unique(draws, return_index=True)
-            if len(uniq) >= n:
-                first = np.sort(first)[:n]  # the first n distinct ids, as sequential draws would find them
-                return torch.from_numpy(draws[first]), int(first[-1]) + 1
-            chunk *= 2
-
-
-def sampled_softmax_loss(
-    states: torch.Tensor,
-    targets: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    candidates: torch.Tensor,
-    candidate_log_q: torch.Tensor | None = None,
-    target_log_q: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Per-row sampled softmax cross-entropy, the candidates shared by all rows.
-
-    ``states`` [N, P], ``targets`` [N]; ``weight`` [V, P] and ``bias`` [V] are the full softmax. Each row is
-    scored against its true class and the candidates, all logits minus their log expected count (the logQ
-    correction; None = no correction). A candidate equal to a row's target is masked out for that row
-    ("accidental hit"), so with every class as a candidate and no correction this is exactly the full
-    softmax cross-entropy.
-    """
-    true_logit = (states * weight[targets]).sum(-1) + bias[targets]
-    cand_logits = states @ weight[candidates].t() + bias[candidates]
-    if target_log_q is not None:
-        true_logit = true_logit - target_log_q
-    if candidate_log_q is not None:
-        cand_logits = cand_logits - candidate_log_q
-    hits = targets[:, None] == candidates[None, :]
-    cand_logits = cand_logits.masked_fill(hits, float("-inf"))
-    logits = torch.cat([true_logit[:, None], cand_logits], dim=1)
-    return torch.logsumexp(logits, dim=1) - true_logit
-
-
-# ----------------------------------------------------------------------------------------------------------
-# the training task
-
-IGNORE = -100  # target of a position that is not scored (a sentence-boundary transition)
 _ORDER, _SAMPLES = 0, 1  # stream tags for numpy's SeedSequence, so that no two uses of the seed share numbers
 
 
@@ -434,82 +195,9 @@ out-of-vocabulary rate {100 * self.corpus.oov_rate(self.corpus.heldout):.2f}%):
 {credit}"""
 
 
-def window_batch(corpus: EncodedCorpus, stream: np.ndarray, starts: np.ndarray, length: int) -> Batch:
-    """Windows ``stream[start:start + length]`` as character ids, with each position's next and previous word."""
-    pos = starts[:, None] + np.arange(length)[None, :]
-    nxt, prev = stream[pos + 1], stream[pos - 1]
-    fwd = corpus.type_to_vocab[nxt].astype(np.int64)
-    bwd = corpus.type_to_vocab[prev].astype(np.int64)
-    fwd[nxt == BOS_TYPE] = IGNORE
-    bwd[prev == EOS_TYPE] = IGNORE
-    return {
-        "char_ids": torch.from_numpy(corpus.type_chars[stream[pos]].astype(np.int64)),
-        "fwd_targets": torch.from_numpy(fwd),
-        "bwd_targets": torch.from_numpy(bwd),
-    }
-
-
-def eval_windows(n_tokens: int, seq_len: int, eval_tokens: int) -> tuple[np.ndarray, int]:
-    """Fixed held-out windows (starts, length) spread evenly over a stream of ``n_tokens`` (none: empty)."""
-    length = min(seq_len, n_tokens - 2)
-    if eval_tokens <= 0 or length < 1:
-        return np.zeros(0, dtype=np.int64), 0
-    available = (n_tokens - 2) // length  # windows starting at 1, 1 + length, ... with both neighbours
-    n = min(available, max(1, math.ceil(eval_tokens / length)))
-    picks = np.unique(np.round(np.linspace(0, available - 1, n)).astype(np.int64))
-    return 1 + length * picks, length
-
-
-@torch.no_grad()
-def heldout_perplexity(lm: ElmoLanguageModel, corpus: EncodedCorpus, starts: np.ndarray,
-                       length: int) -> dict[str, float]:
-    """Exact full-softmax perplexity forward, backward and both, on windows of ``corpus.heldout``."""
-    if not len(starts):
-        return {}
-    device = next(lm.parameters()).device
-    nll = {"fwd": 0.0, "bwd": 0.0}
-    count = {"fwd": 0, "bwd": 0}
-    per_batch = max(1, 4096 // length)
-    for i in range(0, len(starts), per_batch):
-        batch = window_batch(corpus, corpus.heldout, starts[i : i + per_batch], length)
-        out = lm(batch["char_ids"].to(device))
-        for key, states in (("fwd", out.forward_layers[-1]), ("bwd", out.backward_layers[-1])):
-            s, c = full_softmax_nll(lm, states, batch[f"{key}_targets"].to(device))
-            nll[key] += s
-            count[key] += c
-    fwd, bwd = nll["fwd"] / max(count["fwd"], 1), nll["bwd"] / max(count["bwd"], 1)
-    both = (nll["fwd"] + nll["bwd"]) / max(count["fwd"] + count["bwd"], 1)
-    return {"fwd_ppl": math.exp(fwd), "bwd_ppl": math.exp(bwd), "ppl": math.exp(both)}
-
-
-def heldout_metrics(lm: ElmoLanguageModel, vocab: Sequence[str], corpus: str | Path, eval_tokens: int = 100_000,
-                    seq_len: int = 20, heldout_docs: int | Sequence[int] | None = None,
-                    seed: int = 0) -> dict[str, float]:
-    """Held-out perplexities of a trained LM (its output vocabulary ``vocab``) on the documents of ``corpus``
-    that a training run with the same ``heldout_docs`` and ``seed`` held out. Adds ``eval_tokens``, the
-    number of windowed positions scored, and ``oov_rate`` of the held-out words."""
-    docs, held = heldout_documents(corpus, heldout_docs, seed)
-    encoded = EncodedCorpus.build([], [docs[i] for i in held], 0, vocab=Vocabulary(vocab))
-    starts, length = eval_windows(len(encoded.heldout), seq_len, eval_tokens)
-    lm.eval()
-    out = heldout_perplexity(lm, encoded, starts, length)
-    return {**out, "eval_tokens": int(len(starts) * length), "oov_rate": encoded.oov_rate(encoded.heldout)}
-
 
 def _mean(x: torch.Tensor) -> torch.Tensor:
     return x.mean() if x.numel() else x.sum()  # a batch with nothing to score adds 0, not NaN
-
-
-def full_softmax_nll(lm: ElmoLanguageModel, states: torch.Tensor, targets: torch.Tensor,
-                     chunk: int = 2048) -> tuple[float, int]:
-    """Summed exact negative log-likelihood and the number of scored positions (targets != IGNORE)."""
-    keep = targets != IGNORE
-    states, targets = states[keep], targets[keep]
-    total = 0.0
-    for i in range(0, len(targets), chunk):  # chunks keep the [N, V] logits small
-        logits = lm.full_softmax_logits(states[i : i + chunk]).float()
-        total += F.cross_entropy(logits, targets[i : i + chunk], reduction="sum").item()
-    return total, int(len(targets))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -563,37 +251,6 @@ class ElmoSettings(RunSettings):
     def legacy(cls, out: Path) -> dict[str, Any] | None:
         path = out / "elmo_run.json"  # runs started before run.json: the settings, flat
         return read_json(path) if path.is_file() else None
-
-
-def _is_rank0() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
-
-
-def load_corpus(corpus: Path, heldout_docs: int | None, seed: int, vocab_size: int, sha: str,
-                cache_dir: Path | None, vocab: Vocabulary | None = None, add_text: Path | None = None,
-                add_text_sha: str = "") -> tuple[EncodedCorpus, dict[str, Any]]:
-    """Read, split and encode the corpus, through the cache in ``cache_dir`` when it matches. The output
-    vocabulary is the ``vocab_size`` most frequent training words, or ``vocab`` (a starting model's) when given.
-    The documents of ``add_text`` join the training side, after the corpus's own; none of them is held out."""
-    docs, held = heldout_documents(corpus, heldout_docs, seed)
-    added = read_documents(add_text) if add_text is not None else []
-    info = {"n_docs": len(docs), "heldout_docs": [(i, docs[i][0][:80]) for i in held],
-            "add_text": add_text.name if add_text is not None else None, "added_documents": len(added)}
-    key = {"version": CACHE_VERSION, "tokenizer": tokenizer_fingerprint(), "corpus_sha256": sha, "heldout": held,
-           "vocab_size": vocab_size}
-    if add_text is not None:
-        key["add_text_sha256"] = add_text_sha
-    if vocab is not None:
-        key["vocab_sha256"] = hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
-    encoded = EncodedCorpus.load(cache_dir, key) if cache_dir is not None else None
-    if encoded is None:
-        held_set = set(held)
-        encoded = EncodedCorpus.build([d for i, d in enumerate(docs) if i not in held_set] + added,
-                                      [docs[i] for i in held], vocab_size, vocab=vocab)
-        if cache_dir is not None and _is_rank0():
-            remove_stale_temps(cache_dir, min_age_s=3600)  # runs may share the cache: only long-dead writers'
-            encoded.save(cache_dir, key)
-    return encoded, info
 
 
 def load_start(settings: ElmoSettings, out: Path) -> ElmoLanguageModel:
