@@ -58,7 +58,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -674,6 +674,16 @@ def run_class(workdir: Path, n: int, args) -> ClassResult:
 # -- main -----------------------------------------------------------------------------------------------------------
 
 
+def write_results(path: Path, results: list[ClassResult]) -> None:
+    """Part 2's rows as JSON (peak_rss in MB as printed; the examples of errors left out)."""
+    rows = [{k: v for k, v in asdict(r).items() if k != "examples"} for r in results]
+    record = {"command": "python " + " ".join(["bench/bench_capacity.py", *sys.argv[1:]]),
+              "machine": f"{os.cpu_count()} CPUs", "classes": rows}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"part 2 written to {path}")
+
+
 def main() -> None:
     global EXAMPLES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -690,6 +700,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=4, help="part 1: times each action is measured (means)")
     ap.add_argument("--burst", type=int, default=8, help="part 1b: slider values in one drag (0: skip)")
     ap.add_argument("--no-probe", action="store_true", help="part 1 without running an ELMo probe")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="also write part 2's table as JSON here (bench/results/capacity.json is the one "
+                         "docs/serving.md's table is written from: python -m ctxmodels.release.docs)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops the server (finally blocks)
     if args.client_cpus:
@@ -742,6 +755,8 @@ def main() -> None:
                       f"{r.peak_rss:>11.0f} {r.client_cores:>12.2f} {r.other_cores:>11.2f}")
             print("server cores = server CPU-seconds / wall time (2 = both cores of a 2-core machine busy); other "
                   "cores = what other processes on this machine used meanwhile; busy = 'still computing' notices.")
+            if args.results:
+                write_results(args.results, results)
         load1 = os.getloadavg()
         print(f"load average at the end: {load1[0]:.2f} (1 min), {load1[1]:.2f} (5 min)")
     finally:

@@ -1,0 +1,311 @@
+"""The measured figures in the docs, written from the files that hold them, so that none is typed twice.
+
+A page (``README.md`` or ``docs/*.md``) marks each such part::
+
+    <!-- generated:NAME -->...<!-- end generated:NAME -->
+
+either a table on lines of its own or a few words inside a sentence. :data:`PARTS` says what each NAME is written
+from: the shipped models' report ``assets/quality.json`` (``ctxmodels quality``), the shipped fine-tuned model's
+``finetune.json`` (``ctxmodels finetune``), or a bench's results in ``bench/results/`` (each file names the bench
+command that wrote it). After a new measurement::
+
+    python -m ctxmodels.release.docs           # rewrite every generated part
+    python -m ctxmodels.release.docs --check   # only list the stale parts (exit status 1 when there are any)
+
+``tests/test_docs.py`` runs the check on the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..checkpoint import write_text_atomic
+from .quality import RANK_DEPTH
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: the docs and the files they are written from
+MARKED = re.compile(r"<!-- generated:([\w-]+) -->(.*?)<!-- end generated:\1 -->", re.S)
+COMMAND = "python -m ctxmodels.release.docs"
+USAGE = f"usage: {COMMAND} [--check] [ROOT]"
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    """The Markdown files that may hold generated parts."""
+    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.is_file()]
+
+
+def _read(root: Path, relative: str) -> Any:
+    path = root / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found; the docs' generated figures are written from it")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return f"{100 * x:.{digits}f}%"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# assets/quality.json: the shipped models' measured quality
+
+
+def _quality(root: Path) -> dict[str, Any]:
+    return _read(root, "assets/quality.json")
+
+
+def _rank(row: dict[str, Any]) -> str:
+    return str(row["rank"]) if row.get("rank") is not None else f"below {RANK_DEPTH:,}"
+
+
+def quality_table(root: Path) -> str:
+    """The shipped models side by side: held-out figures, cloze check, classroom ranks, SemCor senses."""
+    report = _quality(root)
+    models = report["models"]
+    names = list(models)
+    rows: dict[str, dict[str, str]] = {}
+    answers: list[str] = []
+    for name, entry in models.items():
+        held, kind = entry.get("heldout") or {}, entry["kind"]
+        cells = rows.setdefault(name, {})
+        if kind == "bert" and held:
+            cells["top"] = f"{_pct(held['mlm_accuracy'])} / {_pct(held['mlm_top5_accuracy'])}"
+        if kind == "elmo" and held:
+            cells["ppl"] = f"{held['fwd_ppl']:.1f} / {held['bwd_ppl']:.1f}"
+        if entry.get("cloze"):
+            cells["cloze"] = _pct(entry["cloze"]["share_in_top_k"], 0)
+        if entry.get("classroom"):
+            answers = [r["answers"][0] for r in entry["classroom"]["rows"]]
+            cells["classroom"] = " / ".join(_rank(r) for r in entry["classroom"]["rows"])
+        senses = report.get("senses", {}).get("summary", {}).get(name)
+        if senses:
+            layers = senses["layers"]
+            if "best_layer" in senses:
+                cells["senses"] = (f"{_pct(layers[senses['best_layer']]['macro_f1'])} "
+                                   f"({_pct(layers[senses['static_layer']]['macro_f1'])})")
+            else:  # a static model: its one layer
+                cells["senses"] = _pct(next(iter(layers.values()))["macro_f1"])
+    labels = {"top": "held-out masked-token top-1 / top-5", "ppl": "held-out perplexity (forward / backward)",
+              "cloze": "cloze check, answer in the top 5",
+              "classroom": "classroom sentences: rank of " + " / ".join(answers),
+              "senses": "SemCor senses, best layer mean macro-F1 (static layer)"}
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for key, label in labels.items():
+        lines.append(f"| {label} |" + "".join(f" {rows[n][key]} |" if key in rows[n] else " |" for n in names))
+    return "\n".join(lines)
+
+
+def elmo_cloze(root: Path) -> str:
+    """elmo-eltec's cloze check, set against the BERTs'."""
+    models = _quality(root)["models"]
+    mine = models["elmo-eltec"]["cloze"]
+    others = [(n, e["cloze"]) for n, e in models.items() if n != "elmo-eltec" and e.get("cloze")]
+    return (f"elmo-eltec has the answer in its top {mine['top_k']} for {_pct(mine['share_in_top_k'], 0)} "
+            f"(top 1: {_pct(mine['share_top1'], 0)}), against "
+            + " and ".join(f"{_pct(c['share_in_top_k'], 0)} for {n}" for n, c in others))
+
+
+def elmo_classroom(root: Path) -> str:
+    """Where elmo-eltec ranks the classroom sentences' answers."""
+    rows = _quality(root)["models"]["elmo-eltec"]["classroom"]["rows"]
+    return ", ".join(f"{r['answers'][0]} " + (_ordinal(r["rank"]) if r.get("rank") is not None else _rank(r))
+                     for r in rows)
+
+
+def elmo_perplexity(root: Path) -> str:
+    held = _quality(root)["models"]["elmo-eltec"]["heldout"]
+    return f"{held['fwd_ppl']:.1f} / {held['bwd_ppl']:.1f}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the shipped fine-tuned model
+
+
+def pos_accuracy(root: Path) -> str:
+    """bert-eltec-pos's test accuracy, as its card rounds it."""
+    return f"{_read(root, 'assets/bert-eltec-pos/finetune.json')['metrics']['test']['accuracy']:.3f}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# bench/results/try_it.json: the Overview's Try it on the shipped models (python bench/try_it.py)
+
+
+def _try_it(root: Path) -> dict[str, Any]:
+    return _read(root, "bench/results/try_it.json")
+
+
+def _layer_names(names: list[str]) -> str:
+    """"layer 1 (LSTM)" -> "LSTM 1", "layer 0 (char CNN)" -> "char CNN", "layer 1".."layer 6" -> "layers 1–6"."""
+    if len(names) < 2:
+        return ""
+    short = []
+    for name in names:
+        m = re.fullmatch(r"layer (\d+) \((.+)\)", name)
+        short.append(name if not m else m[2] if "CNN" in m[2] else f"{m[2]} {m[1]}")
+    numbered = [n for n in short if re.fullmatch(r"layer \d+", n)]
+    if len(numbered) > 2 and short[-len(numbered):] == numbered:
+        short = short[:-len(numbered)] + [f"layers {numbered[0].split()[1]}–{numbered[-1].split()[1]}"]
+    return f" ({', '.join(short)})"
+
+
+def try_it_table(root: Path) -> str:
+    """Sentence A, then per sentence B the cosine of the word's two vectors in every layer of every model."""
+    result = _try_it(root)
+    first = result["pairs"][0]["models"]
+    lines = [f"With A = \"{result['sentence_a']}\":", "",
+             "| B | " + " | ".join(f"{n}{_layer_names(m['layers'])}" for n, m in first.items()) + " |",
+             "|---|" + "---|" * len(first)]
+    for pair in result["pairs"]:
+        lines.append(f"| {pair['sentence_b']} | "
+                     + " | ".join(", ".join(f"{c:.2f}" for c in m["cosine"]) for m in pair["models"].values())
+                     + " |")
+    return "\n".join(lines)
+
+
+def try_it_baselines(root: Path) -> str:
+    """The first pair's anisotropy baselines: each model's values, a range for a model of many layers."""
+    models = _try_it(root)["pairs"][0]["models"]
+    parts = []
+    for m in models.values():
+        values = m["baseline"]
+        parts.append(", ".join(f"{v:.2f}" for v in values) if len(values) <= 3
+                     else f"{min(values):.2f}–{max(values):.2f}")
+    return "any two words of the first pair: " + "; ".join(parts)
+
+
+def lesson_bank(root: Path) -> str:
+    """minilm-eltec's cosine of the two banks, first layer to last (the Lesson's first answer)."""
+    cosine = _try_it(root)["pairs"][0]["models"]["minilm-eltec"]["cosine"]
+    return f"minilm-eltec {cosine[0]:.2f} → {cosine[-1]:.2f}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# bench/results/capacity.json: students served by one server (python bench/bench_capacity.py --results ...)
+
+
+def _capacity(root: Path) -> list[dict[str, Any]]:
+    return _read(root, "bench/results/capacity.json")["classes"]
+
+
+def _class(root: Path, students: int) -> dict[str, Any]:
+    for row in _capacity(root):
+        if row["students"] == students:
+            return row
+    raise ValueError(f"bench/results/capacity.json has no class of {students} students; the docs quote it")
+
+
+def capacity_table(root: Path) -> str:
+    lines = ["| students | p50 s | p95 s | p95 page views s | server CPU (cores) | server memory, peak |",
+             "|---|---|---|---|---|---|"]
+    for r in _capacity(root):
+        lines.append(f"| {r['students']} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p95_views']:.2f} | "
+                     f"{r['server_cores']:.2f} | {r['peak_rss'] / 1000:.2f} GB |")
+    return "\n".join(lines)
+
+
+def capacity_20(root: Path) -> str:
+    """Twenty students' p95, against one student's, and whether any class size met an error."""
+    one, twenty = _class(root, 1), _class(root, 20)
+    errors = [r["students"] for r in _capacity(root) if r.get("errors")]
+    return (f"a p95 of {twenty['p95']:.1f} s, {twenty['p95'] / one['p95']:.1f} times one student's, with "
+            + ("no errors at any size" if not errors else "errors with " + ", ".join(map(str, errors)) + " students"))
+
+
+def capacity_30(root: Path) -> str:
+    r = _class(root, 30)
+    return f"p95 {r['p95_views']:.1f} s, worst {r['worst']:.1f} s"
+
+
+PARTS: dict[str, Callable[[Path], str]] = {
+    "quality-table": quality_table,
+    "elmo-cloze": elmo_cloze,
+    "elmo-classroom": elmo_classroom,
+    "elmo-perplexity": elmo_perplexity,
+    "pos-accuracy": pos_accuracy,
+    "try-it-table": try_it_table,
+    "try-it-baselines": try_it_baselines,
+    "lesson-bank": lesson_bank,
+    "capacity-table": capacity_table,
+    "capacity-20": capacity_20,
+    "capacity-30": capacity_30,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the pages
+
+
+def render(name: str, root: Path = ROOT) -> str:
+    """The text of generated part ``name``, from the files under ``root``."""
+    if name not in PARTS:
+        raise ValueError(f"no generated part named {name!r}; known: {', '.join(PARTS)}")
+    return PARTS[name](root)
+
+
+def refreshed(text: str, root: Path = ROOT) -> str:
+    """``text`` with every generated part written again; a part on lines of its own stays on lines of its own."""
+    def fill(m: re.Match) -> str:
+        body = render(m[1], root)
+        if m[2].startswith("\n"):
+            body = f"\n{body}\n"
+        return f"<!-- generated:{m[1]} -->{body}<!-- end generated:{m[1]} -->"
+
+    return MARKED.sub(fill, text)
+
+
+def stale(root: Path = ROOT) -> list[str]:
+    """``page: NAME`` for every generated part whose text differs from what its source files give now."""
+    found = []
+    for page in pages(root):
+        text = page.read_text(encoding="utf-8")
+        for m in MARKED.finditer(text):
+            if refreshed(m[0], root) != m[0]:
+                found.append(f"{page.relative_to(root)}: {m[1]}")
+    return found
+
+
+def write(root: Path = ROOT) -> list[Path]:
+    """Rewrite every page whose generated parts are stale; returns the pages written."""
+    written = []
+    for page in pages(root):
+        text = page.read_text(encoding="utf-8")
+        new = refreshed(text, root)
+        if new != text:
+            write_text_atomic(page, new)
+            written.append(page)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in args):
+        print(f"{USAGE}\n\n{__doc__.split(chr(10))[0]}")
+        return 0
+    check = "--check" in args
+    rest = [a for a in args if a != "--check"]
+    if len(rest) > 1 or any(a.startswith("-") for a in rest):
+        print(USAGE, file=sys.stderr)
+        return 2
+    root = Path(rest[0]) if rest else ROOT
+    if check:
+        found = stale(root)
+        for line in found:
+            print(f"stale: {line}")
+        if found:
+            print(f"refresh with: {COMMAND}", file=sys.stderr)
+        return 1 if found else 0
+    for page in write(root):
+        print(f"written: {page.relative_to(root)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
