@@ -20,19 +20,9 @@ The command ``ctxmodels neighbours --model DIR_OR_FILE WORD ...`` prints nearest
 from __future__ import annotations
 
 import difflib
-import gzip
-import itertools
-import math
-import os
-import stat
-import warnings
-import zlib
-from array import array
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -49,13 +39,12 @@ from .model_files import (
     check_weights,
     check_weights_file_size,
     is_dir,
-    memory_budget,
     read_json,
     read_text,
-    require_file,
     safetensors_shapes,
     shown,
 )
+from .static_text import read_text_vectors
 
 MODEL_TYPE = "static"
 INPUT_KEY = "input_embeddings.weight"
@@ -384,15 +373,7 @@ def sgns_loss(pos: torch.Tensor, neg: torch.Tensor, neg_mask: torch.Tensor | Non
 
 
 # ----------------------------------------------------------------------------------------------------------
-# word2vec / GloVe text files
-
-
-#: the longest line a word-vector text file may have (a 300-dimensional GloVe line is about 3 KB): a longer one
-#: is not a vector line, and reading on would let one endless line (a decompression bomb) fill the memory
-MAX_LINE_BYTES = 4 * 2**20
-#: the largest magnitude a vector value may have (beyond it, squares overflow float32 in every cosine)
-MAX_VECTOR_VALUE = 1e15
-_BYTES_PER_WORD = 120  # what a word costs besides its vector while reading (the string, the index, the list)
+# word2vec / GloVe text files (read by .static_text)
 
 
 def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int | None = None) -> StaticVectors:
@@ -401,156 +382,16 @@ def load_text_vectors(path: str | Path, lowercase: bool = False, max_words: int 
 
     A first line of two integers ``N D`` (word2vec's header) is optional. A repeated word keeps its first vector,
     with a warning. ``lowercase=True`` makes lookups case-insensitive (only sensible for lower-cased vectors).
-    Anything that is not such a file (a malformed line, a line longer than :data:`MAX_LINE_BYTES`, a value that
-    is not a finite number within ±:data:`MAX_VECTOR_VALUE`, a damaged or truncated gzip stream, more vectors
-    than fit in memory) raises a :class:`~ctxmodels.checkpoint.CheckpointError` naming the file and the line.
+    Anything that is not such a file (a malformed line, a line longer than
+    :data:`~ctxmodels.static_text.MAX_LINE_BYTES`, a value that is not a finite number within
+    ±:data:`~ctxmodels.static_text.MAX_VECTOR_VALUE`, a damaged or truncated gzip stream, more vectors than fit in
+    memory) raises a :class:`~ctxmodels.checkpoint.CheckpointError` naming the file and the line.
     """
-    path = require_file(path, "word-vector file")
-    words: list[str] = []
-    values = array("f")
-    seen: dict[str, int] = {}
-    dim: int | None = None
-    header_count: int | None = None
-    duplicates = 0
-    budget = memory_budget()
-    compressed = False
-    try:
-        with _open_text(path) as (f, compressed):
-            for n in itertools.count(1):
-                raw = f.readline(MAX_LINE_BYTES + 1)
-                if not raw:
-                    break
-                if len(raw) > MAX_LINE_BYTES:
-                    raise CheckpointError(f"{path}: line {n} is longer than {MAX_LINE_BYTES // 2**20} MB; not a "
-                                          "word-vector text file")
-                try:
-                    line = raw.decode("utf-8").rstrip()
-                except UnicodeDecodeError:
-                    raise CheckpointError(f"{path}: line {n} is not UTF-8 text (binary word2vec files are not "
-                                          "supported; convert them to the text format)") from None
-                if not line:
-                    continue
-                if n == 1 and _is_header(line):
-                    header_count, dim = (int(x) for x in line.split())
-                    _check_dim(dim, path, n)
-                    if 4 * header_count * dim + _BYTES_PER_WORD * header_count > budget:
-                        raise CheckpointError(f"{path}: the header announces {header_count:,} vectors of {dim:,} "
-                                              f"numbers, more than fit in half of this machine's memory")
-                    continue
-                if dim is None:
-                    dim = _trailing_numbers(line.split())
-                    if dim < 1:
-                        raise CheckpointError(f"{path}: line {n}: expected a word followed by numbers, found "
-                                              f"{line[:60]!r}")
-                    _check_dim(dim, path, n)
-                word, floats = _parse_vector_line(line, dim, path, n)
-                if word in seen:
-                    duplicates += 1
-                    continue
-                seen[word] = len(words)
-                words.append(word)
-                values.extend(floats)
-                if 4 * len(values) + _BYTES_PER_WORD * len(words) > budget:
-                    raise CheckpointError(f"{path}: more vectors than fit in half of this machine's memory "
-                                          f"({len(words):,} read by line {n})")
-                if max_words is not None and len(words) >= max_words:
-                    break
-    except CheckpointError:
-        raise
-    except (OSError, EOFError, zlib.error) as e:
-        what = "a damaged or truncated gzip file" if compressed else "cannot read the file"
-        raise CheckpointError(f"{path}: {what} ({type(e).__name__}: {e})") from None
-    if not words:
-        raise CheckpointError(f"{path}: no vectors found (expected lines 'word v1 v2 ...')")
-    if header_count is not None and max_words is None and len(words) + duplicates != header_count:
-        raise CheckpointError(f"{path}: the header announces {header_count} vectors but the file has "
-                              f"{len(words) + duplicates}; the file may be truncated")
-    if duplicates:
-        warnings.warn(f"{path}: {duplicates} repeated word(s); kept the first vector of each", stacklevel=2)
-    table = np.frombuffer(values, dtype=np.float32).reshape(len(words), dim)
+    words, table = read_text_vectors(path, dim_bound=LIMITS["dim"], max_words=max_words)
     try:
         return StaticVectors.from_vectors(words, table, lowercase=lowercase)
     except ValueError as e:
         raise CheckpointError(f"{path}: {e}") from None
-
-
-def _check_dim(dim: int, path: Path, n: int) -> None:
-    try:
-        check_number(LIMITS["dim"], "the vector size", dim)
-    except ValueError as e:
-        raise CheckpointError(f"{path}: line {n}: {e}") from None
-
-
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-@contextmanager
-def _open_text(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
-    """The file's bytes, decompressed when it starts as gzip does (whatever its name), and whether it was."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot open the word-vector file ({e.strerror or e})") from None
-    with os.fdopen(fd, "rb") as raw:
-        if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
-            raise CheckpointError(f"{path}: not a regular file, cannot be a word-vector file")
-        compressed = raw.read(2) == GZIP_MAGIC
-        raw.seek(0)
-        if compressed:
-            with gzip.GzipFile(fileobj=raw, mode="rb") as f:
-                yield f, True
-        else:
-            yield raw, False
-
-
-def _is_header(line: str) -> bool:
-    parts = line.split()
-    return (len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts) and int(parts[1]) > 0
-            and len(parts[0]) < 19 and len(parts[1]) < 19)
-
-
-def _parse_vector_line(line: str, dim: int, path: Path, n: int) -> tuple[str, list[float]]:
-    # Split from the right so that a word holding a space (GloVe has a few) stays whole.
-    parts = line.rsplit(maxsplit=dim)
-    word, values = parts[0], parts[1:]
-    if len(values) < dim:
-        raise CheckpointError(f"{path}: line {n}: expected a word and {dim} numbers, found {len(parts)} field(s)")
-    if any(c in word for c in "\t\r\n"):
-        last = word.split()[-1]
-        if _is_number(last):
-            raise CheckpointError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
-        raise CheckpointError(f"{path}: line {n}: the word {word[:60]!r} holds a tab or line break")
-    if " " in word:
-        last = word.split()[-1]
-        if _is_number(last):
-            raise CheckpointError(f"{path}: line {n}: more than {dim} numbers (earlier lines have {dim})")
-    try:
-        floats = [float(v) for v in values]
-    except ValueError:
-        bad = next(v for v in values if not _is_number(v))
-        raise CheckpointError(f"{path}: line {n}: {bad[:60]!r} is not a number") from None
-    if not all(math.isfinite(x) for x in floats):
-        raise CheckpointError(f"{path}: line {n}: the vector of {word[:60]!r} holds NaN or infinity")
-    if max(map(abs, floats)) > MAX_VECTOR_VALUE:
-        raise CheckpointError(f"{path}: line {n}: the vector of {word[:60]!r} holds a value beyond "
-                              f"±{MAX_VECTOR_VALUE:.0e}; not a word vector")
-    return word, floats
-
-
-def _trailing_numbers(fields: list[str]) -> int:
-    """How many fields at the end of the first line are numbers (at most all but one): the vector size."""
-    n = 0
-    while n < len(fields) - 1 and _is_number(fields[-1 - n]):
-        n += 1
-    return n
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
 
 
 def load_static(path: str | Path) -> StaticVectors:

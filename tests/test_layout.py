@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.bert": (1, "models"),
     "ctxmodels.elmo": (1, "models"),
     "ctxmodels.static": (1, "models"),
+    "ctxmodels.static_text": (1, "models"),
     "ctxmodels.scalar_mix": (1, "models"),
     "ctxmodels.heads": (1, "models"),
     "ctxmodels.formats": (2, "formats"),
