@@ -41,6 +41,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.scalar_mix": (1, "models"),
     "ctxmodels.heads": (1, "models"),
     "ctxmodels.formats": (2, "formats"),
+    "ctxmodels.kinds": (3, "loading"),
     "ctxmodels.loading": (3, "loading"),
     "ctxmodels": (3, "loading"),  # the package itself offers ctxmodels.load
     "ctxmodels.training": (4, "training"),

@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..kinds import ATTENTION, supports
+
 CLS, SEP, PAD = "[CLS]", "[SEP]", "[PAD]"
 # The same roles as RoBERTa-style tokenizers write them (encoders read through transformers keep their own names).
 CLS_NAMES, SEP_NAMES, PAD_NAMES = (CLS, "<s>"), (SEP, "</s>"), (PAD, "<pad>")
@@ -339,9 +341,9 @@ def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: s
     (and to the model's positions) with a warning. The model runs in eval mode without gradients; its training
     flag is restored afterwards.
     """
-    model, enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
+    enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
     if out.attentions is None:
-        raise ValueError(f"{type(getattr(model, 'bert', model)).__name__} returned no attention maps")
+        raise ValueError(f"{type(_torch_encoder(model)).__name__} returned no attention maps")
     maps = attention_maps(out.attentions, enc)
     if pair is not None and has_next_sentence_head(model) and getattr(out, "pooler_output", None) is not None:
         maps.next_sentence = _is_next(model, out.pooler_output)
@@ -426,7 +428,7 @@ def query_keys(model: Any, tokenizer: Any, text: str | list[str], pair: str | li
 
     handles = [module.register_forward_hook(keep(role)) for role, module in projections]
     try:
-        _, enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
+        enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
     finally:
         for handle in handles:
             handle.remove()
@@ -458,23 +460,39 @@ def _check_softmax_of_scores(qk: QueryKeys, name: str, atol: float = 2e-3) -> No
                          "positions), so breaking the scores down into query · key would not explain them")
 
 
-def _torch_encoder(model: Any) -> Any:
-    """The torch module that runs ``model``'s attention: our BERT's encoder, or a transformers model's base model."""
+def _is_module(model: Any) -> bool:
+    """A torch module (our BERT, given with its tokenizer) rather than a model from ``ctxmodels.load``."""
     import torch
 
-    if isinstance(model, torch.nn.Module):
-        return getattr(model, "bert", model)
-    inner = getattr(model, "model", None)
-    if not isinstance(inner, torch.nn.Module) or not getattr(model, "has_attention", False):
-        raise ValueError(f"{getattr(model, 'name', type(model).__name__)} has no attention maps "
-                         f"(kind {getattr(model, 'kind', '?')!r}); attention needs a BERT-family encoder")
-    return inner.base_model if hasattr(model, "encoder_output") else getattr(inner, "bert", inner)
+    return isinstance(model, torch.nn.Module)
+
+
+def _require_attention(model: Any) -> None:
+    """ValueError unless the loaded ``model``'s kind has attention maps (:mod:`ctxmodels.kinds`)."""
+    if not supports(model, ATTENTION):
+        raise ValueError(f"{model.name} has no attention maps (kind {model.kind!r}); attention needs a BERT-family "
+                         "encoder")
+
+
+def _torch_encoder(model: Any) -> Any:
+    """The torch module that runs ``model``'s attention: our BERT's encoder, or a loaded model's
+    ``attention_module`` (its own encoder, a transformers model's base model)."""
+    if _is_module(model):
+        return getattr(model, "bert", model)  # a BertForPreTraining, or a bare BertModel
+    _require_attention(model)
+    return model.attention_module
+
+
+def _torch_model(model: Any) -> Any:
+    return model if _is_module(model) else model.model
 
 
 def has_next_sentence_head(model: Any) -> bool:
     """Whether ``model`` (a :class:`ctxmodels.bert.BertForPreTraining` or a loaded BERT) has BERT's next-sentence
     (NSP) head: a model saved as an encoder only (or as ``BertForMaskedLM``) has none."""
-    return bool(getattr(getattr(model, "model", model), "has_nsp_head", False))
+    if not _is_module(model) and not supports(model, ATTENTION):
+        return False
+    return bool(getattr(_torch_model(model), "has_nsp_head", False))
 
 
 def next_sentence_probability(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str],
@@ -493,27 +511,23 @@ def next_sentence_probability(model: Any, tokenizer: Any, text: str | list[str],
                          "only), so it cannot say whether one sentence follows another")
     if not pair or (isinstance(pair, str) and not pair.strip()):
         raise ValueError("next_sentence_probability needs a second sentence (segment B)")
-    model, _, out = _forward(model, tokenizer, text, pair, max_length, attentions=False)
+    _, out = _forward(model, tokenizer, text, pair, max_length, attentions=False)
     return _is_next(model, out.pooler_output)
 
 
 def _forward(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None, max_length: int,
-             attentions: bool) -> tuple[Any, Any, Any]:
-    """(the torch model, the encoding, the encoder's output) for one text or pair, in eval mode without gradients.
-    Only the encoder runs (its pooler included): the pre-training heads are applied by the callers that need them."""
+             attentions: bool) -> tuple[Any, Any]:
+    """(the encoding, the encoder's output) for one text or pair, in eval mode without gradients. Only the encoder
+    runs (its pooler included): the pre-training heads are applied by the callers that need them."""
     import torch
 
-    if not isinstance(model, torch.nn.Module):  # a LoadedModel from ctxmodels.load
-        if not getattr(model, "has_attention", False):
-            raise ValueError(f"{getattr(model, 'name', type(model).__name__)} has no attention maps "
-                             f"(kind {getattr(model, 'kind', '?')!r}); attention needs a BERT-family encoder")
+    if not _is_module(model):  # a LoadedModel from ctxmodels.load: its own template and encoder
+        _require_attention(model)
         tokenizer = tokenizer if tokenizer is not None else model.tokenizer
-        if hasattr(model, "encoder_output"):  # an encoder read through transformers: its own template and call
-            if isinstance(text, str) and not text.strip():
-                raise ValueError("compute_attention got an empty text")
-            enc = tokenizer.encode(text, pair=pair, max_length=min(max_length, model.max_length))
-            return model, enc, model.encoder_output(enc, attentions=attentions)
-        model = model.model
+        if isinstance(text, str) and not text.strip():
+            raise ValueError("compute_attention got an empty text")
+        enc = tokenizer.encode(text, pair=pair, max_length=min(max_length, model.max_length))
+        return enc, model.encoder_output(enc, attentions=attentions)
     if tokenizer is None:
         raise ValueError("compute_attention needs the model's tokenizer")
     encoder = getattr(model, "bert", model)  # skip the pre-training heads: only the encoder's output is needed
@@ -534,15 +548,16 @@ def _forward(model: Any, tokenizer: Any, text: str | list[str], pair: str | list
             out = encoder(ids, token_type_ids=types, output_attentions=attentions)
     finally:
         encoder.train(was_training)
-    return model, enc, out
+    return enc, out
 
 
 def _is_next(model: Any, pooled: Any) -> float:
-    """P(IsNext) from the NSP head of ``model`` (a BertForPreTraining) on the pooled [CLS] vector [1, H]."""
+    """P(IsNext) from the NSP head of ``model`` (a BertForPreTraining, or a loaded BERT) on the pooled [CLS] vector
+    [1, H]."""
     import torch
 
     with torch.no_grad():
-        logits = model.cls.seq_relationship(pooled)[0].float()
+        logits = _torch_model(model).cls.seq_relationship(pooled)[0].float()
     p = float(logits.softmax(dim=-1)[0])
     if not np.isfinite(p):
         raise ValueError("the model computed NaN or infinite next-sentence scores for this pair: its weights are "

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from ..char_ids import batch_to_char_ids
+from ..kinds import LANGUAGE_MODEL, supports
 from ..text import tokenize
 from ..tokenization import MASK
 from .blanks import (
@@ -48,7 +49,7 @@ _INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LM module -> 
 
 def can_fill(model: Any) -> bool:
     """An ELMo with its language models' softmax (published ELMo files carry none)."""
-    return getattr(model, "kind", None) == "elmo" and bool(getattr(model, "has_lm", False))
+    return supports(model, LANGUAGE_MODEL)
 
 
 def _require_lm(model: Any) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from ..bert import BertForPreTraining
+from ..kinds import ATTENTION, FILL_IN, LANGUAGE_MODEL, MASKED_LM, declares, supports
 from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
 from .blanks import (
@@ -77,15 +78,15 @@ def _allowed_ids(tokenizer: WordPieceTokenizer, size: int, kind: str) -> torch.T
 
 
 def _elmo(model: Any) -> Any | None:
-    """:mod:`.elmo_blanks` when ``model`` is a loaded ELMo, else None."""
-    return elmo_blanks if getattr(model, "kind", None) == "elmo" else None
+    """:mod:`.elmo_blanks` when ``model`` is a loaded model whose kind fills in blanks with language models read
+    from both sides (ELMo), else None."""
+    return elmo_blanks if declares(model, LANGUAGE_MODEL) else None
 
 
 def fills_blanks(model: Any) -> bool:
     """Whether a loaded model can fill in blanks: an encoder with a masked-LM head, or an ELMo with its LMs'
     softmax."""
-    elmo = _elmo(model)
-    return elmo.can_fill(model) if elmo is not None else bool(getattr(model, "can_fill_mask", False))
+    return supports(model, FILL_IN)
 
 
 def why_no_fill(model: Any) -> str:
@@ -94,7 +95,11 @@ def why_no_fill(model: Any) -> str:
         return ""
     if _elmo(model) is not None:
         return "an ELMo without its language models' softmax (published ELMo files carry none)"
-    return getattr(model, "no_fill_reason", "") or f"a {model.kind} model has no masked-LM head"
+    return _no_mask_reason(model)
+
+
+def _no_mask_reason(model: Any) -> str:
+    return model.no_fill_reason or f"a {model.kind} model has no masked-LM head"
 
 
 def sentence_words(model: Any, text: str) -> list[str]:
@@ -113,11 +118,10 @@ def _parts(model: Any, tokenizer: Any) -> tuple[Any, Any]:
         return model, tokenizer
     if tokenizer is None:
         tokenizer = model.tokenizer
-    if not model.can_fill_mask:
-        reason = getattr(model, "no_fill_reason", "") or f"a {model.kind} model has no masked-LM head"
-        raise ValueError(f"{model.name} cannot fill in blanks: {reason}. It still gives word vectors"
-                         + (" and attention." if model.has_attention else "."))
-    return (model if hasattr(model, "mask_logits") else model.model), tokenizer
+    if not supports(model, MASKED_LM):
+        raise ValueError(f"{model.name} cannot fill in blanks: {_no_mask_reason(model)}. It still gives word vectors"
+                         + (" and attention." if supports(model, ATTENTION) else "."))
+    return model.mask_runner(), tokenizer
 
 
 def _require_mlm_head(model: Any) -> None:
