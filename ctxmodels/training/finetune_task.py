@@ -12,27 +12,28 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   through transformers' own head classes (``AutoModelForTokenClassification`` /
   ``AutoModelForSequenceClassification`` on the base folder: ``RobertaForTokenClassification``, ...), labelled on
   each word's first piece as the model's tokenizer splits the words (WordPiece, byte-level BPE or SentencePiece).
-  The learning rates are BERT's by hidden size (:func:`default_lr`): these are BERT-shaped encoders, and 3e-5
+  The learning rates are BERT's by hidden size (``Backend.default_lr``): these are BERT-shaped encoders, and 3e-5
   lies in the range their papers fine-tuned base-size models with (roughly 1e-5 to 5e-5; ELECTRA-base used 1e-4
   together with a layer-wise decay, which is not applied here).
 * ELMo, ``feature``: the biLM is frozen (no dropout inside it); the scalar mix s_j, gamma and the task layer
   learn (eq. 1 of the ELMo paper). ``finetune``: the biLM trains too.
 * AdamW with weight decay 0.01 except biases, LayerNorms and the mix's scalars (the trainer's rule), linear
   warm-up over 2% of the steps (at least 3), then linear decay; batches of 32; 3 epochs unless ``steps`` is set.
-  Learning rates (:func:`default_lr`): 3e-5 for BERT-base and larger (the paper's middle value); for the compact
-  BERTs the grid Google published with them (Turc et al. 2019: 3e-4, 1e-4, 5e-5, 3e-5), from its top: 3e-4 up to
-  hidden size 256 (our shipped 2 x 128 BERT reached 0.80 test accuracy on ``pos`` in 300 steps at 3e-4, 0.67 at
-  1e-4; 0.84 at 1e-3, outside any published recipe), 1e-4 up to 512; 1e-3 wherever only a new layer learns
-  (the probes' and AllenNLP's ELMo taggers' rate for freshly initialised layers); 5e-4 for a fine-tuned ELMo
-  (the biLM moves; an LSTM language model pre-trained with ~1e-3 tolerates half of it, and the new task layer
+  Learning rates (each backend's ``default_lr``): 3e-5 for BERT-base and larger (the paper's middle value); for
+  the compact BERTs the grid Google published with them (Turc et al. 2019: 3e-4, 1e-4, 5e-5, 3e-5), from its
+  top: 3e-4 up to hidden size 256 (our shipped 2 x 128 BERT reached 0.80 test accuracy on ``pos`` in 300 steps at
+  3e-4, 0.67 at 1e-4; 0.84 at 1e-3, outside any published recipe), 1e-4 up to 512; 1e-3 wherever only a new layer
+  learns (the probes' and AllenNLP's ELMo taggers' rate for freshly initialised layers); 5e-4 for a fine-tuned
+  ELMo (the biLM moves; an LSTM language model pre-trained with ~1e-3 tolerates half of it, and the new task layer
   still learns within a few hundred steps).
 * Words beyond the model's length limit (``max_length``: word pieces with the specials for BERT and the other
   encoders, words for ELMo) are cut off at a word boundary; their labels are not trained or scored, and the
   card says how many.
 
-What differs between the three kinds of backbone (building the model, its inputs, saving and restoring it, the
-card's words) lives in one small class each (:class:`Backend`), chosen in one place, :func:`backend_for`; the
-loop, the batches, scoring, ``finetune.json`` and the card are shared.
+What differs between the kinds of backbone (building the model, its inputs, saving and restoring it, the learning
+rate, the card's words) lives in one small class each (:mod:`ctxmodels.training.finetune_backends`), named by the
+kind's entry in the registry (:mod:`ctxmodels.kinds`) and chosen in one place, :func:`backend_for`; the loop, the
+batches, scoring, ``finetune.json`` and the card are shared.
 
 Batches obey the trainer's rule (a pure function of seed, epoch and index), so ``--resume`` continues exactly.
 The dev split is scored during training (accuracy, macro-F1, loss), dev and test at the end (plus F1 per class)
@@ -41,7 +42,6 @@ by :func:`final_metrics`, which also writes ``finetune.json`` and the model card
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import os
@@ -55,20 +55,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..char_ids import batch_to_char_ids
-from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
+from .. import kinds
+from ..checkpoint import CheckpointError, read_json, write_json
 from ..formats.finetuned import (
     FINETUNE_FILE,
-    HEAD_FILE,
     encode_words,
-    save_bert_task_model,
-    save_elmo_task_model,
-    save_transformers_task_model,
-    transformers_task_head,
 )
-from ..heads import IGNORE_INDEX, BertForSequenceClassification, BertForTokenClassification, ElmoForTask
+from ..heads import IGNORE_INDEX
 from ..paths import assets_dir
-from .trainer import Batch, TrainConfig, Trainer, TrainTask, hardware_description, load_model_weights
+from .trainer import Batch, TrainConfig, Trainer, TrainTask, hardware_description
 
 if TYPE_CHECKING:
     from ..loading import LoadedModel
@@ -76,17 +71,6 @@ if TYPE_CHECKING:
 MODES = ("finetune", "feature")
 RUN_FILE = "run.json"
 KIND = "finetune"
-
-
-def default_lr(kind: str, mode: str, hidden_size: int = 768) -> float:
-    """The learning rate a fine-tune starts with when none is given (reasons in the module docstring)."""
-    if mode == "feature":
-        return 1e-3
-    if kind == "elmo":
-        return 5e-4
-    if hidden_size >= 768:
-        return 3e-5
-    return 1e-4 if hidden_size > 256 else 3e-4
 
 
 @dataclass
@@ -244,159 +228,15 @@ def scores(gold: np.ndarray, pred: np.ndarray, labels: Sequence[str], per_class:
 # the trainer's task
 
 
-#: how the card names the encoders transformers reads, by model_type
-MODEL_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT",
-               "electra": "ELECTRA", "deberta-v2": "DeBERTa-v2"}
-
-
-class Backend:
-    """What differs between the backbones fine-tuning builds on; one subclass each, chosen by :func:`backend_for`.
-
-    ``tokenizer`` is None for a backbone that reads words (ELMo); otherwise the examples are word pieces and the
-    model takes the tokenizer's inputs by name (``input_ids``, ``attention_mask`` and, where the model has them,
-    ``token_type_ids``)."""
-
-    title = ""
-    unit = "word pieces"
-    tokenizer: Any = None
-    hidden_size = 768
-
-    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
-        self.backbone, self.settings = backbone, settings
-        self.max_length = settings.max_length
-
-    def build(self, labels: list[str], kind: str) -> nn.Module:
-        """The task model: the backbone's weights (a copy: the loaded model is shared) and a new head."""
-        raise NotImplementedError
-
-    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
-        raise NotImplementedError
-
-    def load_weights(self, model: nn.Module, directory: Path) -> None:
-        load_model_weights(model, directory / "model.safetensors")
-
-    def trains(self, mode: str) -> str:
-        """What trains in ``mode``, for the model card."""
-        return {"finetune": f"every weight of the {self.title} encoder and a new task head trained",
-                "feature": f"the {self.title} encoder frozen; only the new task head trained"}[mode]
-
-    def head(self, kind: str) -> str:
-        """The task head, for the model card."""
-        raise NotImplementedError
-
-
-class OwnBert(Backend):
-    """Our BERT (kind "bert") with our heads (:mod:`ctxmodels.heads`), saved in transformers' BERT layout."""
-
-    title = "BERT"
-
-    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
-        super().__init__(backbone, settings)
-        self.tokenizer = backbone.tokenizer
-        self.hidden_size = backbone.model.config.hidden_size
-        self.max_length = min(settings.max_length, backbone.model.config.max_position_embeddings)
-
-    def build(self, labels: list[str], kind: str) -> nn.Module:
-        from ..bert import BertConfig
-
-        base = self.backbone.model
-        encoder = getattr(base, "bert", None)
-        if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
-            raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
-                             "(its own or a Hugging Face BERT checkpoint)")
-        cls = BertForSequenceClassification if kind == "sentence" else BertForTokenClassification
-        model = cls(base.config, len(labels))
-        missing, _ = model.bert.load_state_dict(encoder.state_dict(), strict=False)
-        if [k for k in missing if not k.startswith("pooler.")]:  # a pooler may be new (a save without one)
-            raise ValueError(f"{self.settings.model}: the encoder's weights do not fill a BERT ({missing[:3]})")
-        if self.settings.mode == "feature":
-            model.bert.requires_grad_(False)
-        return model
-
-    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
-        save_bert_task_model(model, self.tokenizer, directory, labels)
-
-    def head(self, kind: str) -> str:
-        return {"sentence": "sequence classification ([CLS] -> pooler -> classifier)",
-                "token": "token classification (a label on each word's first piece)",
-                "word": "word classification (the token head, scored at the target word only)"}[kind]
-
-
-class TransformersEncoder(Backend):
-    """An encoder read through transformers (kind "transformers") with transformers' own head class for its
-    model type, read from the base model's folder and saved with ``save_pretrained``."""
-
-    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
-        super().__init__(backbone, settings)
-        self.tokenizer = backbone.tokenizer
-        self.hidden_size = backbone.dim
-        self.max_length = min(settings.max_length, backbone.max_length)
-        model_type = getattr(backbone, "model_type", "")
-        self.title = MODEL_NAMES.get(model_type, model_type or "transformers")
-        path = Path(backbone.path) if backbone.path is not None else None
-        if path is None or not (path.is_dir() or path.parent.is_dir()):
-            raise ValueError(f"{settings.model}: no folder to read the encoder's weights from")
-        self.folder = path if path.is_dir() else path.parent
-
-    def build(self, labels: list[str], kind: str) -> nn.Module:
-        model = transformers_task_head(self.folder, labels, sentence=kind == "sentence")
-        self.architecture = type(model).__name__
-        if self.settings.mode == "feature":
-            model.base_model.requires_grad_(False)
-        return model
-
-    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
-        save_transformers_task_model(model, self.tokenizer, directory)
-
-    def head(self, kind: str) -> str:
-        arch = getattr(self, "architecture", "")
-        return {"sentence": f"sequence classification (transformers' {arch})",
-                "token": f"token classification (transformers' {arch}: a label on each word's first piece)",
-                "word": f"word classification (transformers' {arch}, scored at the target word only)"}[kind]
-
-
-class Elmo(Backend):
-    """ELMo (kind "elmo"): the biLM, a scalar mix of its layers and a task layer (:class:`ElmoForTask`)."""
-
-    title = "ELMo"
-    unit = "words"
-
-    def build(self, labels: list[str], kind: str) -> nn.Module:
-        bilm = copy.deepcopy(self.backbone.model.bilm)  # the loaded model is shared (ctxmodels.load caches it)
-        return ElmoForTask(bilm, len(labels), pooling="sentence" if kind == "sentence" else "token",
-                           freeze_bilm=self.settings.mode == "feature")
-
-    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
-        save_elmo_task_model(model, self.backbone.model, directory, labels)
-
-    def load_weights(self, model: nn.Module, directory: Path) -> None:
-        state = {k[len("bilm."):]: v for k, v in load_tensors(directory / "model.safetensors").items()
-                 if k.startswith("bilm.")}
-        try:
-            model.bilm.load_state_dict(state)
-            model.load_state_dict(load_tensors(directory / HEAD_FILE), strict=False)
-        except RuntimeError as e:
-            raise CheckpointError(f"{directory}: does not fit this fine-tuning run ({str(e)[:200]})") from e
-
-    def trains(self, mode: str) -> str:
-        return {"feature": "the biLM frozen; the scalar mix (s_j, gamma) and a task layer trained",
-                "finetune": "the biLM, the scalar mix (s_j, gamma) and a task layer trained"}[mode]
-
-    def head(self, kind: str) -> str:
-        return {"sentence": "scalar mix -> mean over the words -> linear",
-                "token": "scalar mix -> linear on each word", "word": "scalar mix -> linear on the target word"}[kind]
-
-
-BACKENDS: dict[str, type[Backend]] = {"bert": OwnBert, "transformers": TransformersEncoder, "elmo": Elmo}
-
-
-def backend_for(backbone: LoadedModel, settings: FinetuneSettings) -> Backend:
-    """The backend of a loaded model's kind; ValueError for a model without weights to fine-tune."""
-    if backbone.kind not in BACKENDS:
-        raise ValueError(f"{settings.model} is a {backbone.kind} model: only BERT, the encoders transformers reads "
-                         "(RoBERTa, DistilBERT, ...) and ELMo have weights and layers to fine-tune (static vectors "
-                         "have no context)")
-    return BACKENDS[backbone.kind](backbone, settings)
+def backend_for(backbone: LoadedModel, settings: FinetuneSettings) -> Any:
+    """The backend (a :class:`~ctxmodels.training.finetune_backends.Backend`) that the registry names for a loaded
+    model's kind; ValueError for a kind without one."""
+    kind = kinds.kind_of(backbone)
+    if kind is None or not kind.finetune:
+        able = ", ".join(kinds.get(k).title for k in kinds.with_capability(kinds.FINETUNE))
+        raise ValueError(f"{settings.model} is a {backbone.kind} model: only {able} models have weights and layers "
+                         "to fine-tune (static vectors have no context)")
+    return kinds.named(kind.finetune)(backbone, settings)
 
 
 class FinetuneTask(TrainTask):
@@ -461,20 +301,7 @@ class FinetuneTask(TrainTask):
             labels = torch.full((len(items), T), IGNORE_INDEX, dtype=torch.long)
             for i, e in enumerate(items):
                 labels[i, : len(e.labels)] = torch.tensor(e.labels, dtype=torch.long)
-        if self.tokenizer is not None:
-            T = max(len(e.ids) for e in items)
-            ids = torch.full((len(items), T), self.tokenizer.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(items), T), dtype=torch.long)
-            for i, e in enumerate(items):
-                ids[i, : len(e.ids)] = torch.tensor(e.ids)
-                mask[i, : len(e.ids)] = 1
-            inputs = {"input_ids": ids, "attention_mask": mask}
-            if getattr(self.tokenizer, "uses_token_types", True):  # DistilBERT and RoBERTa take none
-                inputs["token_type_ids"] = torch.zeros_like(ids)
-            return {**inputs, "labels": labels}
-        char_ids, mask = batch_to_char_ids([e.words for e in items], add_boundaries=True,
-                                           max_chars=self.model.bilm.config.char_cnn.max_characters_per_token)
-        return {"char_ids": char_ids, "mask": mask, "labels": labels}
+        return {**self.backend.inputs(items, self.model), "labels": labels}
 
     # -- the model ------------------------------------------------------------------------------------------
 
@@ -547,13 +374,11 @@ class FinetuneTask(TrainTask):
         s = self.settings
         d: dict[str, Any] = {
             "base_model": s.model, "base_path": portable_base_path(s), "base_kind": self.backbone.kind,
-            "base_type": getattr(self.backbone, "model_type", self.backbone.kind),
+            "base_type": self.backend.base_type,
             "task": s.task, "task_name": self.data.name, "task_kind": self.kind, "labels": self.labels,
             "mode": s.mode, "steps": steps, "metrics": metrics or {},
         }
-        if isinstance(self.model, ElmoForTask):  # what the task made of ELMo's layers (eq. 1: s_j and gamma)
-            mix = self.model.scalar_mix
-            d["scalar_mix"] = {"weights": [round(w, 4) for w in mix.weights()], "gamma": round(mix.gamma, 4)}
+        d.update(self.backend.learned(self.model))
         if train_seconds is not None and steps is not None:
             d["train_seconds"] = round(train_seconds, 2)
             d["examples_per_second"] = round(self.examples_seen(steps) / max(train_seconds, 1e-9), 2)
@@ -584,11 +409,7 @@ class FinetuneTask(TrainTask):
                f"No example was longer than {self.max_length} {b.unit}.")
         cfg = info.get("train_config", {})
         where = f" (`{portable_base_path(s)}`)" if portable_base_path(s) else ""
-        mix = ""
-        if isinstance(self.model, ElmoForTask):
-            m = self.model.scalar_mix
-            mix = ("\nLearned layer weights s_j (layer 0 = character CNN, then the LSTM layers): "
-                   + ", ".join(f"{w:.3f}" for w in m.weights()) + f"; gamma {m.gamma:.3f}.\n")
+        mix = b.card_note(self.model)
         return f"""# {b.title} fine-tuned on {d.name} ({s.mode})
 
 Fine-tuned with ctxmodels from `{s.model}`{where}: {b.trains(s.mode)}.
@@ -633,7 +454,7 @@ def build_task(backbone: LoadedModel, data, settings: FinetuneSettings) -> tuple
     if s.steps is None:
         s.steps = max(1, s.epochs * task.num_batches(0))
     if s.lr is None:
-        s.lr = default_lr(backbone.kind, s.mode, task.backend.hidden_size)
+        s.lr = task.backend.default_lr(s.mode)
     if s.warmup is None:
         s.warmup = min(max(3, round(0.02 * s.steps)), max(s.steps - 1, 0))
     if s.eval_every is None:
