@@ -13,15 +13,8 @@ import torch
 
 from ctxmodels import cli
 from ctxmodels.commands.train import add_kind_arguments, build
-from ctxmodels.training.bert_data import (
-    PretrainingData,
-    TokenizedDocuments,
-    VocabInfo,
-    collate,
-    mask_tokens,
-    split_sentences,
-    tokenize_documents,
-)
+from ctxmodels.training.bert_corpus import TokenizedDocuments, split_sentences, tokenize_documents
+from ctxmodels.training.bert_data import PretrainingData, VocabInfo, collate, mask_tokens
 from ctxmodels.training.bert_task import BertSettings
 from ctxmodels.training.trainer import Trainer
 from tests.helpers import synthetic_corpus

@@ -6,7 +6,8 @@
   ``run_log.py`` — metrics JSONL, progress bar, model card; ``distributed.py`` — torchrun ranks and collectives.
 * ``settings.py`` — a run's settings: defaults for a new run, the stored ones on ``--resume``.
 * ``corpus.py`` — the held-out documents every trainer shares.
-* ``bert_data.py`` (the data pipeline) and ``bert_task.py`` (the run) — BERT's masked LM + next sentence.
+* ``bert_corpus.py`` (the corpus tokenised and cached), ``bert_data.py`` (masking, sentence pairs, batches) and
+  ``bert_task.py`` (the run) — BERT's masked LM + next sentence.
 * ``elmo_task.py`` — ELMo's bidirectional LM, with its data (``elmo_data.py``: vocabulary, encoded corpus,
   windows), its objective (``sampled_softmax.py``) and its held-out perplexity (``elmo_heldout.py``).
 * ``static_task.py`` — skip-gram word vectors.

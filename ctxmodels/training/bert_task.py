@@ -22,15 +22,8 @@ from ..bounds import Bound, float_range, int_range
 from ..checkpoint import CheckpointError, load_tensors, read_json
 from ..text import CorpusError
 from ..tokenization import SPECIAL_TOKENS
-from .bert_data import (
-    IGNORE_INDEX,
-    MLM_PROBABILITY,
-    PretrainingData,
-    VocabInfo,
-    batch_encoder,
-    prepare_data,
-    tokenize_documents,
-)
+from .bert_corpus import batch_encoder, prepare_data, tokenize_documents
+from .bert_data import IGNORE_INDEX, MLM_PROBABILITY, PretrainingData, VocabInfo
 from .corpus import heldout_documents
 from .settings import RunSettings
 from .trainer import Batch, TrainConfig, TrainTask, default_model_card, setup_distributed
