@@ -1,23 +1,27 @@
-"""``ctxmodels train bert|elmo|static``: each kind's options, turned into its run settings, trained by the one trainer.
+"""``ctxmodels train KIND``: each kind's options, turned into its run settings, trained by the one trainer.
+
+The kinds that train, their task modules, settings classes, option functions and ``build_task`` extras are what
+their registry entries declare (:class:`ctxmodels.kinds.Training`): ``bert``, ``elmo`` and ``static`` today, whose
+options are :func:`bert_options`, :func:`elmo_options` and :func:`static_options` here.
 
 Every option that is a run setting (:mod:`ctxmodels.training.settings`) defaults to None here, meaning "not
 given", so that a new run can take the kind's defaults and a resumed run its stored values; the help shows
 each kind's defaults, read from its settings class. :func:`build` turns the parsed options into the task and
 the trainer's settings through the kind's module (``ctxmodels.training.bert_task``, ``elmo_task``,
 ``static_task``): ``Settings.resolve(given, out, resume)``, then ``build_task(settings, out, ...)`` with the
-kind's own extras (BERT: ``resume``; ELMo: ``data_cache``).
+kind's own extras (BERT: ``resume``; ELMo: ``data_cache`` and ``resume``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from .. import kinds
 from ..bounds import float_range, int_range
 from . import THREADS, bounded
 
@@ -26,18 +30,18 @@ TIME_LIMIT = float_range(0, 10_000_000)
 STOP_AT = int_range(1, 1_000_000_000)
 DATA_WORKERS = int_range(0, 64)
 
-# kind -> (task module, its settings class, one-line help)
-KINDS: dict[str, tuple[str, str, str]] = {
-    "bert": ("ctxmodels.training.bert_task", "BertSettings", "BERT: masked LM + next-sentence prediction"),
-    "elmo": ("ctxmodels.training.elmo_task", "ElmoSettings", "ELMo: forward and backward LSTM language models"),
-    "static": ("ctxmodels.training.static_task", "StaticSettings",
-               "static word vectors: skip-gram with negative sampling"),
-}
+def training(kind: str) -> kinds.Training:
+    """How the registry says ``kind`` trains; ValueError for a kind that does not."""
+    spec = kinds.get(kind).training
+    if spec is None:
+        raise ValueError(f"a {kind} model is not trained with `ctxmodels train`; the kinds that are: "
+                         f"{', '.join(kinds.with_capability(kinds.TRAIN))}")
+    return spec
 
 
 def settings_class(kind: str) -> Any:
-    module, name, _ = KINDS[kind]
-    return getattr(importlib.import_module(module), name)
+    spec = training(kind)
+    return kinds.named(f"{spec.module}:{spec.settings}")
 
 
 def _typer(settings: Any):
@@ -104,7 +108,7 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs still go to metrics.jsonl)")
 
 
-def _bert_arguments(p: argparse.ArgumentParser) -> None:
+def bert_options(p: argparse.ArgumentParser) -> None:
     from ..training.bert_task import DEFAULT_LR
 
     S = settings_class("bert")
@@ -138,7 +142,7 @@ def _bert_arguments(p: argparse.ArgumentParser) -> None:
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 
 
-def _elmo_arguments(p: argparse.ArgumentParser) -> None:
+def elmo_options(p: argparse.ArgumentParser) -> None:
     from ..elmo import PRESETS
     from ..training.elmo_task import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE
 
@@ -174,7 +178,7 @@ def _elmo_arguments(p: argparse.ArgumentParser) -> None:
                 "the default of all cores.")
 
 
-def _static_arguments(p: argparse.ArgumentParser) -> None:
+def static_options(p: argparse.ArgumentParser) -> None:
     S = settings_class("static")
     T = _typer(S)
     add_common_arguments(p, "static", {"steps": "one pass over the training text",
@@ -196,23 +200,27 @@ def _static_arguments(p: argparse.ArgumentParser) -> None:
                    help="about this many (centre, context) pairs a step" + _default(S, "batch_size", {}))
 
 
-KIND_ARGUMENTS = {"bert": _bert_arguments, "elmo": _elmo_arguments, "static": _static_arguments}
-
-
 def add_kind_arguments(p: argparse.ArgumentParser, kind: str) -> None:
-    """All options of ``ctxmodels train KIND`` (the parser's ``kind`` defaults to ``kind``)."""
-    KIND_ARGUMENTS[kind](p)
+    """All options of ``ctxmodels train KIND`` (the parser's ``kind`` defaults to ``kind``): the kind's own option
+    function, or the options every kind has."""
+    spec = training(kind)
+    if spec.options:
+        kinds.named(spec.options)(p)
+    else:
+        add_common_arguments(p, kind)
     p.set_defaults(kind=kind)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    kinds = p.add_subparsers(dest="kind", required=True)
-    for kind, (_, _, help_) in KINDS.items():
-        add_kind_arguments(kinds.add_parser(kind, help=help_, description=help_), kind)
+    sub = p.add_subparsers(dest="kind", required=True)
+    for kind in kinds.with_capability(kinds.TRAIN):
+        help_ = training(kind).help
+        add_kind_arguments(sub.add_parser(kind, help=help_, description=help_), kind)
 
 
 def build(args: argparse.Namespace):
     """(task, trainer settings) of the parsed options: the run's settings resolved, the kind's task built."""
+    spec = training(args.kind)
     settings_cls = settings_class(args.kind)
     given = {name: getattr(args, name, None) for name in settings_cls.names()}
     if given.get("init_from") is not None and not Path(given["init_from"]).exists():
@@ -220,10 +228,8 @@ def build(args: argparse.Namespace):
 
         given["init_from"] = str(resolve(given["init_from"], download=False)[0])
     settings = settings_cls.resolve(given, args.out, resume=args.resume)
-    extra = {"bert": {"resume": args.resume}, "elmo": {"data_cache": getattr(args, "data_cache", None),
-                                                        "resume": args.resume}}
-    task, cfg = importlib.import_module(KINDS[args.kind][0]).build_task(settings, args.out,
-                                                                         **extra.get(args.kind, {}))
+    extras = {name: getattr(args, name, None) for name in spec.extras}
+    task, cfg = kinds.named(spec.module).build_task(settings, args.out, **extras)
     limit = None if args.time_limit is None else 60.0 * args.time_limit
     return task, dataclasses.replace(cfg, time_limit_s=limit, stop_at=args.stop_at, progress=not args.no_progress,
                                      data_workers=args.data_workers)
