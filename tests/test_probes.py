@@ -221,7 +221,7 @@ def test_bad_input(known):
 
 
 @pytest.mark.slow
-def test_tiny_elmo_and_bert_on_semcor(shared_data: Path, tmp_path: Path, monkeypatch, capsys):
+def test_tiny_elmo_and_bert_on_semcor(semcor_data: Path, tmp_path: Path, monkeypatch, capsys):
     from ctxmodels import load
     from ctxmodels.bert import BertConfig, BertForPreTraining
     from ctxmodels.cli import main
@@ -230,11 +230,11 @@ def test_tiny_elmo_and_bert_on_semcor(shared_data: Path, tmp_path: Path, monkeyp
     from ctxmodels.formats.huggingface import save_pretrained
     from ctxmodels.tokenization import WordPieceTokenizer
 
-    monkeypatch.setenv("CTXMODELS_DATA", str(shared_data))
+    monkeypatch.setenv("CTXMODELS_DATA", str(semcor_data))  # the shipped SemCor, where the command finds it
     monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "user-cache"))
     torch.manual_seed(0)
     save_elmo(ElmoLanguageModel(ElmoConfig.preset("tiny")), tmp_path / "elmo")
-    semcor = load_semcor(shared_data / "semcor")
+    semcor = load_semcor(semcor_data / "semcor")
     settings = ProbeSettings(n_sentences=40, epochs=3)
     elmo = load(tmp_path / "elmo")
     for task in ("pos", "wsd"):

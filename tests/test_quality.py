@@ -101,7 +101,7 @@ def test_ship_halves_weights_and_leaves_training_state_behind(tmp_path, tiny_ass
         ship(tmp_path / "nothing-here", tmp_path / "x")
 
 
-def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
+def test_measure_report_and_card_section(tmp_path, tiny_assets, shipped_semcor):
     import shutil
 
     from ctxmodels import load
@@ -113,7 +113,7 @@ def test_measure_report_and_card_section(tmp_path, tiny_assets, shared_data):
     models = [load(str(assets / n)) for n in ("bert-eltec", "static-eltec")]
     for m, n in zip(models, ("bert-eltec", "static-eltec")):
         m.name = n
-    report = quality.measure(models, load_semcor(shared_data / "semcor"), tiny_assets / "corpus.txt",
+    report = quality.measure(models, load_semcor(shipped_semcor), tiny_assets / "corpus.txt",
                              bert_sequences=16, lemmas=("bank", "run"), probes=False, log=lambda _: None)
     bert = report["models"]["bert-eltec"]
     assert bert["weights_sha256"] == file_sha256(assets / "bert-eltec" / "model.safetensors")

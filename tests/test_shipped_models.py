@@ -156,6 +156,7 @@ def test_bert_card_explains_its_two_top1_figures(report):
     assert "first 256 are those same sequences" in note and "2,048" in note
 
 
+@pytest.mark.shared_data
 def test_the_training_evaluation_is_the_start_of_the_measured_sequences(shared_data):
     """What the card's note claims: the run's 256 evaluation sequences (bert_task.build_task's eval data) are the
     first 256 of the 2,048 that ``ctxmodels quality`` measures (bert_task.heldout_metrics), masks included."""
@@ -206,10 +207,10 @@ def test_static_neighbours_measured_again(models, report):
         assert np.allclose([s for _, s in got], [s for _, s in near], atol=1e-5)
 
 
-def test_sense_figures_measured_again_for_bank(models, report, shared_data):
+def test_sense_figures_measured_again_for_bank(models, report, shipped_semcor):
     from ctxmodels.semcor import load_semcor
 
-    semcor = load_semcor(shared_data / "semcor")
+    semcor = load_semcor(shipped_semcor)
     data = quality.sense_items(semcor, ("bank",))
     records = quality.sense_records(list(models.values()), data)
     shipped = {(r["model"], r["layer"]): r for r in report["senses"]["records"] if r["lemma"] == "bank"}
@@ -219,6 +220,7 @@ def test_sense_figures_measured_again_for_bank(models, report, shared_data):
 
 
 @pytest.mark.slow
+@pytest.mark.shared_data
 def test_heldout_figures_measured_again(models, report, shared_data):
     corpus = shared_data / "corpus" / "eltec-eng.txt"
     from ctxmodels.training import bert_task, elmo_task
