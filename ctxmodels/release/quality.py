@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import text
+from .. import kinds, text
 from ..analysis.fill_in import fills_blanks
 from ..analysis.metrics import macro_f1
 from ..analysis.senses import knn_sense_accuracy
@@ -169,6 +169,40 @@ def cloze_check(model: LoadedModel, items: Sequence[tuple[str, list[str]]], top_
 
 
 # ----------------------------------------------------------------------------------------------------------
+# each kind's own figures, named by its registry entry (Release.measure)
+
+
+def bert_heldout(m: LoadedModel, corpus: str | Path | None = None, bert_sequences: int = BERT_SEQUENCES, log=print,
+                 **_: Any) -> dict[str, Any]:
+    """A BERT's masked LM on the corpus's held-out documents; nothing without a corpus or a masked-LM head."""
+    if corpus is None or not kinds.supports(m, kinds.MASKED_LM):
+        return {}
+    from ..training import bert_task
+
+    log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
+    return {"heldout": bert_task.heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences),
+            "heldout_sequences": bert_sequences}
+
+
+def elmo_heldout(m: LoadedModel, corpus: str | Path | None = None, elmo_tokens: int = 100_000, log=print,
+                 **_: Any) -> dict[str, Any]:
+    """An ELMo's perplexity on the corpus's held-out documents; nothing without a corpus or language models."""
+    if corpus is None or not kinds.supports(m, kinds.LANGUAGE_MODEL):
+        return {}
+    from ..training import elmo_task
+
+    log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
+    return {"heldout": elmo_task.heldout_metrics(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)}
+
+
+def static_neighbours(m: LoadedModel, **_: Any) -> dict[str, Any]:
+    """Static vectors' nearest neighbours of a few probe words."""
+    from ..static import probe_words
+
+    return {"neighbours": {w: m.model.most_similar(w, 8) for w in probe_words(m.model)}}
+
+
+# ----------------------------------------------------------------------------------------------------------
 # one report for several models
 
 
@@ -184,26 +218,14 @@ def measure(models: Sequence[LoadedModel], semcor: SemCor | None = None, corpus:
         if m.path is not None:
             entry["weights_sha256"] = weights_sha256(m.path)
             entry["weights_dtype"] = weights_dtype(m.path)
-        if corpus is not None and m.kind == "bert" and m.can_fill_mask:
-            from ..training import bert_task
-
-            log(f"{m.name}: held-out masked LM on {bert_sequences} sequences")
-            entry["heldout"] = bert_task.heldout_metrics(m.model, m.tokenizer, corpus, n_sequences=bert_sequences)
-            entry["heldout_sequences"] = bert_sequences
-        if corpus is not None and m.kind == "elmo" and m.has_lm:
-            from ..training import elmo_task
-
-            log(f"{m.name}: held-out perplexity on {elmo_tokens} tokens")
-            entry["heldout"] = elmo_task.heldout_metrics(m.model, m.model.vocab, corpus, eval_tokens=elmo_tokens)
+        release = kind.release if (kind := kinds.kind_of(m)) is not None else None
+        if release is not None and release.measure:  # the kind's own figures (held-out corpus, neighbours)
+            entry.update(kinds.named(release.measure)(m, corpus=corpus, bert_sequences=bert_sequences,
+                                                      elmo_tokens=elmo_tokens, log=log))
         if fills_blanks(m):  # a masked LM, or an ELMo reading the blank from both sides
             log(f"{m.name}: cloze check")
             entry["cloze"] = cloze_check(m, read_cloze())
             entry["classroom"] = cloze_check(m, read_cloze(examples_dir() / CLASSROOM_FILE))
-        if m.kind == "static":
-            from ..static import probe_words
-
-            words = probe_words(m.model)
-            entry["neighbours"] = {w: m.model.most_similar(w, 8) for w in words}
         report["models"][m.name] = entry
     if semcor is not None and probes:
         report["probes"] = {}

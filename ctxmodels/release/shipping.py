@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .. import kinds
 from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, write_text_atomic
 from .quality import BERT_SEQUENCES, RANK_DEPTH
 
@@ -143,15 +144,55 @@ def _two_top1(entry: dict[str, Any], training: dict[str, Any] | None, corpus: di
     return lines + [""]
 
 
-# The measured targets a shipped model was trained to: by name (issue 13's better defaults), else by kind (the first
-# shipped models). A card says of each whether it is met.
+# The measured targets a shipped model was trained to: by name (issue 13's better defaults), else its kind's (the
+# first shipped models: the registry's Release.targets). A card says of each whether it is met.
 TARGETS: dict[str, dict[str, float]] = {
-    "bert": {"top1": 0.35, "top5": 0.55, "senses_gain": 10},
-    "elmo": {"ppl": 200, "senses_gain": 10},
-    "static": {},
     "minilm-eltec": {"top1": 0.45, "cloze": 0.70, "classroom": 1.0, "senses_gain": 25},
     "elmo-eltec": {"ppl": 60, "senses_best": 0.65, "senses_gain": 10},
 }
+
+
+# The held-out part of a measured card section, one function per kind (named by the kind's Release.card):
+# (report entry, its held-out figures, the fp32 run's or None, the weights' dtype, the targets, the training run's
+# own evaluation, the corpus) -> lines.
+
+
+def bert_heldout_part(entry: dict[str, Any], held: dict[str, Any], fp32: dict[str, Any] | None, dtype: str,
+                      target: dict[str, float], training: dict[str, Any] | None,
+                      corpus: dict[str, Any] | None) -> list[str]:
+    parts = ["### Held-out novels: masked language model", "",
+              "Fixed held-out sequences of up to 128 pieces, masked as in training (15% of the pieces; 80% "
+              "[MASK], 10% random, 10% kept).", "",
+              *_columns(dtype, fp32)]
+    for key, label in (("mlm_accuracy", "masked-token top-1"), ("mlm_top5_accuracy", "masked-token top-5"),
+                       ("mlm_perplexity", "MLM perplexity"), ("nsp_accuracy", "next-sentence accuracy")):
+        fmt = (lambda v: f"{v:.1f}") if key == "mlm_perplexity" else _pct
+        parts.append(f"| {label} | {fmt(held[key])} |" + (f" {fmt(fp32[key])} |" if fp32 else ""))
+    parts += [""] + _two_top1(entry, training, corpus)
+    wanted = [(f"top-1 at least {_pct(target[k])}" if k == "top1" else f"top-5 at least {_pct(target[k])}",
+               held["mlm_accuracy" if k == "top1" else "mlm_top5_accuracy"] >= target[k])
+              for k in ("top1", "top5") if k in target]
+    if wanted:
+        parts += [f"The target for this model, {' and '.join(w for w, _ in wanted)}, is "
+                  f"{_verdict(all(ok for _, ok in wanted))}.", ""]
+    return parts
+
+
+def elmo_heldout_part(entry: dict[str, Any], held: dict[str, Any], fp32: dict[str, Any] | None, dtype: str,
+                      target: dict[str, float], training: dict[str, Any] | None,
+                      corpus: dict[str, Any] | None) -> list[str]:
+    parts = ["### Held-out novels: language model perplexity (full softmax)", "",
+              f"{held['eval_tokens']:,} held-out positions in windows of 20 words; "
+              f"{_pct(held['oov_rate'])} of the held-out words are outside the output vocabulary "
+              "(scored as `<UNK>`).", "",
+              *_columns(dtype, fp32)]
+    for key, label in (("fwd_ppl", "forward"), ("bwd_ppl", "backward")):
+        parts.append(f"| {label} | {held[key]:.1f} |" + (f" {fp32[key]:.1f} |" if fp32 else ""))
+    if "ppl" in target:
+        parts += ["", f"The target for this model, at most {target['ppl']:g} in each direction, is "
+                  f"{_verdict(max(held['fwd_ppl'], held['bwd_ppl']) <= target['ppl'])}."]
+    parts.append("")
+    return parts
 
 
 def _verdict(met: bool) -> str:
@@ -164,7 +205,9 @@ def measured_section(name: str, report: dict[str, Any], command: str,
     (:func:`training_evaluation`) is the training run's own evaluation, which a BERT card's figures are set
     against."""
     entry = report["models"][name]
-    target = TARGETS.get(name, TARGETS.get(entry["kind"], {}))
+    kind = kinds.kind_of(entry["kind"])
+    release = kind.release if kind is not None else None
+    target = TARGETS.get(name, release.targets if release is not None else {})
     dtype = entry.get("weights_dtype") or "fp16"  # reports written before the field existed measured fp16
     parts = [BEGIN, "## Measured quality", "",
              f"Measured on the shipped {dtype} weights (sha256 `{entry['weights_sha256']}`) with", "",
@@ -178,34 +221,8 @@ def measured_section(name: str, report: dict[str, Any], command: str,
         parts.append("")
     held = entry.get("heldout")
     fp32 = report.get("fp32", {}).get(name, {}).get("heldout")
-    if held and entry["kind"] == "bert":
-        parts += ["### Held-out novels: masked language model", "",
-                  "Fixed held-out sequences of up to 128 pieces, masked as in training (15% of the pieces; 80% "
-                  "[MASK], 10% random, 10% kept).", "",
-                  *_columns(dtype, fp32)]
-        for key, label in (("mlm_accuracy", "masked-token top-1"), ("mlm_top5_accuracy", "masked-token top-5"),
-                           ("mlm_perplexity", "MLM perplexity"), ("nsp_accuracy", "next-sentence accuracy")):
-            fmt = (lambda v: f"{v:.1f}") if key == "mlm_perplexity" else _pct
-            parts.append(f"| {label} | {fmt(held[key])} |" + (f" {fmt(fp32[key])} |" if fp32 else ""))
-        parts += [""] + _two_top1(entry, training, corpus)
-        wanted = [(f"top-1 at least {_pct(target[k])}" if k == "top1" else f"top-5 at least {_pct(target[k])}",
-                   held["mlm_accuracy" if k == "top1" else "mlm_top5_accuracy"] >= target[k])
-                  for k in ("top1", "top5") if k in target]
-        if wanted:
-            parts += [f"The target for this model, {' and '.join(w for w, _ in wanted)}, is "
-                      f"{_verdict(all(ok for _, ok in wanted))}.", ""]
-    if held and entry["kind"] == "elmo":
-        parts += ["### Held-out novels: language model perplexity (full softmax)", "",
-                  f"{held['eval_tokens']:,} held-out positions in windows of 20 words; "
-                  f"{_pct(held['oov_rate'])} of the held-out words are outside the output vocabulary "
-                  "(scored as `<UNK>`).", "",
-                  *_columns(dtype, fp32)]
-        for key, label in (("fwd_ppl", "forward"), ("bwd_ppl", "backward")):
-            parts.append(f"| {label} | {held[key]:.1f} |" + (f" {fp32[key]:.1f} |" if fp32 else ""))
-        if "ppl" in target:
-            parts += ["", f"The target for this model, at most {target['ppl']:g} in each direction, is "
-                      f"{_verdict(max(held['fwd_ppl'], held['bwd_ppl']) <= target['ppl'])}."]
-        parts.append("")
+    if held and release is not None and release.card:  # the kind's own held-out figures
+        parts += kinds.named(release.card)(entry, held, fp32, dtype, target, training, corpus)
     cloze = entry.get("cloze")
     fp32_cloze = report.get("fp32", {}).get(name, {}).get("cloze")
     if cloze:
