@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..cosine import unit_rows
+from ..kinds import ATTENTION, supports
 from ..thread_warnings import caught_warnings
 from . import attention as att
 from .senses import knn_sense_accuracy, majority_share, sense_silhouette
@@ -126,11 +127,11 @@ def check_comparable(before: LoadedModel, after: LoadedModel) -> None:
     if before.dim != after.dim:
         raise ValueError(f"{b} has {before.dim}-dimensional layers and {a} {after.dim}-dimensional ones; compare a "
                          "model with its own fine-tuned version")
-    types = [getattr(m, "model_type", m.kind) for m in (before, after)]
+    types = [m.model_type for m in (before, after)]
     if types[0] != types[1]:
         raise ValueError(f"{b} is a {types[0]} model and {a} a {types[1]} model: a comparison layer by layer needs "
                          "the same architecture on both sides (a model and its own fine-tuned version)")
-    if before.kind in ("bert", "transformers"):
+    if supports(before, ATTENTION):  # the word-piece encoders
         vb, va = _vocab(before), _vocab(after)
         if vb is not None and va is not None and vb != va:
             raise ValueError(f"{b} and {a} split words into different word pieces (different vocabularies): "
@@ -156,7 +157,7 @@ def head_changes(before: LoadedModel, after: LoadedModel, sentences: Sequence[Se
     over every word piece of the first ``max_sentences`` sentences (each cut to :data:`ATTENTION_WORDS` words).
     Encoders only (not ELMo); ValueError otherwise."""
     check_comparable(before, after)
-    if not (before.has_attention and after.has_attention):
+    if not (supports(before, ATTENTION) and supports(after, ATTENTION)):
         raise ValueError(f"{_name(after)} has no attention maps (kind {after.kind!r}): the head comparison needs "
                          "BERT")
     total = None

@@ -85,6 +85,12 @@ class LoadedModel(ABC):
         return sorted(c for c in kind.capabilities if kinds.supports(self, c)) if kind is not None else []
 
     @property
+    def model_type(self) -> str:
+        """The architecture within the kind (``roberta`` for an encoder read through transformers); the kind's
+        name where the kind has one architecture."""
+        return self.kind
+
+    @property
     def n_heads(self) -> int:
         """Attention heads per layer (0 for a model without attention)."""
         if not self.has_attention:

@@ -26,7 +26,7 @@ class TransformersLoaded(EncoderLoaded):
         model, tokenizer = files.model, files.tokenizer
         limit = tokenizer.max_length or getattr(model.config, "max_position_embeddings", None) or 512
         super().__init__(name, path, model, tokenizer, card, limit)
-        self.model_type = files.model_type
+        self._model_type = files.model_type
         self._no_fill = files.no_mlm_reason if tokenizer.mask_id is not None else "its tokenizer has no mask token"
 
     @classmethod
@@ -46,6 +46,10 @@ class TransformersLoaded(EncoderLoaded):
         files = load_encoder(folder_of(path))
         files.model = files.model.to(device).eval()
         return cls(name, path, files, card)
+
+    @property
+    def model_type(self) -> str:  # type: ignore[override]
+        return self._model_type
 
     @property
     def can_fill_mask(self) -> bool:  # type: ignore[override]

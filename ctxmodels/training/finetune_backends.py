@@ -77,7 +77,7 @@ class Backend:
     @property
     def base_type(self) -> str:
         """The backbone's type as finetune.json records it (``base_type``)."""
-        return self.backbone.kind
+        return self.backbone.model_type
 
     def default_lr(self, mode: str) -> float:
         """The learning rate a fine-tune starts with when none is given (reasons in
@@ -174,10 +174,6 @@ class TransformersEncoder(Backend):
 
     def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
         save_transformers_task_model(model, self.tokenizer, directory)
-
-    @property
-    def base_type(self) -> str:
-        return self.model_type
 
     def head(self, kind: str) -> str:
         arch = getattr(self, "architecture", "")
