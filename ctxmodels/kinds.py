@@ -101,6 +101,7 @@ class ModelKind:
     file_hint: str = ""  # the single files it reads, in "not a model file": "a word-vector .txt/.vec file"
     formats: tuple[str, ...] = ()  # the names detect() gives its layouts; () = (name,)
     reads: tuple[str, ...] = ()  # other kinds' checkpoints it reads when asked: load(..., backend=name)
+    loose: tuple[str, ...] = ()  # layouts found from one loose file: no evidence of a model when scanning folders
     declared: frozenset[str] = frozenset()  # capabilities (the derived ones are added by ``capabilities``)
     training: Training | None = None
     finetune: str = ""  # "module:Class", the fine-tuning backend (training layer)
@@ -296,7 +297,7 @@ register(ModelKind(
 register(ModelKind(
     name="static", title="static vectors", adapter="ctxmodels.loading.static:StaticLoaded",
     formats=("static", "static-text"), description="static word vectors (ours, word2vec and GloVe text files)",
-    folder_hint="one word-vector .txt/.vec file", file_hint="a word-vector .txt/.vec file",
+    folder_hint="one word-vector .txt/.vec file", file_hint="a word-vector .txt/.vec file", loose=("static-text",),
     training=Training("ctxmodels.training.static_task", "StaticSettings",
                       "static word vectors: skip-gram with negative sampling",
                       options="ctxmodels.commands.train:static_options"),

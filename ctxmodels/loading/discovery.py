@@ -9,7 +9,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError
 from ..formats.huggingface import hf_repo_name, hf_snapshot
-from ..kinds import detect_kind
+from ..kinds import detect_kind, for_layout
 from ..model_files import is_dir, read_json
 from ..paths import assets_dir, cache_dir, hf_cache_dirs
 from .names import PACKAGED_MODELS, packaged_models
@@ -59,8 +59,8 @@ def project_cache_models(max_depth: int = 2) -> list[dict[str, str]]:
             return
         for child in children:
             kind = _model_folder_kind(child)
-            if kind == "static-text":  # one text file in a folder of results is no evidence of word vectors
-                kind = None
+            if kind is not None and kind in for_layout(kind).loose:  # one text file in a folder of results is
+                kind = None  # no evidence of word vectors
             if kind is not None:
                 found.append({"name": str(child), "kind": kind, "path": str(child)})
             elif depth < max_depth:
