@@ -25,10 +25,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from safetensors.torch import load_file, save_file
+if TYPE_CHECKING:
+    import torch
+
+# torch and safetensors are imported where tensors are read or written: a command that runs no model (``ctxmodels
+# occurrences``) reads and writes files through this module and starts without them.
 
 
 class CheckpointError(ValueError):
@@ -196,6 +199,20 @@ def read_json(path: str | Path) -> dict:
     return obj
 
 
+def save_file(tensors: dict[str, torch.Tensor], filename: str, metadata: dict[str, str] | None = None) -> None:
+    """safetensors' ``save_file`` (the one write of tensors, so a test can make it fail)."""
+    from safetensors.torch import save_file as write
+
+    write(tensors, filename, metadata=metadata)
+
+
+def load_file(filename: str) -> dict[str, torch.Tensor]:
+    """safetensors' ``load_file``."""
+    from safetensors.torch import load_file as read
+
+    return read(filename)
+
+
 def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None):
     """Safetensors save that handles tied (shared-storage) tensors and is atomic."""
     path = Path(path)
@@ -213,15 +230,14 @@ def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], metadata: d
         save_file(out, str(tmp), metadata=metadata)
 
 
-HALF_DTYPES = (torch.float16, torch.bfloat16)
-
-
 def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     """Load a safetensors file, or a legacy ``.bin`` with ``weights_only=True`` (never arbitrary pickles).
 
     Half-precision tensors (the shipped models store fp16 to stay small) come back as float32, the precision
     every model here computes in.
     """
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: file not found")
@@ -234,7 +250,8 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path}: not a readable weights file ({type(e).__name__}: {e})") from e
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path}: expected a dict of tensors")
-    return {k: v.float() if v.dtype in HALF_DTYPES else v for k, v in state.items()}
+    half = (torch.float16, torch.bfloat16)
+    return {k: v.float() if v.dtype in half else v for k, v in state.items()}
 
 
 
