@@ -33,7 +33,21 @@ entry point, :func:`load`, and its per-process cache).
 from __future__ import annotations
 
 from ..formats.huggingface import hf_snapshot
-from ..kinds import ATTENTION, ModelNotFoundError, detect_kind, with_capability
+from ..kinds import (
+    ATTENTION,
+    CONTEXTUAL,
+    FILL_IN,
+    FINETUNE,
+    LANGUAGE_MODEL,
+    MASKED_LM,
+    TRAIN,
+    ModelNotFoundError,
+    declares,
+    detect_kind,
+    kind_of,
+    supports,
+    with_capability,
+)
 from ..paths import assets_dir, hf_cache_dirs
 from .base import POOLINGS, PROBE_SENTENCE, LoadedModel
 from .bert import BertLoaded
@@ -48,11 +62,14 @@ from .transformers_encoders import TransformersLoaded
 
 #: the kinds with attention maps (the BERT family), as the registry declares them
 ENCODER_KINDS = with_capability(ATTENTION)
+#: the registry's questions, for the app (which imports the public API: ctxmodels.loading)
+CAPABILITIES = (ATTENTION, CONTEXTUAL, FILL_IN, FINETUNE, LANGUAGE_MODEL, MASKED_LM, TRAIN)
 
 __all__ = [
-    "ENCODER_KINDS", "MAX_MESSAGE", "PACKAGED_MODELS", "POOLINGS", "PROBE_SENTENCE", "SHORT_NAMES", "BertLoaded",
-    "ElmoLoaded", "EncoderLoaded", "LoadedModel", "ModelNotFoundError", "StaticLoaded", "TransformersLoaded",
-    "assets_dir", "card_licence", "clear_cache", "detect_kind", "found_models", "hf_cache_dirs",
-    "hf_cache_models", "hf_snapshot", "load", "packaged_model_dir", "packaged_models", "peek_kind", "pool_pieces",
-    "project_cache_models", "resolve",
+    "ATTENTION", "BertLoaded", "CAPABILITIES", "CONTEXTUAL", "ENCODER_KINDS", "ElmoLoaded", "EncoderLoaded",
+    "FILL_IN", "FINETUNE", "LANGUAGE_MODEL", "LoadedModel", "MASKED_LM", "MAX_MESSAGE", "ModelNotFoundError",
+    "PACKAGED_MODELS", "POOLINGS", "PROBE_SENTENCE", "SHORT_NAMES", "StaticLoaded", "TRAIN", "TransformersLoaded",
+    "assets_dir", "card_licence", "clear_cache", "declares", "detect_kind", "found_models", "hf_cache_dirs",
+    "hf_cache_models", "hf_snapshot", "kind_of", "load", "packaged_model_dir", "packaged_models", "peek_kind",
+    "pool_pieces", "project_cache_models", "resolve", "supports", "with_capability",
 ]
