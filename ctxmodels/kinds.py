@@ -5,7 +5,7 @@ Each kind is one :class:`ModelKind` entry, declared data only:
 
 - how it is **detected and loaded**: ``adapter``, the :class:`~ctxmodels.loading.LoadedModel` subclass whose
   ``detect(path, config)`` recognises its files and whose ``from_files(...)`` reads them (:func:`detect_kind`,
-  :func:`ctxmodels.load`); ``formats``, the names ``detect`` gives its layouts (``elmo-published``);
+  :func:`ctxmodels.load`); ``layouts``, the names ``detect`` gives its file layouts (``elmo-published``);
   ``reads``, the other kinds whose checkpoints it reads when asked (``load(..., backend="transformers")``);
 - whether and how it is **trained** (``ctxmodels train KIND``): :class:`Training`;
 - how it is **fine-tuned** (``ctxmodels finetune``): ``finetune``, its fine-tuning backend;
@@ -99,7 +99,7 @@ class ModelKind:
     description: str = ""  # what it reads, in messages: "ELMo (our checkpoints and AllenNLP's published files)"
     folder_hint: str = ""  # what marks its folders, in "no model found": "options.json + *weights*.hdf5 (...)"
     file_hint: str = ""  # the single files it reads, in "not a model file": "a word-vector .txt/.vec file"
-    formats: tuple[str, ...] = ()  # the names detect() gives its layouts; () = (name,)
+    layouts: tuple[str, ...] = ()  # the names detect() gives its file layouts; () = (name,)
     reads: tuple[str, ...] = ()  # other kinds' checkpoints it reads when asked: load(..., backend=name)
     loose: tuple[str, ...] = ()  # layouts found from one loose file: no evidence of a model when scanning folders
     declared: frozenset[str] = frozenset()  # capabilities (the derived ones are added by ``capabilities``)
@@ -107,9 +107,9 @@ class ModelKind:
     finetune: str = ""  # "module:Class", the fine-tuning backend (training layer)
     release: Release | None = None
 
-    @property
-    def layouts(self) -> tuple[str, ...]:
-        return self.formats or (self.name,)
+    def __post_init__(self) -> None:
+        if not self.layouts:
+            object.__setattr__(self, "layouts", (self.name,))
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -281,7 +281,7 @@ register(ModelKind(
     finetune="ctxmodels.training.finetune_backends:TransformersEncoder",
 ))
 register(ModelKind(
-    name="elmo", title="ELMo", adapter="ctxmodels.loading.elmo:ElmoLoaded", formats=("elmo", "elmo-published"),
+    name="elmo", title="ELMo", adapter="ctxmodels.loading.elmo:ElmoLoaded", layouts=("elmo", "elmo-published"),
     description="ELMo (our checkpoints and AllenNLP's published files)",
     folder_hint="options.json + *weights*.hdf5 (published ELMo)",
     file_hint="a published ELMo options.json / *weights*.hdf5",
@@ -296,7 +296,7 @@ register(ModelKind(
 ))
 register(ModelKind(
     name="static", title="static vectors", adapter="ctxmodels.loading.static:StaticLoaded",
-    formats=("static", "static-text"), description="static word vectors (ours, word2vec and GloVe text files)",
+    layouts=("static", "static-text"), description="static word vectors (ours, word2vec and GloVe text files)",
     folder_hint="one word-vector .txt/.vec file", file_hint="a word-vector .txt/.vec file", loose=("static-text",),
     training=Training("ctxmodels.training.static_task", "StaticSettings",
                       "static word vectors: skip-gram with negative sampling",

@@ -116,7 +116,7 @@ def test_names_and_layouts_are_unique():
     with pytest.raises(ValueError, match="already registered"):
         kinds.register(kinds.ModelKind(name="bert", title="again", adapter="x:y"))
     with pytest.raises(ValueError, match="already registered"):
-        kinds.register(kinds.ModelKind(name="elmo2", title="again", adapter="x:y", formats=("elmo-published",)))
+        kinds.register(kinds.ModelKind(name="elmo2", title="again", adapter="x:y", layouts=("elmo-published",)))
     assert kinds.names() == ("bert", "transformers", "elmo", "static")
     assert kinds.for_layout("static-text").name == "static" and kinds.for_layout("elmo-published").name == "elmo"
 
