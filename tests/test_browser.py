@@ -55,6 +55,8 @@ def start_server(tmp_path_factory, assets: Path | None, **env_extra: str):
     env.pop("CTXMODELS_ASSETS", None)
     if assets is not None:
         env["CTXMODELS_ASSETS"] = str(assets)
+        if not (assets / "semcor").exists():  # as in assets/: the SemCor copy read when the shared data is absent
+            (assets / "semcor").symlink_to(ROOT / "assets" / "semcor")
     log = open(tmp_path_factory.mktemp("log") / "server.log", "w+")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.port", str(port),
