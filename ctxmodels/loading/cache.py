@@ -118,3 +118,10 @@ def load(path_or_name: str | Path, device: str | torch.device = "cpu", reload: b
 def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
+
+
+def forget(path: str | Path) -> None:
+    """Drop the cached models loaded from the folder or file ``path`` (one that was only loaded to be checked)."""
+    with _LOCK:
+        for key in [k for k in _CACHE if k[0] == str(path)]:
+            del _CACHE[key]

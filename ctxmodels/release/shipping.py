@@ -14,6 +14,7 @@ files.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import shutil
@@ -23,7 +24,19 @@ from typing import Any
 import torch
 
 from .. import kinds
-from ..checkpoint import CheckpointError, file_sha256, read_json, save_tensors, write_text_atomic
+from ..checkpoint import (
+    TMP_SUFFIX,
+    CheckpointError,
+    DiskFullError,
+    file_sha256,
+    is_disk_full,
+    new_tmp_dir,
+    read_json,
+    recover_dir,
+    replace_dir_atomic,
+    save_tensors,
+    write_text_atomic,
+)
 from .quality import BERT_SEQUENCES, RANK_DEPTH
 
 WEIGHTS = "model.safetensors"
@@ -35,33 +48,108 @@ BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 
 
 def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
-    """Copy a run's model files into ``asset_dir`` (replaced), weights as fp16 when ``half``."""
-    from safetensors import safe_open
+    """Copy a run's model files into ``asset_dir`` (replaced), weights as fp16 when ``half``.
 
+    The new folder is built aside (a hidden temporary beside ``asset_dir``, on the same file system), checked (every
+    weight finite, the folder loads with :func:`ctxmodels.load`) and only then swapped in for an earlier shipped
+    model (:func:`~ctxmodels.checkpoint.replace_dir_atomic`). Damaged weights, a full disk or a kill at any point
+    leave ``asset_dir`` as it was, or complete with the new model once the swap is done."""
     run_dir, asset_dir = Path(run_dir), Path(asset_dir)
     if not (run_dir / WEIGHTS).is_file():
         raise CheckpointError(f"{run_dir}: no {WEIGHTS}; is the training run finished?")
+    recover_dir(asset_dir)  # a swap that a kill interrupted: the earlier model goes back in place
     if asset_dir.exists():
         _check_replaceable(asset_dir, run_dir)
-        shutil.rmtree(asset_dir)
-    asset_dir.mkdir(parents=True)
-    for item in sorted(run_dir.iterdir()):
-        if item.name in LEFT_BEHIND or item.is_dir() or item.name == WEIGHTS:
-            continue
-        shutil.copy2(item, asset_dir / item.name)
-    with safe_open(str(run_dir / WEIGHTS), framework="pt") as f:
-        metadata = f.metadata() or {}
-        tensors = {k: f.get_tensor(k) for k in f.keys() if k not in DROPPED_TENSORS}
-        dropped = set(f.keys()) & DROPPED_TENSORS
+    tensors, metadata, dropped = _shipped_weights(run_dir, half, asset_dir)
+    needed = sum(t.numel() * t.element_size() for t in tensors.values()) + sum(
+        f.stat().st_size for f in _copied_files(run_dir))
+    _remove_stale_builds(asset_dir)
+    tmp: Path | None = None
+    try:
+        tmp = new_tmp_dir(asset_dir)
+        _write_model(run_dir, tmp, tensors, metadata, dropped)
+        _check_loads(tmp, asset_dir)
+        replace_dir_atomic(tmp, asset_dir)
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        swapped = tmp is not None and not tmp.exists()  # what failed came after the swap (flushing the folder)
+        kept = f"{asset_dir} holds the new model" if swapped else _unchanged(asset_dir)
+        raise DiskFullError(needed, asset_dir.parent, note=f"{kept}; free some space and ship again") from e
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already once swapped in
+    return asset_dir
+
+
+def _unchanged(asset_dir: Path) -> str:
+    return f"{asset_dir} is unchanged" if asset_dir.exists() else "nothing was shipped"
+
+
+def _copied_files(run_dir: Path) -> list[Path]:
+    """The run's files a shipped model carries besides its weights."""
+    return [item for item in sorted(run_dir.iterdir())
+            if item.name not in LEFT_BEHIND and item.name != WEIGHTS and item.is_file()]
+
+
+def _shipped_weights(run_dir: Path, half: bool,
+                     asset_dir: Path) -> tuple[dict[str, torch.Tensor], dict[str, str], set[str]]:
+    """(the tensors to ship, the file's metadata, the names left out); CheckpointError for an unreadable file or a
+    weight that is NaN or infinite (in fp16: beyond its range)."""
+    from safetensors import safe_open
+
+    path = run_dir / WEIGHTS
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys() if k not in DROPPED_TENSORS}
+            dropped = set(f.keys()) & DROPPED_TENSORS
+    except Exception as e:  # safetensors reports a damaged file in several exception types
+        raise CheckpointError(f"{path}: not a readable weights file ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}); {_unchanged(asset_dir)}") from e
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise CheckpointError(f"{path}: the weight {name} holds NaN or infinite values; {_unchanged(asset_dir)}")
     if half:
         tensors = {k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}
-    save_tensors(asset_dir / WEIGHTS, tensors, metadata=metadata)
-    card = asset_dir / "README.md"
+        for name, t in tensors.items():
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise CheckpointError(f"{path}: the weight {name} is beyond fp16's range; ship it with --fp32 "
+                                      f"({_unchanged(asset_dir)})")
+    return tensors, metadata, dropped
+
+
+def _write_model(run_dir: Path, folder: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str],
+                 dropped: set[str]) -> None:
+    for item in _copied_files(run_dir):
+        shutil.copy2(item, folder / item.name)
+    save_tensors(folder / WEIGHTS, tensors, metadata=metadata)
+    card = folder / "README.md"
     if card.is_file() and dropped:  # the static trainer's card says whether the context vectors are there
         text = card.read_text(encoding="utf-8")
         write_text_atomic(card, text.replace("Output (context) vectors included.",
                                              "Output (context) vectors not included (left out when shipped)."))
-    return asset_dir
+
+
+def _check_loads(folder: Path, asset_dir: Path) -> None:
+    """CheckpointError unless the model built in ``folder`` loads as every user will load it."""
+    from ..loading import load
+    from ..loading.cache import forget
+
+    try:
+        load(folder, reload=True)
+    except CheckpointError as e:
+        raise CheckpointError(f"the shipped model would not load ({e}); {_unchanged(asset_dir)}") from e
+    finally:
+        forget(folder)
+
+
+def _remove_stale_builds(asset_dir: Path) -> None:
+    """Remove the half-built folders that killed ships into ``asset_dir`` left beside it."""
+    for stale in asset_dir.parent.glob(f".{glob.escape(asset_dir.name)}.*{TMP_SUFFIX}") \
+            if asset_dir.parent.is_dir() else ():
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def _check_replaceable(asset_dir: Path, run_dir: Path) -> None:
