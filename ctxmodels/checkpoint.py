@@ -160,11 +160,50 @@ def _check_writable_target(path: Path) -> None:
 
 
 def check_writable_file(path: str | Path) -> Path:
-    """``path`` once it is sure that a file can be written there (its folder made); an OSError saying why not
-    otherwise. Commands call it before long work whose result goes there."""
+    """``path`` once it is sure that a file can be written there (its folder made, a temporary written and removed
+    there); an OSError saying why not otherwise. Commands call it before long work whose result goes there."""
     path = Path(path)
     _check_writable_target(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+    os.close(fd)
+    os.unlink(name)
     return path
+
+
+class WorkKeptElsewhere(ValueError):
+    """Finished work could not be written where asked; the message says why and where it was kept instead."""
+
+
+def write_finished(path: str | Path, text: str, what: str = "the result") -> None:
+    """Write finished work (a report that took a long time) to ``path``. When that fails (a full disk, the folder
+    gone or made read-only meanwhile), the work is kept in a new file of the temporary folder, the home folder or
+    the current one (else printed on stdout) and :class:`WorkKeptElsewhere` says why and where: it is never lost."""
+    try:
+        write_text_atomic(path, text)
+        return
+    except OSError as e:
+        reason = f"{e.strerror or e}" if not isinstance(e, DiskFullError) else str(e)
+    kept = _keep_aside(Path(path), text)
+    raise WorkKeptElsewhere(f"{path}: cannot write it ({reason}); {what} is saved in {kept} instead")
+
+
+def _keep_aside(path: Path, text: str) -> str:
+    """Where ``text`` went: a new file named after ``path`` in the first folder that takes it, else stdout."""
+    for folder in (tempfile.gettempdir(), Path.home(), Path.cwd()):
+        name = None
+        try:
+            fd, name = tempfile.mkstemp(dir=folder, prefix=f"{path.stem or 'ctxmodels'}-", suffix=path.suffix)
+            with os.fdopen(fd, "wb") as f:
+                write_bytes_to(f, text.encode("utf-8"))
+            return name
+        except OSError:
+            if name is not None:
+                Path(name).unlink(missing_ok=True)
+    import sys
+
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return "standard output (above)"
 
 
 def write_bytes_to(f, data: bytes) -> None:

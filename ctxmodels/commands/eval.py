@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..analysis.evaluation import evaluate_wic, evaluate_wsd, format_table, read_wic_dataset, read_wsd_dataset
-from ..checkpoint import check_writable_file, write_json
+from ..checkpoint import check_writable_file, write_finished
 from . import BATCH_SIZE, bounded
 
 
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         records = evaluate_wic(fit, test, models, args.pooling, args.batch_size, log, names)
     print(format_table(args.task, records))
     if args.json:
-        write_json(args.json, {"task": args.task, "results": records})
+        write_finished(args.json, json.dumps({"task": args.task, "results": records}, indent=2, ensure_ascii=False)
+                       + "\n", "the results")
         log(f"wrote {args.json}")
     return 0

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..analysis.probes import TASKS, ProbeSettings, run_probe
-from ..checkpoint import check_writable_file, write_json
+from ..checkpoint import check_writable_file, write_finished
 from ..semcor import load_semcor
 from . import SEED, THREADS, add_semcor_option, bounded, bounded_int
 
@@ -59,5 +60,5 @@ def run(args: argparse.Namespace) -> int:
                                                    f"training {result.seconds['train']:.1f} s")
     print(f"({took})")
     if args.json:
-        write_json(args.json, result.to_dict())
+        write_finished(args.json, json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", "the results")
     return 0

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from ..checkpoint import check_writable_file, write_json
+from ..checkpoint import CheckpointError, check_writable_file, read_json, write_finished
 from ..release.quality import format_summary, measure
 from . import THREADS, add_semcor_option, bounded, bounded_int
 
@@ -36,17 +37,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    # Every output option is checked before the measuring, which can take an hour.
     if args.out:
         check_writable_file(args.out)
+    fp32 = fp32_models(args.fp32_report) if args.fp32_report else None
     models = [load(name) for name in args.model]
     semcor = None if args.no_senses else load_semcor(args.semcor)
     report = measure(models, semcor, args.corpus, args.bert_sequences, args.elmo_tokens, probes=not args.no_probes,
                      log=lambda msg: print(f"ctxmodels: {msg}", file=sys.stderr, flush=True))
-    if args.fp32_report:
-        from ..checkpoint import read_json
-
-        report["fp32"] = read_json(args.fp32_report)["models"]
-    if args.out:
-        write_json(Path(args.out), report)
+    if fp32 is not None:
+        report["fp32"] = fp32
     print(format_summary(report))
+    if args.out:  # a write that fails now keeps the report elsewhere and says where
+        write_finished(Path(args.out), json.dumps(report, indent=2, ensure_ascii=False) + "\n", "the report")
     return 0
+
+
+def fp32_models(path: str) -> dict:
+    """The per-model figures of an fp32 report (``ctxmodels quality --out``); CheckpointError for a file that is
+    not one."""
+    models = read_json(path).get("models")
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise CheckpointError(f"{path}: not a report of ctxmodels quality (no 'models' object of figures)")
+    return models
