@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest_plugins = ["tests.app_fixtures"]  # tiny_assets, app_env: shared by the AppTest modules
+# tiny_assets, app_env: shared by the AppTest modules; parallel: the suite on every core (pytest-xdist)
+pytest_plugins = ["tests.app_fixtures", "tests.parallel"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CTXMODELS_DATA", ROOT.parent / "shared" / "data"))

@@ -96,7 +96,13 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def show_past_capture(config, line: str) -> None:
-    """Print ``line`` at the end of a test module even though pytest captures output (a harness's case count)."""
+    """Print ``line`` at the end of a test module even though pytest captures output (a harness's case count).
+    In a pytest-xdist worker, the main process prints it at the end of the run."""
+    from tests import parallel
+
+    if parallel.in_worker(config):
+        parallel.send_line(config, line)
+        return
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
