@@ -170,6 +170,25 @@ def check_writable_file(path: str | Path) -> Path:
     return path
 
 
+def check_not_an_input(out: str | Path, files: list[str | Path] = (), folders: list[str | Path] = ()) -> None:
+    """ValueError when writing ``out`` would overwrite one of a command's inputs: one of ``files``, or a file in
+    one of ``folders``, under whatever path (a symlink, ``..``, a hard link)."""
+    out = Path(out)
+    if not out.exists():
+        return
+    for f in files:
+        if Path(f).exists() and os.path.samefile(out, f):
+            raise ValueError(f"{out} is the input {f}; writing it would overwrite what is being read. Give another "
+                             "output file")
+    for folder in folders:
+        if not Path(folder).is_dir():
+            continue
+        if os.path.samefile(out.resolve().parent, folder) or any(
+                f.is_file() and os.path.samefile(out, f) for f in Path(folder).iterdir()):  # a hard link too
+            raise ValueError(f"{out} is a file of the input folder {folder}; writing it would overwrite what is "
+                             "being read. Give an output file outside it")
+
+
 class WorkKeptElsewhere(ValueError):
     """Finished work could not be written where asked; the message says why and where it was kept instead."""
 

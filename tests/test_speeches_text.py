@@ -4,6 +4,7 @@ figures are measured on kept out."""
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -77,3 +78,33 @@ def test_the_installed_addresses_read_whole():
     text, counts = speeches_text.build_text(speeches_text.installed_speeches())
     assert counts["speeches"] == 138 and counts["words"] > 1_000_000
     assert "[Applause]" not in text and "[Laughter]" not in text
+
+
+def _aliases(target, tmp_path, name):
+    """Other paths to the file ``target``: as given, relative, through "..", a symlink, a symlinked folder and a
+    hard link."""
+    links = tmp_path / f"links-{name}"
+    links.mkdir()
+    (links / "link.txt").symlink_to(target)
+    (links / "folder").symlink_to(target.parent)
+    os.link(target, links / "hard.txt")
+    return [target, os.path.relpath(target), target.parent / ".." / target.parent.name / target.name,
+            links / "link.txt", links / "folder" / target.name, links / "hard.txt"]
+
+
+def test_an_out_that_is_one_of_the_inputs_is_refused_before_reading(folder, tmp_path, semcor, capsys, monkeypatch):
+    cloze = tmp_path / "cloze.tsv"
+    cloze.write_text("She deposited the money in the [MASK].\tbank\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    inputs = {"cloze": cloze, "address": folder / "1962-Kennedy-1.txt", "semcor": semcor / "sentences.tsv"}
+    read = []
+    monkeypatch.setattr("ctxmodels.commands.speeches_text.build_text", lambda *a: read.append(a))
+    for name, target in inputs.items():
+        before = target.read_bytes()
+        for out in _aliases(target, tmp_path, name):
+            rc = cli.main(["speeches-text", str(out), "--speeches", str(folder), "--exclude", str(cloze),
+                           "--semcor", str(semcor)])
+            err = capsys.readouterr().err.strip()
+            assert rc == 2 and err.startswith("ctxmodels: error: ") and "\n" not in err, (out, err)
+            assert "overwrite" in err and target.read_bytes() == before, out
+    assert read == []

@@ -84,3 +84,14 @@ def test_the_shipped_models_wordnet_text_is_built_again_byte_for_byte():
     sha = hashlib.sha256(text.encode()).hexdigest()
     assert f"sha256 is `{sha[:16]}…`" in card
     assert counts["documents"] == 45 and counts["dropped"] == 20
+
+
+def test_an_out_that_is_one_of_the_inputs_is_refused(wordnet_dir, tmp_path, capsys):
+    cloze = tmp_path / "cloze.tsv"
+    cloze.write_text("She deposited the money in the [MASK].\tbank\n", encoding="utf-8")
+    (tmp_path / "link").symlink_to(wordnet_dir)
+    for out in (cloze, tmp_path / "link" / "data.noun", wordnet_dir / ".." / wordnet_dir.name / "data.verb"):
+        before = Path(out).read_bytes()
+        assert cli.main(["wordnet-text", str(wordnet_dir), str(out), "--exclude", str(cloze)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "overwrite" in err and "\n" not in err and Path(out).read_bytes() == before, err

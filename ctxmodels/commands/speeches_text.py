@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..checkpoint import write_text_atomic
+from ..checkpoint import check_not_an_input, write_text_atomic
 from ..training.speeches_text import build_text, installed_speeches
 from . import bounded_int
 
@@ -29,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     folder = args.speeches or installed_speeches()
+    check_not_an_input(args.out, files=args.exclude, folders=[folder] + ([args.semcor] if args.semcor else []))
     text, counts = build_text(folder, args.from_year, args.exclude, args.semcor)
     write_text_atomic(Path(args.out), text)
     print(f"{args.out}: {counts['paragraphs']:,} paragraphs of {counts['speeches']} addresses, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..checkpoint import write_text_atomic
+from ..checkpoint import check_not_an_input, write_text_atomic
 from ..training.wordnet_text import build_text
 
 
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_not_an_input(args.out, files=args.exclude, folders=[args.wordnet_dir])
     text, counts = build_text(args.wordnet_dir, args.exclude)
     write_text_atomic(Path(args.out), text)
     print(f"{args.out}: {counts['paragraphs']:,} paragraphs in {counts['documents']} documents, "
