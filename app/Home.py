@@ -1,11 +1,13 @@
-"""The explorer app: ``streamlit run app/Home.py`` from the repository root (app/kit/settings.py lists the operator's
-settings).
+"""The explorer app: ``streamlit run app/Home.py`` from the repository root (app/kit/settings.py lists the
+operator's settings).
 
-This script only sets the page up and hands over to ``st.navigation``; each page lives in ``app/views/``. Pages
-stay thin: they read widgets, call the core (``ctxmodels.analysis``) and draw with ``app/figures.py``. What exists
-once per server (the loaded models, the UMAP warm-up, the training job) sits behind ``st.cache_resource``; what
-belongs to one visitor sits in ``st.session_state`` and, where a shared link must reproduce it, in the URL
-(``app/kit/url_state.py``).
+This script only sets the page up and hands over to ``st.navigation``. Each page is a folder of ``app/views/``
+named by its URL path: ``page.py`` (the only module that makes widgets) reads a frozen ``state.py`` value from the
+widgets and the URL, calls ``compute.py`` (the core, ``ctxmodels.analysis``, cached by model names and state) and
+draws with ``figures.py`` (data in, Plotly figure out); its words are in ``text.md``. What pages share is in
+``app/kit/``. What exists once per server (the loaded models, the UMAP warm-up, the training job) sits behind
+``st.cache_resource``; what belongs to one visitor sits in ``st.session_state`` and, where a shared link must
+reproduce it, in the URL (``app/kit/url_state.py``).
 """
 
 import sys
@@ -17,6 +19,7 @@ if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app
 
 import streamlit as st  # noqa: E402
 
+from app.kit.pages import script  # noqa: E402
 from app.kit.presentation import (  # noqa: E402
     APP_CSS,
     PRESENTATION_CSS,
@@ -42,15 +45,15 @@ OVERVIEW = dict(title="Overview", icon=":material/home:")
 # 1280-pixel screen.
 FINE_TUNING, FILL_IN = ("Fine-tuning", "Fill in") if present else ("What fine-tuning changes", "Fill in the blank")
 PAGES = [
-    st.Page("views/overview.py", **OVERVIEW, url_path="home", default=True),
-    st.Page("views/overview.py", **OVERVIEW, url_path="overview", visibility="hidden"),
-    st.Page("views/lesson.py", title="Lesson", icon=":material/school:", url_path="lesson"),
-    st.Page("views/word_senses.py", title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
-    st.Page("views/elmo_layers.py", title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
-    st.Page("views/attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
-    st.Page("views/fine_tuning.py", title=FINE_TUNING, icon=":material/tune:", url_path="fine_tuning"),
-    st.Page("views/fill_in.py", title=FILL_IN, icon=":material/edit_note:", url_path="fill_in"),
-    st.Page("views/models.py", title="Models", icon=":material/model_training:", url_path="models"),
+    st.Page(script("overview"), **OVERVIEW, url_path="home", default=True),
+    st.Page(script("overview"), **OVERVIEW, url_path="overview", visibility="hidden"),
+    st.Page(script("lesson"), title="Lesson", icon=":material/school:", url_path="lesson"),
+    st.Page(script("word_senses"), title="Word senses", icon=":material/scatter_plot:", url_path="word_senses"),
+    st.Page(script("elmo_layers"), title="ELMo layers", icon=":material/stacked_bar_chart:", url_path="elmo_layers"),
+    st.Page(script("attention"), title="Attention", icon=":material/grid_on:", url_path="attention"),
+    st.Page(script("fine_tuning"), title=FINE_TUNING, icon=":material/tune:", url_path="fine_tuning"),
+    st.Page(script("fill_in"), title=FILL_IN, icon=":material/edit_note:", url_path="fill_in"),
+    st.Page(script("models"), title="Models", icon=":material/model_training:", url_path="models"),
 ]
 page = st.navigation(PAGES, position="top" if present else "sidebar")
 

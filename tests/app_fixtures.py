@@ -54,13 +54,32 @@ def app_env(tiny_assets, tmp_path, monkeypatch):
 
 
 def page(name: str, **query):
-    """Run page ``name`` (``views/NAME.py``) through AppTest with ``query`` as its URL parameters."""
+    """Run page ``name`` (its folder ``app/views/NAME/``) through AppTest with ``query`` as its URL parameters."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
     at.query_params.update(query)
-    at.switch_page(f"views/{name}.py")
-    return at.run()
+    return opening(at, name).run()
+
+
+def opening(at, name: str):
+    """``at`` (an AppTest before its first run), set to open page ``name`` as a link to ``/NAME`` does.
+
+    Streamlit knows a page by the hash of its url_path, and so does a link. AppTest's ``switch_page`` finds a page
+    by its script's path once a run has registered the pages, but before the first run only by the script's file
+    name, and every page's script is ``page.py``: so the first run asks for the url_path's hash itself. After a
+    run, use ``at.switch_page(script(name))``."""
+    from streamlit.util import calc_hash
+
+    at._page_hash = calc_hash(name)
+    return at
+
+
+def script(name: str) -> str:
+    """Page ``name``'s script, as ``AppTest.switch_page`` takes it (relative to app/)."""
+    from app.kit.pages import script as page_script
+
+    return page_script(name)
 
 
 def open_explanation(at):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ctxmodels
-from app import figures
 from app.kit import inputs
+from app.views.attention import figures as attention_figures
 from ctxmodels.analysis import attention as att
 from tests.app_fixtures import assert_clean, charts, figure_array, page, texts
 
@@ -78,7 +78,7 @@ def test_layer_head_and_threshold_from_the_link_reproduce_the_detail_view(tiny_a
     # And it is the model's layer 2, head 2, with the lines at or above 0.2.
     maps = att.compute_attention(ctxmodels.load(str(tiny_assets / "bert-eltec")), None, DEFAULT)
     assert np.allclose(figure_array(heat2["data"][0]["z"]), maps.attentions[1, 1], atol=1e-6)
-    expected = figures.attention_lines(maps.attentions[1, 1], maps.tokens, threshold=0.2)
+    expected = attention_figures.attention_lines(maps.attentions[1, 1], maps.tokens, threshold=0.2)
     assert line_segments(lines2) == int((maps.attentions[1, 1] >= 0.2).sum())
     assert line_segments(lines2) == sum(len(t.x) // 3 for t in expected.data if t.mode == "lines")
 

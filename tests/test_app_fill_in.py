@@ -25,7 +25,7 @@ from ctxmodels.analysis.fill_in import (
     word_attributions,
     word_effects,
 )
-from tests.app_fixtures import assert_clean, charts, page, texts
+from tests.app_fixtures import assert_clean, charts, page, script, texts
 
 pytest.importorskip("streamlit.testing.v1")
 
@@ -151,8 +151,8 @@ def test_the_word_to_hide_keeps_its_value_when_not_drawn():
     at.radio(key="fill_mode").set_value("word").run()
     assert_clean(at)
     assert at.selectbox(key="blank").value == "bank" and at.metric[0].label == "P(bank)"
-    at.switch_page("views/models.py").run()
-    at.switch_page("views/fill_in.py").run()
+    at.switch_page(script("models")).run()
+    at.switch_page(script("fill_in")).run()
     assert at.radio(key="fill_mode").value == "word" and at.selectbox(key="blank").value == "bank"
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import figures
 from app.kit import training
+from app.views.fine_tuning import figures as tuning_figures
 from tests.app_fixtures import assert_clean, charts, finetune_tiny, page, texts, write_tag_task
 
 pytest.importorskip("streamlit.testing.v1")
@@ -157,14 +157,14 @@ def table() -> pd.DataFrame:
 
 
 def test_representation_change_figure():
-    fig = figures.representation_change(table(), "base <b>", "tuned")
+    fig = tuning_figures.representation_change(table(), "base <b>", "tuned")
     assert [list(t.y) for t in fig.data] == [[1.0, 0.9, 0.5], [1.0, 0.8, 0.3]]
     assert fig.data[0].name == "base &lt;b&gt; → tuned"
     assert list(fig.layout.xaxis.ticktext) == ["embeddings", "layer 1", "layer 2"]
 
 
 def test_class_separation_figure_draws_both_sides_and_the_majority_line():
-    fig = figures.class_separation(table(), "base", "tuned", majority=0.4)
+    fig = tuning_figures.class_separation(table(), "base", "tuned", majority=0.4)
     names = [t.name for t in fig.data]
     assert names.count("before: base") == 2 and names.count("after: tuned") == 2
     assert any(s.y0 == 0.4 for s in fig.layout.shapes)
@@ -172,7 +172,7 @@ def test_class_separation_figure_draws_both_sides_and_the_majority_line():
 
 def test_head_change_heatmap_outlines_the_chosen_head():
     changes = np.array([[0.0, 0.1, 0.0], [0.3, 0.0, 0.2]])
-    fig = figures.head_change_heatmap(changes, selected=(2, 1))
+    fig = tuning_figures.head_change_heatmap(changes, selected=(2, 1))
     assert np.allclose(np.asarray(fig.data[0].z, dtype=float), changes)
     rect = fig.layout.shapes[0]
     assert (rect.x0, rect.y0) == (-0.5, 0.5)

@@ -136,13 +136,12 @@ def probe_result(task: str, n_test: int, n_classes: int, lemmas: int = 0, accura
 def run_with(results: dict) -> object:
     from streamlit.testing.v1 import AppTest
 
-    from tests.app_fixtures import HOME, TIMEOUT
+    from tests.app_fixtures import HOME, TIMEOUT, opening
 
     at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
     for task, r in results.items():
         at.session_state[f"probe::elmo-eltec::{task}"] = r
-    at.switch_page("views/elmo_layers.py")
-    return at.run()
+    return opening(at, "elmo_layers").run()
 
 
 def test_elmo_layers_says_the_sense_probe_is_balanced_and_warns_on_small_probes():

@@ -38,11 +38,22 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app import figures
-from app.kit import inputs
+from app.kit import figures, inputs, scatter
 from app.kit.url_state import _LEFT_OUT, _read
+from app.views.attention import figures as attention_figures
+from app.views.elmo_layers import figures as layers_figures
+from app.views.fill_in import figures as fill_figures
+from app.views.overview import figures as overview_figures
+from app.views.word_senses import figures as senses_figures
 from ctxmodels.analysis import attention as att
-from tests.app_fixtures import build_tiny_assets, finetune_tiny, write_semcor, write_sense_corpus, write_tag_task
+from tests.app_fixtures import (
+    build_tiny_assets,
+    finetune_tiny,
+    opening,
+    write_semcor,
+    write_sense_corpus,
+    write_tag_task,
+)
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -265,8 +276,7 @@ def report(request):
 def open_page(name: str, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(HOME, default_timeout=TIMEOUT)
     at.query_params.update(query or {})
-    at.switch_page(f"views/{name}.py")
-    return at.run()
+    return opening(at, name).run()
 
 
 def texts(elements) -> list[str]:
@@ -288,8 +298,9 @@ UNESCAPED = [re.compile(p) for p in (
     r"(?i)www\.HOST",  # autolink
     r"@HOST",  # e-mail autolink
 )]
-FIGURE_TAGS = {"b", "br", "extra", "i"}  # the tags figures.py writes itself (hover text, highlighted words, a
-# word that is not hidden in a "rests on" chart)
+# the tags the figures write themselves (hover text, highlighted words, a word that is not hidden in a "rests on"
+# chart, the subtitle of the guesses layer by layer)
+FIGURE_TAGS = {"b", "br", "extra", "i", "sup"}
 
 
 def markdown_bodies(at: AppTest) -> list[str]:
@@ -754,23 +765,25 @@ def test_figures_show_text_as_typed(toks, title):
     m = np.full((k, k), 1.0 / k)
     figs = [
         figures.attention_heatmap(m, toks, title=title),
-        figures.attention_lines(m, toks, title=title),
-        figures.fill_bars([{"token": t, "prob": 0.1} for t in dict.fromkeys(toks)], title=title, truth=toks[0]),
-        figures.sense_scatter(np.zeros((k, 2)), toks, [figures.highlight(t, (0, len(t))) for t in toks], title=title),
+        attention_figures.attention_lines(m, toks, title=title),
+        fill_figures.fill_bars([{"token": t, "prob": 0.1} for t in dict.fromkeys(toks)], title=title, truth=toks[0]),
+        scatter.sense_scatter(np.zeros((k, 2)), toks, [figures.highlight(t, (0, len(t))) for t in toks], title=title),
         figures.layer_panels([{"model": t, "layer": i, "layer_name": t, "x": 0.5} for i, t in enumerate(toks)],
                              [("x", title, title, {title: 0.5})]),
-        figures.mix_weights_bars(toks, [1.0 / k] * k, 1.0, title=title),
+        layers_figures.mix_weights_bars(toks, [1.0 / k] * k, 1.0, title=title),
         figures.loss_chart([{"step": 1, "loss": 1.0}], title=title),
-        figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)), np.full(k, 1.0 / k),
-                               title=title),
-        figures.blank_change_bars({"words": list(dict.fromkeys(toks)), "prob_a": [0.1] * len(set(toks)),
-                                   "prob_b": [0.2] * len(set(toks))}, title=title),
-        figures.same_word_lines({t: {"layer_names": [t, title], "cosine": [1.0, 0.5], "baseline": [0.2, None]}
-                                 for t in dict.fromkeys(toks)}, toks[0], title=title),
-        figures.neighbour_pos_bars([{"layer": t, "pos": "NOUN", "same": 1, "other": 2} for t in dict.fromkeys(toks)],
-                                   {t: title for t in toks}, 3, title=title),
+        attention_figures.query_key_view(toks, k - 1, np.ones(3), np.ones((k, 3)), np.ones((k, 3)),
+                                         np.full(k, 1.0 / k), title=title),
+        fill_figures.blank_change_bars({"words": list(dict.fromkeys(toks)), "prob_a": [0.1] * len(set(toks)),
+                                        "prob_b": [0.2] * len(set(toks))}, title=title),
+        overview_figures.same_word_lines(
+            {t: {"layer_names": [t, title], "cosine": [1.0, 0.5], "baseline": [0.2, None]}
+             for t in dict.fromkeys(toks)}, toks[0], title=title),
+        senses_figures.neighbour_pos_bars(
+            [{"layer": t, "pos": "NOUN", "same": 1, "other": 2} for t in dict.fromkeys(toks)],
+            {t: title for t in toks}, 3, title=title),
     ]
-    figures.add_layer_path(figs[3], np.zeros((k, 2)), toks)
+    senses_figures.add_layer_path(figs[3], np.zeros((k, 2)), toks)
     for fig in figs:
         assert tags_in(fig) <= FIGURE_TAGS, (toks, title, tags_in(fig))
 

@@ -95,7 +95,7 @@ def test_a_link_opens_the_lesson_at_a_step_and_a_bad_step_is_clamped():
 
 @pytest.mark.parametrize("n", range(1, 8))
 def test_each_step_answers_and_its_link_opens_its_page_without_a_warning(n, tmp_path, monkeypatch):
-    from app.lesson import STEPS
+    from app.views.lesson.compute import STEPS
 
     monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
     at = page("lesson", step=str(n), reveal="1")
@@ -105,7 +105,7 @@ def test_each_step_answers_and_its_link_opens_its_page_without_a_warning(n, tmp_
     step = STEPS[n - 1]
     assert f"**{step.page_name}**" in link.label and link.page_script_hash
     query = {k: v if len(v) > 1 else v[0] for k, v in parse_qs(link.query_string).items()}
-    target = page(step.page.removeprefix("views/").removesuffix(".py"), **query)
+    target = page(step.page, **query)
     assert_clean(target)
     assert not [w for w in texts(target.warning) if "The link" in w]
     for key, value in query.items():  # the page took the state the lesson gave it
@@ -163,7 +163,7 @@ def test_the_lesson_plan_holds_every_question_answer_and_link(tmp_path, monkeypa
     """The Markdown a teacher downloads: seven steps, each with its question, the answer computed here and the
     step's link with the app's address; a step that cannot be answered says so and the plan goes on."""
     from app.kit.registry import model_ids
-    from app.lesson import STEPS, cast, link, plan
+    from app.views.lesson.compute import STEPS, cast, link, plan
 
     monkeypatch.setenv("CTXMODELS_DATA", str(write_semcor(tmp_path / "data")))
     c = cast(model_ids())
@@ -183,7 +183,7 @@ def test_the_lesson_plan_holds_every_question_answer_and_link(tmp_path, monkeypa
         address = link(step, c, "http://teacher.local:8501/")
         assert f"<{address}>" in text and address.startswith("http://teacher.local:8501/")
         page_name, _, query = address.removeprefix("http://teacher.local:8501/").partition("?")
-        assert f"views/{page_name}.py" == step.page
+        assert page_name == step.page
         given = {k: v if len(v) > 1 else v[0] for k, v in parse_qs(query).items()}
         wanted = {k: v if isinstance(v, str) or len(v) > 1 else v[0] for k, v in step.params(c).items()}
         assert given == wanted

@@ -4,7 +4,6 @@ of two sentences."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 import streamlit as st
@@ -16,11 +15,11 @@ from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import vectors
 
 
-def sense_averages(model_id: str, model, lemma: str) -> ds.SenseAverages:
-    """The lemma's SemCor sense averages in ``model``: once per server (a few seconds: every tagged occurrence of
+def sense_averages(model_id: str, lemma: str) -> ds.SenseAverages:
+    """The lemma's SemCor sense averages in the model: once per server (a few seconds: every tagged occurrence of
     the lemma, at most a thousand, is embedded)."""
     with st.spinner(f"{label(model_id)}: embedding SemCor's occurrences of “{lemma}” (once per server) …"):
-        return shared().get(("sense-averages", model_id, id(model), lemma), partial(ds.sense_averages, model, lemma))
+        return shared().get(("sense-averages", model_id, lemma), lambda: ds.sense_averages(get_model(model_id), lemma))
 
 
 def trust(av: ds.SenseAverages, layer: int) -> str:
@@ -39,9 +38,8 @@ class BothReadings(NamedTuple):
 
 def read_in_both(model_id: str, lemma: str, text_a: str, text_b: str, word: str) -> BothReadings:
     """The dictionary sense ``model_id`` reads for the first ``word`` of each sentence, in its best layer on SemCor."""
-    model = get_model(model_id)
-    av = sense_averages(model_id, model, lemma)
-    found = vectors.word_vectors(model, [text_a, text_b], word)
+    av = sense_averages(model_id, lemma)
+    found = vectors.word_vectors(get_model(model_id), [text_a, text_b], word)
     first = {}
     for o, v in zip(found.occurrences, found.vectors):
         first.setdefault(o.sentence_index, v)

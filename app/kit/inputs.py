@@ -5,7 +5,7 @@ Anything a visitor controls (sentences, words, labels, model names, file names, 
 messages that quote them) goes through :func:`md` before it reaches an element that renders Markdown
 (``st.markdown``, ``st.caption``, ``st.info``/``warning``/``error``, widget labels, radio and select-slider
 options, ``st.metric`` labels, expander and tab labels, subheaders). Plotly renders a subset of HTML in its
-text; ``app/figures.py`` escapes what it is given.
+text; the figure modules (``app/kit/figures.py``, each page's ``figures.py``) escape what they are given.
 """
 
 from __future__ import annotations

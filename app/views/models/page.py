@@ -1,78 +1,43 @@
 """Models: what is loaded, loading another (when the operator allows), training a small one with a live view (when
-the operator allows; a job belongs to the session that started it)."""
+the operator allows; a job belongs to the session that started it).
+
+State, compute, figures: the forms give what to load or train; ``compute.py`` finds, describes, loads and previews
+the models; ``figures.py`` draws the model in training."""
 
 from __future__ import annotations
-
-import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import figures
-from app.kit import background, limits, training
+from app.kit import background, figures, limits, training
 from app.kit.cards import card_markdown
 from app.kit.downloads import download_panel
 from app.kit.errors import guard
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import md
-from app.kit.places import home_short, source_of
+from app.kit.places import home_short
 from app.kit.plots import plot
-from app.kit.presets import preset_sentences, preset_words
-from app.kit.registry import get_model, label, model_ids, no_models_message, offered_as, registry
+from app.kit.presets import preset_words
+from app.kit.registry import get_model, label, model_ids, no_models_message, registry
 from app.kit.settings import settings
-from ctxmodels.analysis import fill_in, projections, vectors
-from ctxmodels.loading import found_models
+from app.kit.text import page_text
+from app.views.models import compute
+from app.views.models import figures as page_figures
+from app.views.models.state import CORPORA, TrainRun
 from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
-page_header("Models", "The models this server knows, their cards and configurations; train a small one and "
-                   "watch it learn.")
-explain(
-    "**BERT** is trained to restore masked words (and to tell whether sentence B followed A); **ELMo** as two "
-    "language models, one reading forward and one backward; **static vectors** (skip-gram) so that a word's "
-    "vector predicts the words around it. The models trained here are tiny and see a tiny corpus: they are for "
-    "watching training happen, not for good vectors.",
-    ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"],
-)
+TEXT = page_text(__file__)
+page_header("Models", TEXT["intro"])
+explain(TEXT["explain"], ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"])
 cfg = settings()
-
-
-@st.cache_data(ttl=60, show_spinner=False)
-def found_entries(places: tuple[str, ...]) -> list[dict]:
-    """Everything found on this server without a path: shipped, packaged, Hugging Face cache, project cache.
-    ``places`` (the folders searched) is only the cache key: a listing made for other folders is not reused."""
-    return found_models()
-
-
-def found_here() -> list[dict]:
-    """The models found on this server, listed for the folders searched now."""
-    return found_entries(tuple(str(d) for d in (assets_dir(), cache_dir(), *hf_cache_dirs())))
-
-
-def facts(model) -> str:
-    """One line of what a model is: parameters, layers x heads, width, vocabulary, licence, which code reads it."""
-    d = model.describe()
-    parts = [f"{d['parameters'] / 1e6:,.1f} M parameters" if d["parameters"] >= 1e5 else f"{d['parameters']:,} "
-             "parameters"]
-    n = len(d["layers"]) - 1 if d["kind"] in ("bert", "transformers") else len(d["layers"])
-    parts.append(f"{n} layers × {d['heads']} heads" if d["heads"] else f"{len(d['layers'])} layer(s)")
-    parts.append(f"width {d['dim']}")
-    if d.get("vocab_size"):
-        parts.append(f"vocabulary {d['vocab_size']:,}")
-    parts.append(f"licence {d['licence']}" if d.get("licence") else "licence not stated in the files")
-    if d["kind"] == "transformers":
-        parts.append(f"read by transformers ({d.get('model_type')})")
-    if d["has_attention"] and not d["can_fill_mask"]:
-        parts.append("no fill-in: " + (model.no_fill_reason or "no masked-LM head"))
-    return " · ".join(parts)
 
 
 def found_listing(known: list[str]) -> None:
     """The models found on this server (shipped, installed packages, the Hugging Face cache, the project's cache);
     where the operator allows it (``--allow-paths``), a loadable one that no page offers yet can be added for every
     visitor. Nothing is downloaded here."""
-    found = found_here()
+    found = compute.found_here()
     with st.expander(f"Found on this server: {len(found)} model(s)", expanded=False):
         st.caption("Shipped models (`" + home_short(assets_dir()) + "`), installed model packages (`minilm`), the "
                    "Hugging Face cache (" + ", ".join(f"`{home_short(d)}`" for d in hf_cache_dirs()) + ") and the "
@@ -85,8 +50,7 @@ def found_listing(known: list[str]) -> None:
         table["offered"] = [row["name"] in known or row["path"] in known for row in found]
         st.dataframe(table[["name", "source", "type", "loadable", "offered", "note"]], hide_index=True,
                      width="stretch")
-        addable = [row["name"] for row in found if row["loadable"] and row["name"] not in known
-                   and row["path"] not in known]
+        addable = compute.addable(found, known)
         if addable and not settings().allow_paths:
             # Loading one offers it to every visitor and holds its memory for the server's life: in a room that is
             # the operator's call, like loading from a path.
@@ -114,16 +78,10 @@ ids = model_ids()
 if not ids:
     no_models_message()
 rows = []
-found = found_here() if ids else []
+found = compute.found_here() if ids else []
 for mid in ids:
     with guard(f"Loading {label(mid)}"):
-        m = get_model(mid)
-        d = m.describe()
-        kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
-        rows.append({"model": label(mid), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
-                     "parameters": f"{d['parameters']:,}", "fill in": fill_in.fills_blanks(m),
-                     "attention": d["has_attention"], "language model": d["has_lm"],
-                     "from": source_of(d["path"], found)})
+        rows.append(compute.summary_row(mid, found))
 if rows:
     # The yes/no columns are narrow so that "from" (a package or a path) is read whole.
     ticks = {c: st.column_config.CheckboxColumn(c, width="small" if len(c) < 10 else 115)
@@ -136,7 +94,7 @@ if rows:
         except Exception:  # noqa: BLE001 - already reported above
             continue
         with st.expander(f"{md(label(mid))}: card and configuration"):
-            st.markdown(md(facts(m)))
+            st.markdown(md(compute.facts(m)))
             # the CSS that keeps a card inside the page: app/kit/presentation.py
             with st.container(key=f"model_card_{i}"):
                 st.markdown(card_markdown(m.card) if m.card else "*This model has no card (README.md).*")
@@ -149,9 +107,7 @@ found_listing(ids)
 # -- load from a path ---------------------------------------------------------------------------------------
 st.subheader("Load a model from the server")
 if not cfg.allow_paths:
-    st.info("Loading from a server path is off, so a visitor cannot read the server's disk. The operator can turn "
-            "it on with `CTXMODELS_ALLOW_PATHS=1` or `streamlit run app/Home.py -- --allow-paths` (or list models "
-            "at start-up with `CTXMODELS_APP_MODELS`).")
+    st.info(TEXT["paths_off"])
 else:
     with st.form("load_form"):
         source = st.text_input("Path or name", placeholder="/models/bert-base-uncased, ORG/NAME in the Hugging Face "
@@ -159,16 +115,10 @@ else:
         go = st.form_submit_button("Load")
     if go:
         with guard("Loading"), limits.heavy("Loading"):
-            import ctxmodels
-            from ctxmodels.loading import resolve
-
-            path, _ = resolve(source)
-            same = offered_as(path)
+            same, model = compute.load_path(source)
             if same is not None:
                 st.info(f"That is **{md(label(same))}**, already selectable on every page.")
             else:
-                model = ctxmodels.load(str(path), download=False)
-                registry().add(str(path))
                 st.success(f"Loaded {md(model.name)} ({model.kind}, {model.n_layers} layers); it is now selectable "
                            "on every page.")
 
@@ -178,10 +128,7 @@ download_panel()
 # -- train --------------------------------------------------------------------------------------------------
 st.subheader("Train a small model")
 if not cfg.allow_training:
-    st.info("Training from the app is off, so visitors cannot start jobs on this server. The operator can turn it "
-            "on with `CTXMODELS_ALLOW_TRAINING=1` or `streamlit run app/Home.py -- --allow-training` (add "
-            "`--allow-uploads` to let visitors train on an uploaded text file); a job then belongs to the visitor "
-            "who started it, and only they can cancel it. The command line trains too: `ctxmodels train`.")
+    st.info(TEXT["training_off"])
     st.stop()
 me = limits.session_id()
 job = runner().job
@@ -192,8 +139,7 @@ with st.form("train_form"):
     kind = t1.selectbox("Kind", list(training.KINDS), key="train_kind")
     steps = t2.number_input("Steps", min_value=10, max_value=training.MAX_STEPS, value=200, step=10,
                             key="train_steps")
-    corpus_source = t3.radio("Corpus", sources, key="train_corpus",
-                             format_func={"examples": "the example sentences", "upload": "upload a text file"}.get)
+    corpus_source = t3.radio("Corpus", sources, key="train_corpus", format_func=CORPORA.get)
     upload = None
     if cfg.allow_uploads:
         upload = st.file_uploader(f"Plain text, UTF-8, one paragraph a line, blank lines between documents "
@@ -207,55 +153,12 @@ if busy:
                "A training job another visitor started is running (one at a time on this server); you can follow "
                "it below, and start yours when it ends.")
 
-
-def corpus_for(out: Path) -> Path:
-    """Write the chosen corpus into the run folder and return its path (ValueError with what is wrong)."""
-    from ctxmodels.text import read_documents
-
-    path = out / "corpus.txt"
-    if corpus_source == "upload":
-        if upload is None:
-            raise ValueError("choose a text file to upload first")
-        if upload.size > cfg.upload_mb * 2**20:
-            raise ValueError(f"{upload.name} is {upload.size / 2**20:.1f} MB; the limit is {cfg.upload_mb:g} MB")
-        try:
-            text = upload.getvalue().decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{upload.name} is not UTF-8 text ({e}); save it as UTF-8 plain text") from e
-        text = training.check_corpus(text, upload.name)
-    else:
-        docs = ["\n".join(vectors.parse_labelled(s)[0] for s in preset_sentences(w))
-                for w in preset_words()]
-        text = "\n\n".join(docs) + "\n"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    read_documents(path)  # the trainers' own check: empty documents, unreadable text
-    return path
-
-
 if start and not busy:
     with guard("Training"):
-        out = cfg.runs_dir / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
-        runner().start(kind, corpus_for(out), out, int(steps), owner=me)
+        run = TrainRun(kind, int(steps), corpus_source)
+        out = compute.run_folder(cfg.runs_dir, run)
+        runner().start(run.kind, compute.corpus_for(out, run, upload, cfg.upload_mb), out, run.steps, owner=me)
         st.rerun()
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def preview(out: str, stamp: float, word: str) -> dict:
-    """PCA of the top layer of the model in training, for one preset word (recomputed when the files change)."""
-    import ctxmodels
-
-    model = ctxmodels.load(out, download=False)
-    ov = vectors.word_vectors(model, preset_sentences(word), word, inflections=True)
-    proj = projections.project(ov.layer(-1), method="pca", seed=0)
-    return {"coords": proj.coords, "labels": ov.labels,
-            "hover": [figures.highlight(o.sentence, o.char_span) for o in ov.occurrences],
-            "layer": model.layer_names[-1]}
-
-
-def model_stamp(out: Path) -> float:
-    files = [p for p in out.glob("*") if p.is_file() and p.name not in ("metrics.jsonl", "train.log")]
-    return max((p.stat().st_mtime for p in files), default=0.0)
 
 
 def job_panel() -> None:
@@ -279,18 +182,16 @@ def job_panel() -> None:
     with c1:
         if any("loss" in r for r in records):
             plot(figures.loss_chart(records), f"loss-{job.out.name}", key="train::loss",
-                        data=pd.DataFrame([r for r in records if "loss" in r]))
+                 data=pd.DataFrame([r for r in records if "loss" in r]))
         else:
             st.caption("Waiting for the first loss (preparing the data) …")
     with c2:
         word = st.selectbox("Word to watch", preset_words(), key="train_word")
         if job.has_model():
             with guard("Preview"), limits.heavy("The preview"):
-                p = preview(str(job.out), model_stamp(job.out), word)
+                p = compute.preview(str(job.out), compute.model_stamp(job.out), word)
                 if np.isfinite(p["coords"]).any():
-                    fig = figures.sense_scatter(p["coords"], p["labels"], p["hover"], marker_size=7,
-                                                title=f"{word}: {p['layer']}, PCA, at the last checkpoint")
-                    plot(fig, f"preview-{word}", key="train::preview")
+                    plot(page_figures.preview_scatter(p, word), f"preview-{word}", key="train::preview")
         else:
             st.caption("The preview appears at the first checkpoint.")
     if not job.running:

@@ -4,22 +4,21 @@
 The steps follow one word, *bank*, from one vector per word to attention heads: the same word in two sentences,
 which dictionary sense each model reads there, thirty-two sentences as two clouds, the layers ELMo's tasks want,
 a blank to fill, the blank read layer by layer, and the heads. The lines a step reveals come from the core
-(``ctxmodels.analysis``) with the models this server offers; ``app/views/lesson.py`` draws them.
+(``ctxmodels.analysis``) with the models this server offers; the lesson's ``page.py`` draws them. No Streamlit here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import islice
 from urllib.parse import urlencode
 
 from app.kit import dictionary
+from app.kit.cache import shared
 from app.kit.inputs import md
 from app.kit.presets import preset_sentences
 from app.kit.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
-from app.kit.shared import shared
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import fill_in, probes, vectors
@@ -179,8 +178,7 @@ class Heads:
 
 def heads(model_id: str) -> Heads:
     """Once per server: the step's link needs the heads on every run of the page, its answer once more."""
-    model = get_model(model_id)
-    return shared().get(("lesson heads", model_id, id(model)), partial(_heads, model))
+    return shared().get(("lesson heads", model_id), lambda: _heads(get_model(model_id)))
 
 
 def _heads(model) -> Heads:
@@ -214,7 +212,7 @@ class Step:
     title: str
     ask: str  # the question for the class (Markdown)
     point: str  # what the answer shows (Markdown)
-    page: str  # the page that shows it in full: views/NAME.py
+    page: str  # the page that shows it in full, by its URL path (word_senses)
     page_name: str
     params: Callable[[Cast], dict[str, str | list[str]]]  # that page's URL state for this step
     reveal: Callable[[Cast], list[str]]  # Markdown lines, computed with the models here
@@ -248,7 +246,7 @@ STEPS = [
          "construction; ELMo's character layer and BERT's input embeddings see the word alone and start near 1; "
          "every contextual layer mixes in the sentence and moves the two apart. A layer where any two words are "
          "close says less with a high cosine: that is the second number.",
-         "views/overview.py", "Overview", _try, lambda c: same_word_lines(c.compare)),
+         "overview", "Overview", _try, lambda c: same_word_lines(c.compare)),
     Step("Which dictionary sense?",
          f"Each WordNet sense of {_shown(WORD)} gets the average of its vectors over SemCor, sentences that people "
          "tagged by hand. Which sense will each model read in sentence A, and which in B? Can the static vectors "
@@ -256,13 +254,13 @@ STEPS = [
          "Each model reads the sense whose average is nearest, in the layer that reads SemCor best: the ELMo "
          "paper's word-sense disambiguation. The static vectors read the same sense twice, the one the spelling "
          "has most often; how far to trust each model is the share of SemCor it reads right.",
-         "views/overview.py", "Overview", lambda c: _try(c, senses=True), lambda c: dictionary_lines(c.compare)),
+         "overview", "Overview", lambda c: _try(c, senses=True), lambda c: dictionary_lines(c.compare)),
     Step("Thirty-two sentences, two clouds",
          f"Sixteen sentences with {_shown(WORD)} by a river, sixteen about money. Put every occurrence on a map. "
          "Whose map will show two clouds, and in which layer?",
          "For each occurrence, the sense of its nearest other occurrence (one-nearest-neighbour): the share that "
          "match, per layer. Half is a coin toss for two senses this even; the page draws the maps.",
-         "views/word_senses.py", "Word senses",
+         "word_senses", "Word senses",
          lambda c: {"source": "preset", "preset": WORD, "models": list(c.compare)}, lambda c: clouds_lines(c.compare)),
     Step("Layers carry different things",
          "ELMo hands a task a weighted mix of its layers and learns the weights. For part of speech (is it a noun "
@@ -270,7 +268,7 @@ STEPS = [
          "Peters et al. found part of speech read best from the first LSTM layer and word sense from the top one. "
          "A small probe trained on SemCor learned these weights; the line under each is what one layer alone "
          "reads.",
-         "views/elmo_layers.py", "ELMo layers",
+         "elmo_layers", "ELMo layers",
          lambda c: {"probe_model": c.elmo} if c.elmo else {}, lambda c: layers_lines(c.elmo),
          once_per_server=False),  # a probe run on the ELMo layers page shows here at once
     Step("Fill in the blank",
@@ -278,7 +276,7 @@ STEPS = [
          "nineteenth-century novels say?",
          "A masked language model was trained on exactly this: hide a word, guess it from both sides. Its guesses "
          "show the text it learned from (each model's card on the Models page says what it read).",
-         "views/fill_in.py", "Fill in the blank",
+         "fill_in", "Fill in the blank",
          lambda c: _fill(fillers(c)), lambda c: fill_lines(fillers(c))),
     Step("Where the answer takes shape",
          "Read the same guessing head from every layer, not only the last. From which layer on is the model's "
@@ -286,7 +284,7 @@ STEPS = [
          "Only the last layer was trained to be read this way, so an earlier layer's guesses say what it already "
          "holds in the head's terms (exBERT's guesses per layer, the “logit lens”): the answer climbs the ranks "
          "as the layers add context.",
-         "views/fill_in.py", "Fill in the blank",
+         "fill_in", "Fill in the blank",
          lambda c: _fill(fillers(c)[:1], lens=True), lambda c: lens_lines(fillers(c)[:1])),
     Step("What attention heads do",
          "Each attention head spreads every word's attention over the sentence. Do heads look where a linguist "
@@ -294,7 +292,7 @@ STEPS = [
          "Clark et al. (2019) found heads that look at the previous or the next word, and many that rest on [CLS] "
          "or [SEP] when they have nothing to do. The page opens on the most previous-word head (under the "
          "overview of every head), with how its queries and keys give its weights.",
-         "views/attention.py", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
+         "attention", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
 ]
 
 
@@ -304,9 +302,8 @@ STEPS = [
 def link(step: Step, c: Cast, base: str = "") -> str:
     """The step's page in its state, as an address: ``base`` is the app's own (``http://host:8501``), "" for a
     path only."""
-    page = step.page.removeprefix("views/").removesuffix(".py")
     query = urlencode(step.params(c), doseq=True)
-    return f"{base.rstrip('/')}/{page}" + (f"?{query}" if query else "")
+    return f"{base.rstrip('/')}/{step.page}" + (f"?{query}" if query else "")
 
 
 def plan(c: Cast, answers: Callable[[int], list[str]], base: str = "", when: str = "") -> str:
@@ -327,3 +324,9 @@ def plan(c: Cast, answers: Callable[[int], list[str]], base: str = "", when: str
         out += [f"- {line}" for line in lines]
         out += ["", step.point, "", f"Open it on the {step.page_name} page: <{link(step, c, base)}>", ""]
     return "\n".join(out)
+
+
+def answer(k: int, c: Cast) -> list[str]:
+    """Step ``k``'s answer: once per server for everyone, unless the step reads something that can change."""
+    step = STEPS[k - 1]
+    return shared().get(("lesson", k, c), lambda: step.reveal(c)) if step.once_per_server else step.reveal(c)

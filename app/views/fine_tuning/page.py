@@ -2,94 +2,54 @@
 sentences: how similar each layer stays (linear CKA), how the task's classes separate before and after, the
 projections coloured by label, and which attention heads changed most.
 
-The measurements are ``ctxmodels.analysis.finetuning``; the figures ``app/figures.py``. A comparison is computed
-once per server (``app/kit/shared.py``); the projection and the head detail are fragments. Where the operator allows
-training, a model can be fine-tuned here, as a job of ``ctxmodels finetune`` (``app/kit/training.py``).
+State, compute, figures: the widgets and the URL give a :class:`TuningState`; ``compute.py`` compares the models
+(``ctxmodels.analysis.finetuning``, once per server); ``figures.py`` draws the comparison. The projection and the
+head detail are fragments. Where the operator allows training, a model can be fine-tuned here, as a job of
+``ctxmodels finetune`` (``app/kit/training.py``).
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-import numpy as np
-import pandas as pd
 import streamlit as st
 
-from app import figures
-from app.kit import background, limits, training
-from app.kit.errors import guard, record_warnings, show_warnings
+from app.kit import background, figures, limits, scatter, training
+from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import md
 from app.kit.plots import plot
 from app.kit.presentation import controls
 from app.kit.registry import get_model, label, model_ids, no_models_message, registry
 from app.kit.settings import settings
-from app.kit.shared import shared
+from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
 from app.kit.warm_up import usable_projection
-from ctxmodels.analysis import attention as att
+from app.views.fine_tuning import compute
+from app.views.fine_tuning import figures as page_figures
+from app.views.fine_tuning.state import AUTO, DETAIL_WORDS, MODES, SENTENCES, SPLITS, TASKS, TuningState
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
 
-page_header(
-    "What fine-tuning changes",
-    "A fine-tuned model next to the model it started from, on the sentences of its task: which layers "
-    "fine-tuning moved, whether the task's classes pulled apart, and which attention heads changed.",
-)
-explain(
-    "Fine-tuning (BERT's way of using a pre-trained model) adds a small task layer on top and then adjusts "
-    "**every** weight for the task; ELMo's feature-based mode freezes the biLM and learns only a mix of its "
-    "layers and the task layer. Both models run on the same sentences from the task's dev or test split. "
-    "**Linear CKA** (Kornblith et al. 2019) compares a layer before and after as a whole: the same words, as "
-    "rows, in both; 1 means the same representation up to a rotation and a scale. The **cosine** of a word's "
-    "vector before and after is stricter (a rotated layer has CKA 1 and a lower cosine). **Class separation**: "
-    "how often a word's (or a sentence's) nearest neighbour, leaving itself out, has its label (the dashed line "
-    "is the share of the most frequent label), and the silhouette of the labels. **Heads**: for each head, how "
-    "different a token's attention is after fine-tuning (Jensen–Shannon divergence of the two rows, 0 = same, "
-    "1 = nothing in common), averaged over the tokens. What the literature finds for BERT (Merchant et al. "
-    "2020; Kovaleva et al. 2019): the lower layers barely move, the top layers change most, and mostly the last "
-    "layers' attention changes. Below, the page says what these models show.",
-    ["cka", "jsd"],
-)
+TEXT = page_text(__file__)
+page_header("What fine-tuning changes", TEXT["intro"])
+explain(TEXT["explain"], ["cka", "jsd"])
 cfg = settings()
-AUTO = "(its base, from finetune.json)"
-SPLITS = ["dev", "test"]
-SENTENCES = dict(min_value=20, max_value=500)
-DETAIL_WORDS = 30  # the head detail runs on one sentence of at most this many words
-
-
-def loaded(mid: str):
-    try:
-        return get_model(mid)
-    except Exception:  # noqa: BLE001 - a model that does not load is reported on the Models page
-        return None
-
-
-def finetune_command_text(model: str = "bert-eltec", task: str = "pos") -> str:
-    return (f"ctxmodels finetune --model {model} --task {task} --out runs/{model}-{task.replace(':', '-')} "
-            "--steps 300")
 
 
 def finetune_here() -> None:
     """Fine-tuning from the page (a job of ``ctxmodels finetune``), when the operator allows training."""
     st.subheader("Fine-tune a model here")
     if not cfg.allow_training:
-        st.info("Training from the app is off, so visitors cannot start jobs on this server. Fine-tune on the "
-                f"command line, `{finetune_command_text()}`, then start the app with the folder: "
-                "`streamlit run app/Home.py -- --models runs/bert-eltec-pos` (or `CTXMODELS_APP_MODELS`). The "
-                "operator can allow training with `--allow-training` / `CTXMODELS_ALLOW_TRAINING=1`.")
+        st.info(TEXT["training_off"].format(command=compute.command_text()))
         return
     runner = background.training_runner()
     me = limits.session_id()
     job = runner.job
     busy = job is not None and job.running
-    bases = [m for m in model_ids() if (lm := loaded(m)) is not None and lm.kind in ("bert", "transformers", "elmo")
-             and ft.finetune_info(lm) is None]
+    bases = compute.tunable(model_ids())
     if not bases:
         st.info("No model to fine-tune is loaded (a BERT, another encoder such as RoBERTa, or an ELMo).")
         return
-    tasks = ["pos", "ner", "wsd:bank", "period"]
+    tasks = TASKS
     with guard("The built-in tasks"):
         tasks = [t if not t.startswith("wsd") else "wsd:bank" for t in ft.builtin_tasks()]
     with st.form("ft_form"):
@@ -100,9 +60,7 @@ def finetune_here() -> None:
         lemma = f2.text_input("Lemma (for wsd)", value="bank", key="ft_train_lemma", max_chars=40)
         steps = f3.number_input("Steps", min_value=10, max_value=training.MAX_STEPS, value=200, step=10,
                                 key="ft_train_steps")
-        mode = f4.radio("Mode", list(training.FINETUNE_MODES), key="ft_train_mode",
-                        format_func={"finetune": "fine-tune every weight",
-                                     "feature": "feature-based (frozen model)"}.get)
+        mode = f4.radio("Mode", list(training.FINETUNE_MODES), key="ft_train_mode", format_func=MODES.get)
         task_file = ""
         if cfg.allow_paths:  # the operator lets the app read server paths: a task file of their own
             task_file = st.text_input("Or a task file on the server (text<TAB>label .tsv, or CoNLL word<TAB>label)",
@@ -114,19 +72,8 @@ def finetune_here() -> None:
                    "ends.")
     if start and not busy:
         with guard("Fine-tuning"):
-            if task_file.strip():
-                path = Path(task_file.strip()).expanduser()
-                if not path.is_file():
-                    raise ValueError(f"no task file at {task_file.strip()!r}; give the path of a .tsv or CoNLL file "
-                                     "on the server")
-                task = str(path)
-            elif task.startswith("wsd"):
-                word = lemma.strip().lower()
-                if not word.isalpha():
-                    raise ValueError("the lemma for wsd must be one word of letters, such as bank")
-                task = f"wsd:{word}"
-            name = Path(task).stem if task_file.strip() else task.replace(":", "-")
-            out = cfg.runs_dir / f"{label(base)}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+            task = compute.job_task(task, lemma, task_file)
+            out = compute.job_folder(cfg.runs_dir, base, task, from_file=bool(task_file.strip()))
             runner.start_finetune(base, task, out, int(steps), mode=mode, owner=me)
             st.rerun()
     polling = job is not None and job.running
@@ -166,17 +113,14 @@ def job_panel() -> None:
         st.code(job.log_tail() or "(empty)")
 
 
-# -- which models -----------------------------------------------------------------------------------------------
+# -- state: which models --------------------------------------------------------------------------------------------
 ids = model_ids()
 if not ids:
     no_models_message()
     st.stop()
-tuned = [m for m in ids if (lm := loaded(m)) is not None and ft.finetune_info(lm) is not None]
+tuned = compute.finetuned(ids)
 if not tuned:
-    st.info("**No fine-tuned model is loaded.** This page compares a fine-tuned model with the model it started "
-            f"from. Make one with `{finetune_command_text()}` (tasks: `pos`, `ner`, `wsd:LEMMA`, `period`, or a "
-            "TSV/CoNLL file), then name its folder when starting the app: `streamlit run app/Home.py -- --models "
-            "runs/bert-eltec-pos` (or `CTXMODELS_APP_MODELS=runs/bert-eltec-pos`).")
+    st.info(TEXT["no_tuned"].format(command=compute.command_text()))
     finetune_here()
     st.stop()
 
@@ -186,7 +130,7 @@ c1, c2, c3, c4 = box.columns([2, 2, 1, 1])
 model_id = c1.selectbox("Fine-tuned model", tuned, key="ft_model", format_func=label, persist_state="session")
 after = get_model(model_id)
 info = ft.finetune_info(after) or {}
-same_kind = [m for m in ids if m != model_id and (lm := loaded(m)) is not None and lm.kind == after.kind]
+same_kind = compute.same_kind(ids, model_id)
 url_state("ft_base", AUTO, options=[AUTO] + same_kind, names=label)
 if st.session_state["ft_base"] not in [AUTO] + same_kind:
     st.session_state["ft_base"] = AUTO
@@ -201,12 +145,13 @@ url_state("ft_sentences", 200, kind=int, **SENTENCES)
 n_sentences = c4.number_input("Sentences (at most)", **SENTENCES, step=20, key="ft_sentences",
                               persist_state="session")
 to_url("ft_model", "ft_base", "ft_split", "ft_sentences")
+s = TuningState(model_id, base_id, split, int(n_sentences))
 
 task = info.get("task")
 # -- what the fine-tuning reached -------------------------------------------------------------------------------
 metrics = info.get("metrics") if isinstance(info.get("metrics"), dict) else {}
 cols = st.columns(4)
-for col, (where, what) in zip(cols, [(s, m) for s in ("test", "dev") for m in ("accuracy", "macro_f1")]):
+for col, (where, what) in zip(cols, [(sp, m) for sp in ("test", "dev") for m in ("accuracy", "macro_f1")]):
     value = (metrics.get(where) or {}).get(what) if isinstance(metrics.get(where), dict) else None
     col.metric(f"{where} {what.replace('_', '-')}", f"{value:.1%}" if isinstance(value, (int, float)) else "—")
 st.caption(f"{md(label(model_id))}: task {md(task or '?')} ({md(info.get('task_kind', '?'))}), mode "
@@ -214,11 +159,10 @@ st.caption(f"{md(label(model_id))}: task {md(task or '?')} ({md(info.get('task_k
            f"{md(info.get('base_model') or info.get('base_path') or '?')}. The scores are the model's own, measured "
            "when it was fine-tuned.")
 
+# -- compute: the comparison ----------------------------------------------------------------------------------------
 before = None
 with guard("The model to compare with"):
-    candidate = ft.base_model(after) if base_id == AUTO else get_model(base_id)
-    ft.check_comparable(candidate, after)
-    before = candidate
+    before = compute.base_of(s)
 if before is None:
     st.warning("Choose the model it started from by hand under *Compared with* (a model of the same architecture), "
                "or name it when starting the app (`--models`).")
@@ -228,23 +172,13 @@ if not isinstance(task, str) or not task.strip():
                "fine-tune again with `ctxmodels finetune --task ...`.")
     st.stop()
 
-
-def compute() -> tuple[ft.FinetuneComparison, list[str]]:
-    with record_warnings() as warned:
-        result = ft.compare_on_task(before, after, task, split=split, max_sentences=int(n_sentences))
-    return result, warned
-
-
 comparison = None
 with guard(f"Comparing on the task {task}"), limits.heavy("Comparing the models"):
     with st.spinner("Running both models on the task's sentences …"):
-        key = ("finetuning", model_id, id(after), id(before), task, split, int(n_sentences))
-        comparison, warned = shared().get(key, compute)
+        comparison, warned = compute.comparison(s, before, task)
     show_warnings(warned)
 if comparison is None:
-    st.warning(f"No comparison: the task {md(task)}'s data may be missing on this server (the built-in tasks read "
-               "the shared data: SemCor, the corpus), or its file has moved. Put the data back, or choose another "
-               "fine-tuned model.")
+    st.warning(TEXT["no_comparison"].format(task=md(task)))
     st.stop()
 result: ft.FinetuneComparison = comparison
 b_name, a_name = label(before.name), label(model_id)
@@ -252,50 +186,20 @@ notes = "".join(f" {md(n[:1].upper() + n[1:])}." for n in result.notes)
 st.caption(f"{result.n_sentences} sentences of the {md(split)} split, {result.n_words:,} words, "
            f"{len(result.point_labels):,} labelled points." + notes)
 
-# -- how similar each layer stays -------------------------------------------------------------------------------
+# -- figures: how similar each layer stays --------------------------------------------------------------------------
 st.subheader("How much each layer changed")
 table = result.layers
-plot(figures.representation_change(table, b_name, a_name), f"cka-{a_name}", key="ft::cka", data=table)
-
-
-def reading(table: pd.DataFrame) -> str:
-    """What the curve shows, in words (measured here, not assumed)."""
-    cka = table["cka"].to_numpy(dtype=float)
-    names = list(table["layer_name"])
-    if not np.isfinite(cka).any():
-        return "No layer has a CKA to read (constant vectors)."
-    if np.nanmin(cka) >= 0.999:
-        return (f"No layer changed (the lowest CKA is {np.nanmin(cka):.3f}). That is what a **feature-based** "
-                "fine-tuning does, which leaves the model's own weights as they were and trains only the mix and "
-                "the task layer; a fine-tuning of every weight that looks like this was too short to move them.")
-    low = int(np.nanargmin(cka))
-    drop = np.diff(cka[np.isfinite(cka)])
-    steady = bool((drop <= 1e-3).all())
-    text = (f"Here the layer that changed most is **{md(names[low])}** (CKA {cka[low]:.3f}); "
-            f"{md(names[0])} stays at {cka[0]:.3f} and {md(names[-1])} is at {cka[-1]:.3f}. ")
-    if steady and low == len(cka) - 1:
-        return text + "CKA falls layer by layer: the picture the literature expects."
-    if low == len(cka) - 1:
-        return text + "The top layer moved most, as expected, though not every step down is smaller."
-    return text + ("Unlike the usual picture, the top layer is not the one that moved most: a short or "
-                   "feature-based fine-tuning, or a small model, can look like this.")
-
-
-st.markdown(reading(table))
+plot(page_figures.representation_change(table, b_name, a_name), f"cka-{a_name}", key="ft::cka", data=table)
+st.markdown(compute.reading(table))
 
 # -- how the classes separate -----------------------------------------------------------------------------------
 st.subheader("How the task's classes separate, before and after")
 if table["knn_before"].notna().any():
-    plot(figures.class_separation(table, b_name, a_name, result.majority), f"separation-{a_name}",
+    plot(page_figures.class_separation(table, b_name, a_name, result.majority), f"separation-{a_name}",
          key="ft::separation", data=table)
-    gain = table["knn_after"] - table["knn_before"]
-    top = int(np.nanargmax(gain.to_numpy(dtype=float))) if gain.notna().any() else None
-    if top is not None and not np.nanmax(np.abs(gain.to_numpy(dtype=float))) >= 5e-4:
-        st.markdown("The 1-NN accuracy is the same before and after in every layer.")
-    elif top is not None:
-        st.markdown(f"The 1-NN accuracy gained most in **{md(table['layer_name'][top])}** "
-                    f"({table['knn_before'][top]:.1%} → {table['knn_after'][top]:.1%}; the most frequent label is "
-                    f"{result.majority:.1%} of the points).")
+    said = compute.separation_reading(table, result.majority)
+    if said is not None:
+        st.markdown(said)
 else:
     st.info("Too few labelled points to measure how the classes separate (at least two labels with two points "
             "each are needed): raise the number of sentences.")
@@ -317,16 +221,13 @@ def projection_view() -> None:
     to_url("ft_layer", "ft_projection")
     how = usable_projection(how)
     with guard("Projecting"), limits.heavy("Projecting"):
-        Xb, Xa = result.layer_points(layer)
-        pkey = ("ft-projection", id(result), layer, how)
-        coords = shared().get(pkey, lambda: tuple(projections.project(X, method=how, seed=0).coords
-                                                  for X in (Xb, Xa)))
+        coords = compute.projected(s, task, result, layer, how)
         colours = figures.sense_colours(result.point_labels)
-        hover = [figures.highlight(t, s) for t, s in zip(result.point_text, result.point_spans)]
+        hover = [figures.highlight(t, span) for t, span in zip(result.point_text, result.point_spans)]
         q1, q2 = st.columns(2)
         for col, xy, who, side in ((q1, coords[0], b_name, "before"), (q2, coords[1], a_name, "after")):
             with col:
-                fig = figures.sense_scatter(xy, result.point_labels, hover, colours=colours, legend_title="label",
+                fig = scatter.sense_scatter(xy, result.point_labels, hover, colours=colours, legend_title="label",
                                             title=f"{side}: {who}, {names[layer]}, {projections.DISPLAY[how]}")
                 plot(fig, f"points-{side}-{who}-{names[layer]}", key=f"ft::points::{side}")
 
@@ -342,7 +243,7 @@ else:
     ranked = result.ranked_heads(top=10)
     h1, h2 = st.columns([3, 2])
     with h1:
-        plot(figures.head_change_heatmap(result.heads, title="mean Jensen–Shannon divergence, before vs after"),
+        plot(page_figures.head_change_heatmap(result.heads, title="mean Jensen–Shannon divergence, before vs after"),
              f"heads-{a_name}", key="ft::heads", data=result.ranked_heads())
     with h2:
         event = st.dataframe(
@@ -359,13 +260,7 @@ else:
         row = ranked.iloc[picked[0]]  # the selection counts rows as shown, not index labels
         st.session_state["ft_att_layer"], st.session_state["ft_att_head"] = int(row["layer"]), int(row["head"])
     st.session_state["_ft_head_seen"] = picked
-    by_layer = result.heads.mean(axis=1)
-    if by_layer.max() < 1e-6:
-        st.markdown("No head's attention changed.")
-    else:
-        st.markdown(f"The attention changed most in **layer {int(np.argmax(by_layer)) + 1}** (mean over its heads "
-                    f"{by_layer.max():.4f}) and least in layer {int(np.argmin(by_layer)) + 1} "
-                    f"({by_layer.min():.4f}).")
+    st.markdown(compute.heads_reading(result.heads))
 
     @st.fragment
     def head_detail() -> None:
@@ -380,14 +275,12 @@ else:
         layer = d1.slider("Layer", 1, L, key="ft_att_layer", persist_state="session") if L > 1 else 1
         head = d2.slider("Head", 1, H, key="ft_att_head", persist_state="session") if H > 1 else 1
         to_url("ft_att_layer", "ft_att_head")
-        words = next((s for s in result.sentences if 3 <= len(s) <= DETAIL_WORDS), None)
+        words = next((w for w in result.sentences if 3 <= len(w) <= DETAIL_WORDS), None)
         if words is None:
             st.caption(f"No sentence of 3 to {DETAIL_WORDS} words to show the maps on.")
             return
         with guard("The maps"), limits.heavy("Running the models"):
-            maps = [att.merge_word_pieces(att.compute_attention(m, None, words)) for m in (before, after)]
-            d = float(ft.js_divergence(maps[0].attentions[layer - 1, head - 1],
-                                       maps[1].attentions[layer - 1, head - 1]).mean())
+            maps, d = compute.head_maps(before, after, words, layer, head)
             st.caption(f"Layer {layer}, head {head} on one sentence of the split (Jensen–Shannon divergence on it "
                        f"{d:.4f}).")
             m1, m2 = st.columns(2)

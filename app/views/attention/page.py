@@ -1,65 +1,56 @@
 """Attention: every head of a BERT on one sentence (or a pair), as small maps, one map in detail, and rankings; for a
 pair, the next-sentence head's probability that B follows A.
 
-The detail view (layer, head, line threshold and their figures) and the ranking are fragments: moving one of their
-controls reruns only that part of the page, on the maps the last whole-page run computed. Every control is in the
-URL (``app/kit/url_state.py``), so a copied link shows the same head.
+State, compute, figures: the widgets and the URL give an :class:`AttentionState`; ``compute.py`` runs the model and
+reads the maps; ``figures.py`` draws them. The detail view (layer, head, line threshold and their figures) and the
+ranking are fragments: moving one of their controls reruns only that part of the page, on the maps the last
+whole-page run computed. Every control is in the URL (``app/kit/url_state.py``), so a copied link shows the same head.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from app import figures
-from app.kit import limits
-from app.kit.errors import guard, record_warnings, show_warnings
+from app.kit import figures, limits
+from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
-from app.kit.inputs import MAX_TEXT_CHARS, check_text, last_good, md, quoted, remember
+from app.kit.inputs import MAX_TEXT_CHARS, last_good, md, quoted, remember
 from app.kit.plots import plot
 from app.kit.presentation import controls, table_height
-from app.kit.registry import get_model, label, require_models
+from app.kit.registry import label, require_models
+from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
+from app.views.attention import compute
+from app.views.attention import figures as page_figures
+from app.views.attention.state import (
+    GRID_TOKENS,
+    LINE_TOKENS,
+    MAP_HEADS,
+    OVERVIEWS,
+    SENTENCE,
+    SHARES,
+    THRESHOLD,
+    VIEWS,
+    AttentionState,
+)
 from ctxmodels.analysis import attention as att
 from ctxmodels.loading import ENCODER_KINDS
 
-GRID_TOKENS = 48  # the overview grid shows at most this many positions per map: it must stay light
-# Beyond this many heads the overview starts as head summaries: 144 maps of 48 x 48 are 2.7 MB a redraw (a 12 x 12
-# BERT-base redraws in 1.1 s at 64 pieces with them, bench/bench_attention.py --redraws), summaries a few kB.
-MAP_HEADS = 48
-LINE_TOKENS = 60  # the line view draws up to T^2 segments: beyond this the heatmap is the readable view
-
-page_header(
-    "Attention",
-    "Each BERT layer has several attention heads; each head decides, for every token, how much to draw on "
-    "every other token. Rows are the token that looks, columns the tokens it looks at.",
-)
-explain(
-    "A head projects every token to a query, a key and a value; the weights are the softmax of the scaled dot "
-    "products of one token's query with all keys, so each row sums to 1. The layer's output concatenates the heads. "
-    "*Merge word pieces*: attention to a word is the sum over its pieces, from a word the mean. *Hide [CLS]/[SEP]*: "
-    "BERT parks much of its attention on them (a 'no-op', Clark et al. 2019); hiding them renormalises the rest. "
-    "*Rollout* (Abnar & Zuidema 2020) multiplies the head-averaged maps through the layers, with the residual "
-    "connection as half an identity, to follow how much each position draws on each input token. *Next sentence*: "
-    "for a pair, BERT's next-sentence head reads the last layer's [CLS] vector through the pooler, "
-    "p = softmax(W tanh(W_p h_[CLS] + b_p) + b), and its first entry is the probability that B follows A.",
-    ["attention", "multihead", "rollout"],
-)
+TEXT = page_text(__file__)
+page_header("Attention", TEXT["intro"])
+explain(TEXT["explain"], ["attention", "multihead", "rollout"])
 
 ids = require_models(kinds=ENCODER_KINDS, what="attention")  # from the files: only the model shown is loaded
-THRESHOLD = dict(min_value=0.0, max_value=0.5)  # the line view's "hide lines below", for the slider and the link
 url_state("att_model", ids[0], options=ids, names=label)
-url_state("sentence", "The bank raised its interest rates, so she moved her savings elsewhere.",
-          max_chars=MAX_TEXT_CHARS)
+url_state("sentence", SENTENCE, max_chars=MAX_TEXT_CHARS)
 url_state("pair", "", max_chars=MAX_TEXT_CHARS)
 url_state("merge", True, kind=bool)
 url_state("hide", False, kind=bool)
-url_state("view", "head", options=["head", "mean", "rollout"])
+url_state("view", "head", options=list(VIEWS))
 url_state("rank_by", "to_prev", options=list(att.SUMMARY_COLUMNS))
 url_state("rank_ascending", False, kind=bool)
 url_state("att_threshold", 0.05, kind=float, **THRESHOLD)
-OVERVIEWS = {"auto": "automatic", "maps": "every head's map", "summary": "head summaries"}
 url_state("overview", "auto", options=list(OVERVIEWS))
 
 # A head picked in the ranking table (at the end of the page) on the last run: shown in the detail as one head.
@@ -77,48 +68,28 @@ pair = c2.text_input("Sentence B (optional: a pair, as BERT's next-sentence task
 o1, o2, o3 = box.columns(3)
 merge = o1.checkbox("Merge word pieces into words", key="merge", persist_state="session")
 hide = o2.checkbox("Hide [CLS] and [SEP]", key="hide", persist_state="session")
-view = o3.radio("Detail shows", ["head", "mean", "rollout"], key="view", horizontal=True, persist_state="session",
-                format_func={"head": "one head", "mean": "mean over heads", "rollout": "rollout"}.get)
+view = o3.radio("Detail shows", list(VIEWS), key="view", horizontal=True, persist_state="session",
+                format_func=VIEWS.get)
 overview = box.radio("Overview", list(OVERVIEWS), key="overview", horizontal=True, persist_state="session",
                      format_func=OVERVIEWS.get,
                      help=f"Every head's map, tiled; or, lighter for big models, what each head attends to "
                           f"(previous token, [SEP], …) as small layer x head grids. Automatic: maps up to "
                           f"{MAP_HEADS} heads, summaries beyond.")
 to_url("att_model", "sentence", "pair", "merge", "hide", "view", "overview")
-
-
-@st.cache_data(max_entries=64, show_spinner="Running the model …")
-def raw_maps(model_id: str, text: str, pair: str | None) -> tuple[att.AttentionMaps, list[str]]:
-    with record_warnings() as warned:
-        maps = att.compute_attention(get_model(model_id), None, text, pair=pair or None)
-    return maps, warned
-
-
-def shown(maps: att.AttentionMaps, rollout: bool) -> att.AttentionMaps:
-    """The maps as the options ask: rolled out on the full piece-level maps first, then merged and hidden."""
-    if rollout:
-        maps = att.attention_rollout(maps)
-    if merge:
-        maps = att.merge_word_pieces(maps)
-    if hide:
-        maps = att.hide_special(maps)
-    return maps
-
+s = AttentionState(model_id, sentence, pair, merge, hide, view, overview)
 
 maps = None
 with guard("The sentence"), limits.heavy("Running the model"):
-    text = check_text(sentence, "sentence A")
-    pair_text = check_text(pair, "sentence B") if pair.strip() else None
-    maps, warned = raw_maps(model_id, text, pair_text)
+    shown_input = compute.source(s)
+    maps, warned = compute.raw_maps(*shown_input)
     show_warnings(warned)
-    remember("attention", (model_id, text, pair_text))
-    shown_input = (model_id, text, pair_text)
+    remember("attention", shown_input)
 if maps is None:  # keep showing what this visitor had until the input is fixed
     previous = last_good("attention")
     if previous is None:
         st.stop()
     with guard("The last sentence"), limits.heavy("Running the model"):
-        maps, _ = raw_maps(*previous)
+        maps, _ = compute.raw_maps(*previous)
         shown_input = previous
         st.info(f"Below: the last input that worked, {quoted(previous[1])}"
                 + (f" with {quoted(previous[2])}" if previous[2] else "") + f" on {md(label(previous[0]))}.")
@@ -138,15 +109,11 @@ if shown_input[2]:
                    "follows A; its attention over the pair is below.")
 
 with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):
-    seg = {0: "A", 1: "B", None: "special"}
-    st.dataframe(pd.DataFrame({"token": maps.tokens, "segment": [seg.get(s, s) for s in maps.sequence_ids]}).T,
-                 width="stretch")
+    st.dataframe(compute.tokens_table(maps), width="stretch")
 
 detail = None
 with guard("Attention"):
-    base = shown(maps, rollout=False)
-    detail = shown(maps, rollout=True) if view == "rollout" else (att.mean_over_heads(base) if view == "mean"
-                                                                   else base)
+    base, detail = compute.detail(maps, s)
 if detail is None:
     st.stop()
 
@@ -162,29 +129,22 @@ for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
 
 # -- overview -----------------------------------------------------------------------------------------------
 st.subheader("All layers and heads")
-as_maps = overview == "maps" or (overview == "auto" and base.n_layers * base.n_heads <= MAP_HEADS)
-if as_maps:
+if s.as_maps(base.n_layers * base.n_heads):
     if base.n_tokens > GRID_TOKENS:
         st.caption(f"The overview shows the first {GRID_TOKENS} of {base.n_tokens} positions of each map; the "
                    "detail below shows them all.")
-    plot(figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
+    plot(page_figures.attention_grid(base.attentions, max_tokens=GRID_TOKENS), "attention-grid", key="att::grid")
 else:
     with guard("Head summaries"):
         st.caption(f"What each of the {base.n_layers * base.n_heads} heads attends to, on average over the rows: one "
                    "small grid per measure (layers down, heads across). Choose *every head's map* above for the "
                    "maps themselves, or a layer and head below for one in detail.")
         summary = att.head_summaries(base)
-        plot(figures.head_summary_grid(summary), "attention-summaries", key="att::grid", data=summary)
+        plot(page_figures.head_summary_grid(summary), "attention-summaries", key="att::grid", data=summary)
 
 
 # -- one map in detail --------------------------------------------------------------------------------------
-@st.cache_data(max_entries=16, show_spinner="Reading every head's queries and keys …")
-def raw_query_keys(model_id: str, text: str, pair: str | None) -> att.QueryKeys:
-    with record_warnings():  # a truncation was already said above the maps
-        return att.query_keys(get_model(model_id), None, text, pair=pair or None)
-
-
-def query_key_view(source: tuple[str, str, str | None], layer: int, head: int) -> None:
+def query_key_view(source: compute.Source, layer: int, head: int) -> None:
     """BertViz's neuron view: for one token, the head's query against every key, dimension by dimension, and the
     weights their dot products make. ``layer`` and ``head`` are 0-based."""
     if not st.toggle("How this head computes its weights (query · key)", key="qk", persist_state="session",
@@ -194,7 +154,7 @@ def query_key_view(source: tuple[str, str, str | None], layer: int, head: int) -
         return
     to_url("qk")
     with guard("How this head computes its weights"), limits.heavy("Reading the queries and keys"):
-        qk = raw_query_keys(*source)
+        qk = compute.raw_query_keys(*source)
         tokens = qk.tokens
         if len(tokens) > LINE_TOKENS:
             st.info(f"This view draws up to {LINE_TOKENS} word pieces; this input has {len(tokens)}. Shorten the "
@@ -206,32 +166,16 @@ def query_key_view(source: tuple[str, str, str | None], layer: int, head: int) -
         to_url("qk_from")
         products = qk.products(layer, head, row)
         weights = qk.attentions[layer, head, row]
-        me = quoted(tokens[row])
-        st.caption(f"Every token's vector entering layer {layer + 1} is projected to a query and a key of "
-                   f"{qk.head_dim} numbers for head {head + 1}. The weight {me} gives a token is the softmax, over all "
-                   f"tokens, of the query of {me} times that token's key, summed over the dimensions and divided by "
-                   f"√{qk.head_dim}. Red is positive, blue negative: a dimension where the query and a key share a "
-                   "sign raises that token's score. A row of the middle panel sums to that token's score (in "
-                   "brackets on the right). Computed on word pieces with [CLS] and [SEP], as the model does.")
-        plot(figures.query_key_view(tokens, row, qk.queries[layer, head, row], qk.keys[layer, head], products, weights,
-                                    title=f"layer {layer + 1}, head {head + 1}: from {tokens[row]} ·{row}"),
+        st.caption(TEXT["query_key"].format(layer=layer + 1, dim=qk.head_dim, head=head + 1, me=quoted(tokens[row])))
+        title = f"layer {layer + 1}, head {head + 1}: from {tokens[row]} ·{row}"
+        plot(page_figures.query_key_view(tokens, row, qk.queries[layer, head, row], qk.keys[layer, head], products,
+                                         weights, title=title),
              f"attention-query-key-{layer + 1}-{head + 1}", key="att::qk")
-        st.caption(weight_sentence(tokens, row, products, weights))
-
-
-def weight_sentence(tokens: list[str], row: int, products: np.ndarray, weights: np.ndarray) -> str:
-    """What makes the heaviest weight of the row: its score and the dimensions that give most of it."""
-    j = int(np.argmax(weights))
-    score = float(products[j].sum())
-    top = np.argsort(-np.abs(products[j]))[:3]
-    dims = ", ".join(f"{int(i)} ({products[j, i]:+.2f})" for i in top)
-    return (f"{quoted(tokens[row])} gives most weight to {quoted(tokens[j])} ·{j} ({weights[j]:.0%}): its score is "
-            f"{score:+.2f}, of which dimensions {dims} give most. Only differences between the scores count: adding "
-            "one number to every score of a row changes no weight.")
+        st.caption(compute.weight_sentence(tokens, row, products, weights))
 
 
 @st.fragment
-def detail_view(detail: att.AttentionMaps, view: str, source: tuple[str, str, str | None]) -> None:
+def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source) -> None:
     """The chosen layer and head (or the mean, or the rollout) as a heatmap and as lines: a control here reruns
     only this part of the page."""
     st.subheader("In detail")
@@ -252,7 +196,7 @@ def detail_view(detail: att.AttentionMaps, view: str, source: tuple[str, str, st
         if len(tokens) <= LINE_TOKENS:
             threshold = st.slider("Hide lines below", **THRESHOLD, step=0.01, key="att_threshold",
                                   persist_state="session")
-            plot(figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
+            plot(page_figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
                  f"attention-lines-{what}", key="att::lines")
         else:
             st.info(f"The line view draws up to {LINE_TOKENS} tokens; this input has {len(tokens)}. Tick *merge "
@@ -265,11 +209,10 @@ def detail_view(detail: att.AttentionMaps, view: str, source: tuple[str, str, st
         query_key_view(source, layer - 1, head)
 
 
-detail_view(detail, view, shown_input)
+detail_view(detail, s.view, shown_input)
 
 
 # -- heads ranked -------------------------------------------------------------------------------------------
-SHARES = ("to_cls", "to_sep", "to_self", "to_prev", "to_next")
 RANK_COLUMNS = {  # the ranking table's columns as a student reads them; shares as bars in per cent
     "layer": st.column_config.NumberColumn("layer", width="small"),
     "head": st.column_config.NumberColumn("head", width="small"),
@@ -278,7 +221,7 @@ RANK_COLUMNS = {  # the ranking table's columns as a student reads them; shares 
         help="How widely a head spreads its attention, in nats, averaged over the rows: 0 = each token looks at "
              "one token only; log(T) = evenly at all T tokens."),
     **{c: st.column_config.ProgressColumn(
-        f"→ {figures.HEAD_MEASURES[c].removesuffix(' token')}", min_value=0, max_value=100, format="%.0f%%",
+        f"→ {page_figures.HEAD_MEASURES[c].removesuffix(' token')}", min_value=0, max_value=100, format="%.0f%%",
         width="small", help=f"The share of each row's attention that goes to {what}, averaged over the rows.")
        for c, what in zip(SHARES, ("[CLS]", "[SEP]", "the token itself", "the previous token", "the next token"))},
 }
@@ -290,27 +233,23 @@ def ranking(base: att.AttentionMaps) -> None:
     st.subheader("Heads ranked")
     r1, r2 = st.columns([1, 3])
     by = r1.selectbox("Rank by what a head attends to", list(att.SUMMARY_COLUMNS), key="rank_by",
-                      persist_state="session", format_func=figures.HEAD_MEASURES.get)
+                      persist_state="session", format_func=page_figures.HEAD_MEASURES.get)
     ascending = r1.checkbox("lowest first", key="rank_ascending", persist_state="session")
     to_url("rank_by", "rank_ascending")
     with guard("Ranking"):
-        summary = att.head_summaries(base)
-        ranked = att.rank_heads(summary, by=by, ascending=ascending, top=12)
-        table = ranked.drop(columns=["head_name"]).assign(**{c: 100 * ranked[c] for c in SHARES})
-        # The measure ranked by comes first after the head, so it is on show however narrow the page.
-        order = ["layer", "head", by, *(c for c in att.SUMMARY_COLUMNS if c != by)]
-        event = r2.dataframe(table, hide_index=True, width="stretch", height=table_height(len(table)),
-                             column_config=RANK_COLUMNS, column_order=order, on_select="rerun",
+        r = compute.ranked(base, by, ascending)
+        event = r2.dataframe(r.table, hide_index=True, width="stretch", height=table_height(len(r.table)),
+                             column_config=RANK_COLUMNS, column_order=r.order, on_select="rerun",
                              selection_mode="single-row", key="rank_pick")
         r1.caption("Pick a row (the box at its left) to see that head in detail above.")
-        if summary[by].isna().all():
+        if r.summary[by].isna().all():
             r2.caption("Nothing to rank by: the tokens it measures are hidden.")
         picked = list(event.selection.rows)
         # A selection stays in the table across reruns: act on it only when it changes, so a head chosen later
         # with the sliders is not pulled back to the picked row.
         if picked and picked != st.session_state.get("_rank_seen"):
             st.session_state["_rank_seen"] = picked
-            row = ranked.iloc[picked[0]]
+            row = r.top.iloc[picked[0]]
             st.session_state["_att_pick"] = (int(row["layer"]), int(row["head"]))
             st.rerun(scope="app")  # the detail is another fragment: the whole page redraws it
         st.session_state["_rank_seen"] = picked

@@ -1,5 +1,5 @@
 """Lesson: seven steps for a class, each a question, what the models here answer, and the page that shows it
-(the steps and their answers: ``app/lesson.py``)."""
+(the steps and their answers: ``compute.py``)."""
 
 from datetime import date
 
@@ -8,17 +8,15 @@ import streamlit as st
 from app.kit import limits
 from app.kit.errors import guard
 from app.kit.explanations import explain, page_header
+from app.kit.pages import script
 from app.kit.registry import model_ids, no_models_message
-from app.kit.shared import shared
+from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
-from app.lesson import STEPS, cast, plan
+from app.views.lesson.compute import STEPS, answer, cast, plan
+from app.views.lesson.state import LessonState, clamped
 
-page_header(
-    "A lesson in seven steps",
-    "For a class in front of a projector: each step is a question to put to the class, then what the models on "
-    "this server answer, computed when you ask, and a link to the page that shows it in full. Ask, let the class "
-    "guess, then reveal.",
-)
+TEXT = page_text(__file__)
+page_header("A lesson in seven steps", TEXT["intro"])
 
 ids = model_ids()
 if not ids:
@@ -30,7 +28,7 @@ url_state("reveal", False, kind=bool)
 
 
 def go(to: int) -> None:
-    st.session_state["step"] = min(max(to, 1), len(STEPS))
+    st.session_state["step"] = clamped(to, len(STEPS))
     st.session_state["reveal"] = False  # the next question is asked before its answer shows
 
 
@@ -68,22 +66,16 @@ reveal = toggle_col.toggle("Show what the models here answer", key="reveal",
                            help="Computed now with the models this server offers (the first time a few seconds: "
                                 "the models load and read the sentences).")
 to_url("step", "reveal")
+s = LessonState(n, reveal)
 params = {}
 with link_col, guard(f"The link to the {step.page_name} page"):
     params = step.params(models)
-link_col.page_link(step.page, label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
+link_col.page_link(script(step.page), label=f"Open it on the **{step.page_name}** page", icon=":material/open_in_new:",
                    query_params=params)
 
-
-def answers(k: int) -> list[str]:
-    """Step ``k``'s answer: once per server for everyone, unless the step reads something that can change."""
-    s = STEPS[k - 1]
-    return shared().get(("lesson", k, models), lambda: s.reveal(models)) if s.once_per_server else s.reveal(models)
-
-
-if reveal:
+if s.reveal:
     with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"), st.spinner("The models are reading the sentences …"):
-        st.markdown("\n".join(f"- {line}" for line in answers(n)))
+        st.markdown("\n".join(f"- {line}" for line in answer(s.step, models)))
         st.markdown(step.point)
 
 
@@ -91,20 +83,11 @@ if reveal:
 here = st.context.url or ""
 base = here[: -len("/lesson")] if here.endswith("/lesson") else ""
 st.download_button("The lesson plan (Markdown): every question, what the models here answer, and the links",
-                   data=lambda: plan(models, answers, base, when=date.today().isoformat()),
+                   data=lambda: plan(models, lambda k: answer(k, models), base, when=date.today().isoformat()),
                    file_name="ctxmodels-lesson.md", mime="text/markdown", on_click="ignore",
                    icon=":material/download:", type="tertiary")
 
-explain(
-    "The steps follow one word, *bank*, from one vector per word to attention heads. The right-hand button moves "
-    "the lesson on as a presenter's clicker does (Page Down): it shows the answer, then the next question; Page Up "
-    "goes back a step. Each answer is computed with the models this server offers (the pages' defaults: the static "
-    "vectors, ELMo and the default BERT), so it is the same as what the page behind the link shows. The step and "
-    "whether its answer shows are in the link (`step`, `reveal`): a lesson can be prepared as a list of links, and "
-    "`present=1` opens it for a projector. The formulas behind the steps: the cosine of two vectors (steps 1 to 3),"
-    " ELMo's mix of its layers (step 4), the masked-LM objective (steps 5 and 6) and attention (step 7).",
-    ["cosine", "scalar_mix", "mlm", "attention"],
-)
+explain(TEXT["explain"], ["cosine", "scalar_mix", "mlm", "attention"])
 
 # Streamlit ignores a shortcut while an input has the focus, and the step list and the answer switch are inputs: once
 # the mouse has used one (a click, not a key: keyboard users keep their place), the focus goes back to the page, so

@@ -1,0 +1,62 @@
+"""What the Word senses page shows, as one frozen value read from its widgets and the URL: the models, the
+projection and its parameters, how the points are coloured, the clusters and the search. The sentences' own
+settings are the occurrence source's :class:`app.kit.occurrence_sources.Spec`.
+
+The widgets' ranges live here too: the page gives them to its widgets and to the values a link may set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxmodels.analysis import projections
+from ctxmodels.analysis import word_senses as ws
+
+METHOD_NAMES = projections.DISPLAY
+MIX = ws.MIX  # the layer option for ELMo's learned scalar mix
+LARGE = 600  # occurrences from which UMAP and t-SNE run in the background, with PCA drawn meanwhile
+BASELINE_SENTENCES = 300  # sentences embedded for the anisotropy baseline of a large view
+K_CHOICES = ["auto"] + list(range(2, 9))
+NEIGHBOURS_SHOWN = 5  # a clicked point's nearest occurrences, and those a search counts
+NEAREST_K = 50  # the nearest SemCor words counted per layer
+# The widgets' ranges, for the widgets and for the values a link may give them.
+SEED = dict(min_value=0, max_value=10_000)
+NEIGHBORS = dict(min_value=2, max_value=100)
+MIN_DIST = dict(min_value=0.0, max_value=0.99)
+PERPLEXITY = dict(min_value=2.0, max_value=100.0)
+COLOURINGS = {"sense": "sense labels", "cluster": "clusters found in each layer",
+              "dictionary": "the dictionary sense each layer reads"}
+NO_READING = "(no sense nearer than another)"
+
+
+@dataclass(frozen=True)
+class SensesState:
+    """The page's settings for one run (hashable: the shared results and background jobs are keyed by it)."""
+
+    models: tuple[str, ...]
+    method: str  # the projection drawn: the chosen one, or PCA while UMAP warms up
+    dims: int
+    seed: int
+    joint: bool
+    neighbors: int
+    min_dist: float
+    perplexity: float
+    colour: str  # "sense", "cluster" or "dictionary"
+    k: int | None  # clusters; None: chosen by the silhouette
+    find: tuple[str, ...] = ()  # the words whose sentences are ringed
+    lemma: str | None = None  # whose SemCor senses colour the points ("dictionary")
+
+    @property
+    def params(self) -> tuple[tuple[str, float], ...]:
+        """The projection's parameters, as the core takes them (and as a cache key)."""
+        return (("n_neighbors", self.neighbors), ("min_dist", self.min_dist), ("perplexity", self.perplexity))
+
+
+def clusters_k(choice: str | int) -> int | None:
+    """The clusters widget's choice as k: None for "auto" (chosen by the silhouette)."""
+    return None if choice == "auto" else int(choice)
+
+
+def colourings(has_senses: bool) -> list[str]:
+    """How the points can be coloured: by the sense labels only when there are two or more."""
+    return (["sense"] if has_senses else []) + ["cluster", "dictionary"]
