@@ -180,6 +180,41 @@ def test_the_app_imports_only_the_public_api(path):
     assert private == [], f"{path.name} imports {private}; use the public API ({', '.join(APP_MAY_IMPORT)})"
 
 
+# The app's pages (README, "Layout"): each page is a folder of app/views/ whose page.py alone makes widgets; its
+# state, computations and figures are plain Python, and what pages share lives in app/kit/.
+VIEWS = ROOT / "app" / "views"
+PAGES = sorted(p.parent.name for p in VIEWS.glob("*/page.py"))
+WITHOUT_STREAMLIT = ("compute.py", "figures.py", "state.py")
+
+
+def test_every_page_is_a_folder_with_its_script():
+    assert PAGES and sorted(p.name for p in VIEWS.iterdir() if p.is_dir() and p.name != "__pycache__") == PAGES
+    assert sorted(p.name for p in VIEWS.glob("*.py")) == ["__init__.py"], "a page is a folder, not a module"
+    for page in PAGES:
+        assert (VIEWS / page / "text.md").is_file(), f"{page}: its words go in text.md"
+        assert (VIEWS / page / "compute.py").is_file() and (VIEWS / page / "state.py").is_file(), page
+
+
+@pytest.mark.parametrize("path", sorted(p for p in VIEWS.rglob("*.py") if p.name in WITHOUT_STREAMLIT),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_pages_state_compute_and_figures_do_not_import_streamlit(path):
+    assert not [m for m in imports_of(path) if m.split(".")[0] == "streamlit"], f"{path} imports Streamlit"
+
+
+@pytest.mark.parametrize("path", sorted(VIEWS.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_imports_another_page(path):
+    own = path.relative_to(VIEWS).parts[0]
+    others = [m for m in imports_of(path) if m.startswith("app.views.") and m.split(".")[2] != own]
+    assert others == [], f"{path.relative_to(ROOT)} imports {others}; what pages share belongs in app/kit/"
+    assert not any(m == "app.views" for m in imports_of(path))
+
+
+def test_no_app_module_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "app").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert long == {}, f"modules over 600 lines: {long}"
+
+
 def test_every_package_folder_is_a_regular_package():
     """setuptools' package discovery skips a folder without ``__init__.py``: an installed wheel would lack it."""
     folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
