@@ -1,4 +1,4 @@
-"""Our ELMo against outputs recorded by the original TensorFlow implementation (shared/data/elmo-reference).
+"""Our ELMo against outputs recorded by the original TensorFlow implementation (tests/data/elmo-reference).
 
 Tolerance: 1e-6 absolute, with no relative slack (the issue's and the reference folder's bound). The recorded
 values are float32 up to about 4.5 in size, where one float32 step is 4.8e-7, so this allows two rounding steps;

@@ -1,4 +1,4 @@
-"""SemCor reader: a hand-written sample, bad files, and a smoke check on the real shared data."""
+"""SemCor reader: a hand-written sample, bad files, and a smoke check on the real SemCor (the shipped copy)."""
 
 from __future__ import annotations
 
