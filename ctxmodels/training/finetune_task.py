@@ -120,6 +120,10 @@ class FinetuneSettings:
             s = cls(**given)
         else:
             s = cls.stored(out)
+            if given.get("model_path", s.model_path) != s.model_path:
+                raise ValueError(f"{out}: --resume continues the fine-tuning of {s.model} ({s.model_path}), but "
+                                 f"--model {given['model']} is {given['model_path']}; leave --model out to resume, "
+                                 "or fine-tune into a new --out")
             differ = [f"--{k.replace('_', '-')} {v} (the run used {getattr(s, k)})" for k, v in given.items()
                       if k not in cls.CHANGEABLE and k not in ("model", "model_path") and v != getattr(s, k)]
             if differ:
