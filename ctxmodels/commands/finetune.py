@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ..bounds import float_range, int_range
+from ..training.run_lock import LOCK_NAME
 from . import BATCH_SIZE, SEED, THREADS, bounded
 
 
@@ -61,12 +62,19 @@ def _check_out(out: Path, resume: bool) -> None:
         if not (out / "run.json").is_file():
             raise ValueError(f"--out {out} holds no fine-tuning run to resume (no run.json); start one without "
                              "--resume")
-    elif out.is_dir() and any(out.iterdir()):
+    elif out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir()):
         raise ValueError(f"--out {out} already exists and is not empty; pass --resume to continue the run in it, or "
                          "choose a new folder")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..training.run_lock import hold_folder
+
+    with hold_folder(args.out):  # from the folder check on: nothing else writes the run meanwhile
+        return _fine_tune(args)
+
+
+def _fine_tune(args: argparse.Namespace) -> int:
     import torch
 
     from .. import load

@@ -236,20 +236,22 @@ def build(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..training.run_lock import hold_folder
     from ..training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
-    task, cfg = build(args)
-    command = "ctxmodels " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []))
-    trainer = Trainer(task, cfg, args.out, command=command)
-    try:
-        metrics = trainer.train(resume=args.resume)
-    except (TrainingDiverged, TrainingInterrupted) as e:
-        print(f"ctxmodels: {e}", file=sys.stderr)
-        return 1 if isinstance(e, TrainingDiverged) else 130
+    with hold_folder(args.out):  # from the settings check on: nothing else writes the run meanwhile
+        task, cfg = build(args)
+        command = "ctxmodels " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []))
+        trainer = Trainer(task, cfg, args.out, command=command)
+        try:
+            metrics = trainer.train(resume=args.resume)
+        except (TrainingDiverged, TrainingInterrupted) as e:
+            print(f"ctxmodels: {e}", file=sys.stderr)
+            return 1 if isinstance(e, TrainingDiverged) else 130
     if trainer.info.is_main and trainer.step < cfg.max_steps:  # --time-limit or --stop-at
         print(f"stopped at step {trainer.step} of {cfg.max_steps}; checkpoint saved in {trainer.checkpoint_dir}. "
               f"Continue with: ctxmodels train {args.kind} --out {shlex.quote(str(args.out))} --resume")

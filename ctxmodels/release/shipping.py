@@ -37,12 +37,13 @@ from ..checkpoint import (
     save_tensors,
     write_text_atomic,
 )
+from ..training.run_lock import LOCK_NAME, hold_folder
 from .quality import BERT_SEQUENCES, RANK_DEPTH
 
 WEIGHTS = "model.safetensors"
 LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz",  # training state and data caches
                # the settings --resume reads and the --init-from record, with this machine's paths (the card has both)
-               "run.json", "start.json"}
+               "run.json", "start.json", LOCK_NAME}
 DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
 BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 
@@ -57,6 +58,11 @@ def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
     run_dir, asset_dir = Path(run_dir), Path(asset_dir)
     if not (run_dir / WEIGHTS).is_file():
         raise CheckpointError(f"{run_dir}: no {WEIGHTS}; is the training run finished?")
+    with hold_folder(asset_dir, beside=True):  # one ship into a folder at a time
+        return _ship(run_dir, asset_dir, half)
+
+
+def _ship(run_dir: Path, asset_dir: Path, half: bool) -> Path:
     recover_dir(asset_dir)  # a swap that a kill interrupted: the earlier model goes back in place
     if asset_dir.exists():
         _check_replaceable(asset_dir, run_dir)

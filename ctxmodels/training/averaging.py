@@ -40,6 +40,7 @@ from ..model_files import (
     read_bytes,
     read_json,
 )
+from .run_lock import hold_folder
 
 WEIGHTS = "model.safetensors"
 RECORD = "average.json"
@@ -65,6 +66,11 @@ def average_models(sources: Sequence[str | Path], out: str | Path) -> dict[str, 
     if len({f.resolve() for f in folders}) < len(folders):
         raise ValueError("a model is named twice; to weight one model more, that is not what this command does")
     out = Path(out)
+    with hold_folder(out, beside=True):  # the folder is replaced whole: its lock lies beside it
+        return _average(folders, out)
+
+
+def _average(folders: list[Path], out: Path) -> dict[str, Any]:
     _check_output(out, folders)
     config, inputs = _common_inputs(folders)
     states = [_weights(f) for f in folders]

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from ..checkpoint import CheckpointError, DiskFullError, write_text_atomic
 from .checkpoints import CHECKPOINT_ONLY, STATE_FILE, Checkpoints, clean_run_dir, publish_files
 from .distributed import DistInfo, any_rank, gather_rng_states, hardware_description, setup_distributed
+from .run_lock import hold_folder
 from .run_log import METRICS_FILE, Progress, append_record, default_model_card, jsonable, truncate_metrics
 from .task import Batch, TrainConfig, TrainTask, load_model_weights
 
@@ -196,7 +197,8 @@ class Trainer:
     def train(self, resume: bool = False) -> dict[str, float]:
         """Train to ``cfg.max_steps`` (from the checkpoint in ``out`` when resuming); the held-out metrics."""
         try:
-            return self._train(resume)
+            with hold_folder(self.out):
+                return self._train(resume)
         except DiskFullError as e:
             if not e.note:
                 e.note = self.checkpoints.kept_note()
