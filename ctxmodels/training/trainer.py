@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -248,6 +249,8 @@ class Trainer:
         cfg, info, task = self.cfg, self.info, self.task
         if info.is_main:
             clean_run_dir(self.out)
+        if resume and self._killed_before_first_checkpoint():
+            resume = False
         if not resume and (self.checkpoint_dir / STATE_FILE).exists():
             raise CheckpointError(
                 f"{self.out} already holds a training run; pass --resume to continue it or choose another --out"
@@ -277,6 +280,19 @@ class Trainer:
             if not resume:
                 self.log({"event": "start", "command": self.command, "config": dataclasses.asdict(cfg)})
         return model, optimizer, scheduler
+
+    def _killed_before_first_checkpoint(self) -> bool:
+        """Whether the run in ``out`` started (its settings or log are there) but wrote no checkpoint: a kill before
+        the first one. Then it starts again from step 0, its log emptied; a folder that holds no run is still
+        refused by --resume."""
+        started = (self.out / "run.json").is_file() or (self.out / METRICS_FILE).is_file()
+        if (self.checkpoint_dir / STATE_FILE).exists() or not started:
+            return False
+        if self.info.is_main:
+            (self.out / METRICS_FILE).unlink(missing_ok=True)
+            tqdm.write(f"ctxmodels: {self.out} holds no checkpoint yet (the run stopped before its first): "
+                       "starting it again from step 0", file=sys.stderr)
+        return True
 
     def _backward(self, step: int, loss: torch.Tensor, optimizer, progress: Progress) -> torch.Tensor:
         """Backpropagate ``loss`` and clip the gradient; its norm. :class:`TrainingDiverged` (on every rank) when
