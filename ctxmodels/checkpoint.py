@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import stat
 import tempfile
@@ -39,21 +40,28 @@ class CheckpointError(ValueError):
 
 
 TMP_SUFFIX = ".tmp"
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+#: no room for a write: the disk (ENOSPC), the user's quota (EDQUOT) or the file-size limit (EFBIG, ``ulimit -f``)
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class DiskFullError(OSError):
-    """No space left (ENOSPC or EDQUOT) for a write; the message names the size needed and the place."""
+    """No room (ENOSPC, EDQUOT, or EFBIG: the file-size limit) for a write; the message names the size needed and
+    the place."""
 
-    def __init__(self, needed: int, path: str | Path, note: str = ""):
+    def __init__(self, needed: int, path: str | Path, note: str = "", code: int = errno.ENOSPC):
         self.needed, self.note = int(needed), note
-        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        super().__init__(code, os.strerror(code), str(path))
 
     def __str__(self) -> str:
-        free = _free_bytes(self.filename)
-        shown = f"disk full: {megabytes(self.needed)} needed at {self.filename}"
-        if free is not None:
-            shown += f" ({megabytes(free)} free)"
+        if self.errno == errno.EFBIG:
+            limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            shown = (f"file too large: the file-size limit (ulimit -f, {megabytes(limit)}) stops a write of "
+                     f"{megabytes(self.needed)} at {self.filename}")
+        else:
+            free = _free_bytes(self.filename)
+            shown = f"disk full: {megabytes(self.needed)} needed at {self.filename}"
+            if free is not None:
+                shown += f" ({megabytes(free)} free)"
         return shown + (f"; {self.note}" if self.note else "")
 
 
@@ -131,7 +139,7 @@ def atomic_file(path: str | Path, size: int | None = None) -> Iterator[Path]:
     except OSError as e:
         if is_disk_full(e) and not isinstance(e, DiskFullError):
             written = tmp.stat().st_size if tmp is not None and tmp.exists() else 0
-            raise DiskFullError(size if size is not None else written, path) from e
+            raise DiskFullError(size if size is not None else written, path, code=e.errno) from e
         raise
     finally:
         if tmp is not None:
@@ -261,7 +269,38 @@ def save_file(tensors: dict[str, torch.Tensor], filename: str, metadata: dict[st
     """safetensors' ``save_file`` (the one write of tensors, so a test can make it fail)."""
     from safetensors.torch import save_file as write
 
-    write(tensors, filename, metadata=metadata)
+    try:
+        write(tensors, filename, metadata=metadata)
+    except Exception as e:  # safetensors reports an I/O error as its own exception, with the errno in its text
+        cause = write_failure(filename, e)
+        if cause is None:
+            raise
+        raise cause from e
+
+
+def write_failure(path: str | Path, error: BaseException, needed: int = 0) -> OSError | None:
+    """The OSError behind a library's failed write of ``path`` when the library does not raise one (safetensors,
+    torch's zip writer, SQLite), or None when it is not a lack of room: the errno the message quotes ("os error
+    28"); else EFBIG when the file reached the file-size limit (``ulimit -f``), ENOSPC when the disk has less room
+    left than the write still needed (``needed`` bytes in all), or under 1 MB."""
+    path = Path(path)
+    quoted = re.search(r"os error (\d+)", str(error))
+    if quoted:
+        code = int(quoted.group(1))
+        return OSError(code, os.strerror(code), str(path))
+    if "disk is full" in str(error):  # SQLite's SQLITE_FULL
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and max(size, needed) >= limit - 65536:
+        return OSError(errno.EFBIG, os.strerror(errno.EFBIG), str(path))
+    free = _free_bytes(path)
+    if free is not None and free < max(needed - size, 1 << 20):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return None
 
 
 def load_file(filename: str) -> dict[str, torch.Tensor]:

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if e.errno not in USER_FACING_ERRNOS:
             raise  # not something the user's files or disk explain: show the traceback
         if is_disk_full(e) and not isinstance(e, DiskFullError):  # a write that did not know its size
-            e = DiskFullError(0, e.filename or ".")
+            e = DiskFullError(0, e.filename or ".", code=e.errno)
         print(f"ctxmodels: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -102,7 +102,9 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
 
 def _one_line(error: BaseException | str) -> str:
     """The message on one line: a multi-line message is joined, control characters are shown escaped."""
-    if isinstance(error, OSError) and error.filename and not str(error).startswith("disk full"):
+    from .checkpoint import DiskFullError
+
+    if isinstance(error, OSError) and error.filename and not isinstance(error, DiskFullError):
         text = f"{error.filename}: {error.strerror or error}"
     else:
         text = str(error)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bounds import MAX_SEED, int_range
-from .checkpoint import atomic_file, file_sha256, remove_stale_temps
+from .checkpoint import atomic_file, file_sha256, remove_stale_temps, write_failure
 from .paths import cache_dir
 from .text import (
     CorpusError,
@@ -378,8 +378,14 @@ def _build(corpus: Path, db_path: Path, progress: Callable[[int, int], None] | N
         conn = sqlite3.connect(tmp)
         try:
             _fill(conn, corpus, stat, progress)
+        except sqlite3.Error as e:  # a full disk or the file-size limit, as SQLite reports them
+            cause = write_failure(tmp, e, needed=stat.st_size)
+            if cause is None:
+                raise
+            raise cause from e
         finally:
             conn.close()
+            Path(f"{tmp}-journal").unlink(missing_ok=True)
 
 
 def _fill(conn: sqlite3.Connection, corpus: Path, stat: os.stat_result,

@@ -26,7 +26,8 @@ from tests.test_static import TRAIN_ARGS, write_two_group_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLD = ("import sys, time\nfrom ctxmodels.training.run_lock import hold_folder\n"
-        "with hold_folder(sys.argv[1], beside=sys.argv[2] == '1'):\n    print('held', flush=True)\n    time.sleep(600)\n")
+        "with hold_folder(sys.argv[1], beside=sys.argv[2] == '1'):\n"
+        "    print('held', flush=True)\n    time.sleep(600)\n")
 
 
 def _start(args: list[str]) -> subprocess.Popen:

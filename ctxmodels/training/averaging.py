@@ -24,7 +24,9 @@ import torch
 
 from ..checkpoint import (
     CheckpointError,
+    DiskFullError,
     file_sha256,
+    is_disk_full,
     load_tensors,
     new_tmp_dir,
     replace_dir_atomic,
@@ -91,6 +93,11 @@ def _average(folders: list[Path], out: Path) -> dict[str, Any]:
         write_json(tmp / RECORD, record)
         write_text_atomic(tmp / "README.md", _card(folders, record, config))
         replace_dir_atomic(tmp, out)
+    except OSError as e:
+        if not is_disk_full(e) or not tmp.exists():
+            raise
+        needed = sum(t.numel() * t.element_size() for t in averaged.values())
+        raise DiskFullError(needed, out, note=f"nothing was written to {out}", code=e.errno) from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return record

@@ -28,6 +28,7 @@ from ..checkpoint import (
     remove_stale_temps,
     replace_dir_atomic,
     tree_bytes,
+    write_failure,
     write_json,
 )
 from .distributed import DistInfo
@@ -68,7 +69,7 @@ class Checkpoints:
             tmp = new_tmp_dir(self.dir)
             task.save_model(tmp)
             with atomic_file(tmp / STATE_FILE) as path:
-                torch.save(state, path)
+                _torch_save(state, path)
             # the schedule, and the step it had reached (read by RunSettings.resolve before a --resume starts)
             write_json(tmp / "train_config.json", {**train_config, "step": step})
             needed = max(needed, tree_bytes(tmp))
@@ -85,7 +86,7 @@ class Checkpoints:
                 raise
             where = e.filename if isinstance(e, DiskFullError) and tmp is None else self.dir
             amount = e.needed if isinstance(e, DiskFullError) and tmp is None else needed
-            raise DiskFullError(amount, where, note=self.kept_note()) from e
+            raise DiskFullError(amount, where, note=self.kept_note(), code=e.errno) from e
         finally:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -175,6 +176,18 @@ def _check_finite_state(weights: dict[str, torch.Tensor], optimizer: Any, where:
                     not bool(torch.isfinite(t).all()) or (key == "exp_avg_sq" and bool((t < 0).any()))):
                 raise CheckpointError(f"{where / STATE_FILE}: the optimizer's {key} of parameter {index} is damaged "
                                       "(NaN, infinite or negative values)")
+
+
+def _torch_save(state: dict[str, Any], path: Path) -> None:
+    """``torch.save``, whose zip writer reports a full disk or the file-size limit as a RuntimeError: as the
+    OSError it is."""
+    try:
+        torch.save(state, path)
+    except RuntimeError as e:
+        cause = write_failure(path, e, needed=_nbytes(state))
+        if cause is None:
+            raise
+        raise cause from e
 
 
 def _first_line(error: BaseException, limit: int = 200) -> str:
