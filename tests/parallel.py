@@ -6,8 +6,8 @@
 * A module's tests run on one worker, so that its module-scoped fixtures (tiny models, AppTest pages, fuzz
   harnesses counting their cases) are built once; the modules in :data:`SPREAD` are the exception: their tests
   are long and share only what every worker can start once for itself (a Streamlit server, a browser).
-* Tests marked ``slow`` are handed out first, so that a long one never starts last while the other cores have
-  nothing left to do.
+* The modules holding a test marked ``slow`` are handed out first, so that a long test never starts last while the
+  other cores have nothing left to do.
 * A line a module prints after its tests (:func:`tests.helpers.show_past_capture`) is printed by the main process
   at the end of the run: a worker's own output goes nowhere.
 """
@@ -48,10 +48,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return ModulesSlowFirst(config, log)
 
 
+def module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own ordering by fixtures
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike, so their collections still agree
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """In a worker: the modules holding a slow test first. A module's own tests keep their order (some look at
+    what the process did before them), and every worker sorts alike, so their collections still agree."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        slow = {module_of(item) for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: module_of(item) not in slow)
 
 
 def in_worker(config: pytest.Config) -> bool:
