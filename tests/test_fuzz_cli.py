@@ -632,6 +632,70 @@ def test_eval(world, batch, data, words):
         refused(o)
 
 
+def _damage_index(db: Path, data) -> None:
+    """One generated damage to a corpus index file: bytes overwritten or cut, a table dropped or emptied, a meta
+    value or a documents row changed."""
+    import sqlite3
+
+    how = data.draw(st.sampled_from(["bytes", "cut", "drop", "empty", "meta", "documents"]), label="how")
+    if how in ("bytes", "cut"):
+        raw = bytearray(db.read_bytes())
+        at = data.draw(st.integers(0, len(raw) - 1), label="at")
+        if how == "cut":
+            del raw[at:]
+        else:
+            raw[at:at + data.draw(st.integers(1, 8192))] = data.draw(st.binary(min_size=1, max_size=64)) * 128
+        db.write_bytes(bytes(raw[:len(raw)]))
+        return
+    tables = ["meta", "documents", "sentences", "words", "words_data", "words_idx", "words_config"]
+    statement = {
+        "drop": f"DROP TABLE {data.draw(st.sampled_from(tables), label='table')}",
+        "empty": data.draw(st.sampled_from(["DELETE FROM sentences", "DELETE FROM documents", "DELETE FROM meta",
+                                            "INSERT INTO words(words) VALUES ('delete-all')",
+                                            "DELETE FROM sentences WHERE id % 2 = 0"]), label="empty"),
+        "meta": "UPDATE meta SET value = ? WHERE key = ?",
+        "documents": "UPDATE documents SET first_sentence = ?",
+    }[how]
+    params: tuple = ()
+    if how == "meta":
+        params = (data.draw(st.one_of(st.integers(-(2**70), 2**70).map(str), st.sampled_from(WORDS)), label="value"),
+                  data.draw(st.sampled_from(["n_documents", "n_sentences", "n_words", "n_tokens", "sha256", "size",
+                                             "format"]), label="key"))
+    elif how == "documents":
+        params = (data.draw(st.integers(-5, 10**6), label="first"),)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(statement, params)
+        conn.commit()
+    except sqlite3.DatabaseError:
+        pass  # the bytes already damaged it
+    finally:
+        conn.close()
+
+
+@FUZZ
+@given(data=st.data(), word=st.sampled_from(["bank", "river", "the", "nope"]), as_count=st.booleans())
+def test_occurrences_with_a_damaged_index(world, tmp_path_factory, data, word, as_count):
+    """The corpus index damaged in generated ways: the count and the listing are those of a sound index (the
+    index rebuilt, with a warning) or one error line; never a traceback or a silently wrong count."""
+    from ctxmodels.corpus_index import CorpusIndex
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as m:
+        m.setenv("CTXMODELS_CACHE", tmp)
+        index = CorpusIndex.open(world["gen"])
+        expected = index.count(word)
+        index.close()
+        _damage_index(index.db_path, data)
+        o = run(["occurrences", "--corpus", world["gen"], "--word", word, *(["--count"] if as_count else [])],
+                "occurrences damaged index")
+        if o.rc == 2:
+            assert "corpus index is damaged" in refused(o), o
+            return
+        summary = o.out.splitlines()[-1]
+        assert summary == str(expected) if as_count else (f"{expected} occurrence(s)" in summary or
+                                                          expected == 0 and "no occurrence" in summary), o
+
+
 class _Reached(Exception):
     """The command got past its checks to the measurement (stubbed), with these settings."""
 

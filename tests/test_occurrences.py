@@ -290,7 +290,17 @@ def test_a_touched_file_with_the_same_content_is_not_reindexed(odd, monkeypatch)
     monkeypatch.setattr(ci, "file_sha256", lambda p: hashed.append(p) or real_hash(p))
     CorpusIndex.open(odd)
     CorpusIndex.open(odd)
-    assert len(built) == 1 and len(hashed) == 1  # hashed once, then the new time stamp is remembered
+    assert len(built) == 1 and len(hashed) == 2  # hashed on every open: the time stamp alone proves nothing
+
+
+def test_a_file_changed_in_place_with_the_same_size_and_time_is_reindexed(odd, monkeypatch):
+    built = builds(monkeypatch)
+    before = CorpusIndex.open(odd).count("bank")
+    stat = odd.stat()
+    write(odd, ODD.replace("bank", "bonk", 1))
+    os.utime(odd, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert odd.stat().st_size == stat.st_size and odd.stat().st_mtime_ns == stat.st_mtime_ns
+    assert CorpusIndex.open(odd).count("bank") == before - 1 and len(built) == 2
 
 
 def test_other_tokenizer_rules_or_format_rebuild(odd, monkeypatch):
@@ -324,6 +334,60 @@ def test_a_damaged_or_foreign_index_file_is_rebuilt(odd, damage):
         conn.commit()
         conn.close()
     assert CorpusIndex.open(odd).count("bank", inflections=True) == expected
+
+
+def _sql(db, *statements: str) -> None:
+    conn = sqlite3.connect(db)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+def _overwrite_pages(db, first: int = 2) -> None:
+    """Every page from ``first`` on (1-based) filled with bytes that are no b-tree page."""
+    raw = bytearray(db.read_bytes())
+    page = int.from_bytes(raw[16:18], "big")
+    raw[(first - 1) * page:] = bytes([0x0D, 0xFF, 0xFF, 0xFF]) * ((len(raw) - (first - 1) * page) // 4)
+    db.write_bytes(bytes(raw))
+
+
+INDEX_DAMAGE = {
+    "pages overwritten": lambda db: _overwrite_pages(db),
+    "sentences dropped": lambda db: _sql(db, "DROP TABLE sentences"),
+    "documents dropped": lambda db: _sql(db, "DROP TABLE documents"),
+    "full-text data dropped": lambda db: _sql(db, "DROP TABLE words_data"),
+    "sentences emptied": lambda db: _sql(db, "DELETE FROM sentences"),
+    "documents emptied": lambda db: _sql(db, "DELETE FROM documents"),
+    "full-text emptied": lambda db: _sql(db, "INSERT INTO words(words) VALUES ('delete-all')"),
+    "last sentence removed": lambda db: _sql(db, "DELETE FROM sentences WHERE id = (SELECT max(id) FROM sentences)"),
+    "negative count": lambda db: _sql(db, "UPDATE meta SET value = '-3' WHERE key = 'n_documents'"),
+    "count not a number": lambda db: _sql(db, "UPDATE meta SET value = '1e3' WHERE key = 'n_words'"),
+    "count too large": lambda db: _sql(db, "UPDATE meta SET value = value + 5 WHERE key = 'n_sentences'"),
+    "tokens miscounted": lambda db: _sql(db, "UPDATE meta SET value = value - 1 WHERE key = 'n_tokens'"),
+    "documents shifted": lambda db: _sql(db, "UPDATE documents SET first_sentence = first_sentence + 1"),
+}
+
+
+@pytest.mark.parametrize("damage", list(INDEX_DAMAGE))
+def test_a_damaged_index_is_rebuilt_with_a_warning(odd, damage):
+    first = CorpusIndex.open(odd)
+    expected = first.count("bank", inflections=True), first.lookup("bank", limit=None).total
+    first.close()
+    INDEX_DAMAGE[damage](first.db_path)
+    with pytest.warns(UserWarning, match=r"corpus index is damaged \(.+\); rebuilding it") as caught:
+        index = CorpusIndex.open(odd)
+    assert str(first.db_path) in str(caught[0].message) and "\n" not in str(caught[0].message)
+    assert (index.count("bank", inflections=True), index.lookup("bank", limit=None).total) == expected
+
+
+def test_an_index_damaged_while_open_is_one_line_and_removed(odd):
+    index = CorpusIndex.open(odd)
+    _overwrite_pages(index.db_path)
+    with pytest.raises(CorpusError, match=r"the corpus index is damaged .*rebuilt when odd.txt is opened again"):
+        index.lookup("bank", limit=None)
+    assert not index.db_path.exists()
+    assert CorpusIndex.open(odd).count("bank") == len(plain_scan(odd, {"bank"}))
 
 
 def test_an_interrupted_build_leaves_no_index(odd, cache):
