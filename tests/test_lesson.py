@@ -141,7 +141,8 @@ def test_without_an_elmo_or_a_bert_the_steps_say_what_to_add(monkeypatch, tiny_a
 
 
 def test_the_probe_step_reads_the_probes_afresh(tiny_assets):
-    """Step 4 is not kept once per server: a probe run on the ELMo layers page shows in the lesson at once."""
+    """Step 4 is not kept once per server: a probe stored beside the model (the operator's `ctxmodels probe`) shows
+    in the lesson at once."""
     from tests.test_app import write_probe_cache
 
     at = page("lesson", step="4", reveal="1")

@@ -10,6 +10,7 @@ results are shared by every visitor (``app/kit/shared.py``): a class asking for 
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,9 +221,10 @@ def _upload() -> Path | None:
     path = Path(tempfile.gettempdir()) / "ctxmodels-uploads" / f"{digest}.txt"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        # a name of its own: two visitors uploading the same file at once must not write into one another's part
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, path)
     return path
 
 

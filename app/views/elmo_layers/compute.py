@@ -1,29 +1,61 @@
-"""What the ELMo layers page computes and says about a probe, without Streamlit: the probes' results (cached beside
-the model by ``ctxmodels.analysis.probes``), running one, and how far a result can be trusted."""
+"""What the ELMo layers page computes and says about a probe, without Streamlit: the stored results, running one
+for a visitor, and how far a result can be trusted.
+
+A visitor's run is theirs: it is never written beside the model (the shipped ``<model>/probes/<task>.json`` stays
+as it was) nor anywhere another visitor reads; the page keeps it in that visitor's session. The stored results are
+the ones shipped with the model, or written there by the operator's ``ctxmodels probe``."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 from app.kit.registry import get_model
 from app.views.elmo_layers.state import MIN_TEST_ITEMS, ProbeRun
 from ctxmodels.analysis import probes
+from ctxmodels.paths import assets_dir
 
 
-def latest(model_id: str, fresh: dict[str, probes.ProbeResult]) -> dict[str, probes.ProbeResult]:
-    """The newest cached result of each task on the model; one computed in this session (``fresh``, e.g.
-    recomputed without caching) wins."""
+def stored(model_id: str) -> dict[str, probes.ProbeResult]:
+    """The newest stored result of each task on the model (shipped, or the operator's ``ctxmodels probe``)."""
     model = get_model(model_id)
     found = {task: probes.latest_cached_result(model, task) for task in probes.TASKS}
-    results = {task: r for task, r in found.items() if r is not None}
-    return results | {task: r for task, r in fresh.items() if r is not None}
+    return {task: r for task, r in found.items() if r is not None}
 
 
 def run(r: ProbeRun, progress: Callable[[float, str], None]) -> probes.ProbeResult:
-    """Train the probe on the frozen model (its result is cached beside the model unless ``r.again``)."""
+    """The probe the visitor asked for: the stored result with these settings unless ``r.again``, else trained on
+    the frozen model now. Nothing is written: the result is the visitor's to keep (the page holds it)."""
+    model = get_model(r.model)
     settings = probes.ProbeSettings(n_sentences=r.n_sentences, epochs=r.epochs)
-    return probes.run_probe(get_model(r.model), r.task, settings, progress=progress, cache=not r.again)
+    hit = None if r.again else probes.cached_result(model, r.task, settings)
+    if hit is not None:
+        progress(1.0, "a stored result with these settings")
+        return hit
+    return probes.run_probe(model, r.task, settings, progress=progress, cache=False)
+
+
+def source_of(model_id: str, r: probes.ProbeResult, mine: bool) -> str:
+    """Which result the page shows, in Markdown: the one stored with the model, or the visitor's own run."""
+    if mine and not r.cached:
+        return "**your run just now** (only you see it; it is not stored, and others see the stored measurement)"
+    if _shipped(model_id):
+        what = "**the shipped measurement**"
+    else:
+        what = "**the stored measurement** (made with `ctxmodels probe`)"
+    return what + (" with the settings you asked for" if mine else "")
+
+
+def _shipped(model_id: str) -> bool:
+    """Whether the model is one of the shipped ones (its folder in the assets folder)."""
+    path = getattr(get_model(model_id), "path", None)
+    if path is None:
+        return False
+    try:
+        return Path(path).resolve().is_relative_to(assets_dir().resolve())
+    except OSError:
+        return False
 
 
 def margin(accuracy: float, n: int) -> float:

@@ -34,17 +34,23 @@ with controls(summary=label(st.session_state["probe_model"])):
                             help="ELMo first; a probe works on any model with several layers (BERT too).")
 to_url("probe_model")
 
-results = compute.latest(model_id, {task: st.session_state.get(f"probe::{model_id}::{task}")
-                                    for task in probes.TASKS})
+stored = compute.stored(model_id)
 cols = st.columns(2)
 for col, task in zip(cols, probes.TASKS):
     with col:
         st.subheader(TASK_NAMES[task])
-        r = results.get(task)
+        mine_key = f"probe::{model_id}::{task}"  # this visitor's own run: theirs alone (compute.py)
+        mine = st.session_state.get(mine_key)
+        r = mine or stored.get(task)
         if r is None:
-            st.info(f"No {TASK_NAMES[task]} probe has been run on {md(label(model_id))} yet. Run one below "
-                    f"(or `ctxmodels probe --model ... --task {task}`); results are cached beside the model.")
+            st.info(f"No {TASK_NAMES[task]} probe has been run on {md(label(model_id))} yet. Run one below (the "
+                    "result is yours, for this visit), or `ctxmodels probe --model ... --task "
+                    f"{task}` on the server, which stores it beside the model for every visitor.")
             continue
+        st.markdown(f"Showing {compute.source_of(model_id, r, mine is not None)}.")
+        if mine is not None and task in stored and st.button("Show the stored measurement", key=f"{mine_key}::drop"):
+            del st.session_state[mine_key]
+            st.rerun()
         fig = page_figures.mix_weights_bars(r.layer_names, r.mix_weights, r.gamma, r.layer_accuracies,
                                             title=f"{TASK_NAMES[task]} probe")
         data = pd.DataFrame(r.rows()).assign(task=task, gamma=r.gamma, mix_accuracy=r.mix_accuracy,
@@ -57,7 +63,6 @@ for col, task in zip(cols, probes.TASKS):
         st.caption(f"{r.n_train} training / {r.n_test} test items from {r.n_sentences} SemCor sentences"
                    + (f" ({len(r.lemmas)} lemmas, {len(r.labels)} senses)" if task == "wsd" and r.lemmas else "")
                    + f", {md(r.settings.get('epochs', '?'))} epochs, seed {md(r.settings.get('seed', '?'))}"
-                   + (" (cached)" if r.cached else "")
                    + f"; on {r.n_test} test items an accuracy is uncertain by about "
                      f"±{100 * compute.margin(r.mix_accuracy, r.n_test):.0f} points (95%).")
         warning = compute.too_small(r)
@@ -74,7 +79,7 @@ with st.form("probe_form"):
     n_sentences = f2.number_input("SemCor sentences", **SENTENCES, key="probe_sentences",
                                   help="Embedding them is most of the time.")
     epochs = f3.number_input("Epochs", **EPOCHS, key="probe_epochs")
-    again = st.checkbox("Recompute even if a result with these settings is cached", key="probe_again")
+    again = st.checkbox("Recompute even if a result with these settings is stored", key="probe_again")
     go = st.form_submit_button("Run probe", type="primary")
 if go:
     bar = st.progress(0.0, text="starting …")

@@ -129,8 +129,8 @@ def layers_lines(model_id: str | None) -> list[str]:
     for task in probes.TASKS:
         r = probes.latest_cached_result(model, task)
         if r is None:
-            lines.append(f"{TASK_NAMES[task]}: no probe has been run on **{md(label(model_id))}** yet; run one on "
-                         "the ELMo layers page (a few minutes).")
+            lines.append(f"{TASK_NAMES[task]}: no probe has been run on **{md(label(model_id))}** yet (none is "
+                         "stored with it); the ELMo layers page runs one for you (a few minutes).")
             continue
         top = max(range(len(r.mix_weights)), key=lambda j: r.mix_weights[j])
         weights = " / ".join(f"{w:.2f}" for w in r.mix_weights)
@@ -270,7 +270,7 @@ STEPS = [
          "reads.",
          "elmo_layers", "ELMo layers",
          lambda c: {"probe_model": c.elmo} if c.elmo else {}, lambda c: layers_lines(c.elmo),
-         once_per_server=False),  # a probe run on the ELMo layers page shows here at once
+         once_per_server=False),  # the stored probe results: the operator's `ctxmodels probe` shows here at once
     Step("Fill in the blank",
          f"“{BLANK}” What will each model put in the blank? What would a model that has read only "
          "nineteenth-century novels say?",
