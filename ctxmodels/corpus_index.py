@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import csv
 import hashlib
+import io
 import os
 import random
 import re
@@ -45,6 +46,7 @@ from .paths import cache_dir
 from .text import (
     CorpusError,
     iter_paragraphs,
+    read_text_file,
     sentence_token_ranges,
     tokenize,
     tokenize_with_offsets,
@@ -522,10 +524,15 @@ def document_names(corpus: str | Path, n_documents: int) -> list[str]:
     fallback = [f"document {i + 1}" for i in range(n_documents)]
     corpus = Path(corpus)
     tsv = corpus.with_name(f"{corpus.stem}-metadata.tsv")
+    if not os.path.lexists(tsv):
+        return fallback
     try:
-        with open(tsv, encoding="utf-8", newline="") as f:
-            rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError, csv.Error):
+        text = read_text_file(tsv, "metadata file", pipes=False)
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+                if any(c.strip() for c in r)]
+    except (CorpusError, csv.Error) as e:
+        problem = str(e) if isinstance(e, CorpusError) else f"{tsv}: {e}"
+        warnings.warn(f"{problem}; documents are named by number", stacklevel=2)
         return fallback
     if not rows or "title" not in rows[0] or len(rows) - 1 != n_documents:
         return fallback

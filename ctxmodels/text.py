@@ -239,7 +239,7 @@ def read_cloze(path: str | Path) -> list[tuple[str, list[str]]]:
     """Cloze items, ``sentence<TAB>answer|answer…`` a line: the sentence has a [MASK]; any listed answer (lower-cased)
     counts. Blank lines are skipped; a malformed line is a CorpusError naming the file and line."""
     items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text_file(path, "cloze file", pipes=False).splitlines(), 1):
         if not line.strip():
             continue
         sentence, _, answers = line.partition("\t")
@@ -309,12 +309,15 @@ MAX_TEXT_BYTES = 512 * 2**20  # a text file given to a command (sentences to emb
 PIPE_WAIT_S = 60.0  # how long a named pipe may stay silent before it counts as having no writer
 
 
-def read_text_file(path: str | Path, what: str = "input file", max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of a file a user named: a regular file, or a pipe (``<(...)`` in a shell).
+def read_text_file(path: str | Path, what: str = "input file", max_bytes: int = MAX_TEXT_BYTES,
+                   pipes: bool = True) -> str:
+    """The UTF-8 text of a file a user named: a regular file, or a pipe (``<(...)`` in a shell; refused with
+    ``pipes=False``, for files a command finds by name or reads beside others).
 
     Anything else is refused with a :class:`CorpusError` naming the file and what is wrong: missing, a folder, a
-    device (``/dev/zero`` would never end), larger than ``max_bytes``, not UTF-8 (with the line), or binary
-    (a NUL byte). A named pipe that nothing writes to is given up after :data:`PIPE_WAIT_S` seconds.
+    device (``/dev/zero`` would never end), larger than ``max_bytes``, not UTF-8 (with the line and the byte
+    offset in the file), or binary (a NUL byte). A named pipe that nothing writes to is given up after
+    :data:`PIPE_WAIT_S` seconds.
     """
     path = Path(path)
     try:
@@ -325,6 +328,8 @@ def read_text_file(path: str | Path, what: str = "input file", max_bytes: int = 
         raise CorpusError(f"{path}: cannot read the {what} ({getattr(e, 'strerror', None) or e})") from None
     if stat.S_ISDIR(mode):
         raise CorpusError(f"{path}: a folder, not a file; give the {what} itself")
+    if stat.S_ISFIFO(mode) and not pipes:
+        raise CorpusError(f"{path}: a named pipe (FIFO), not a file; give the {what} as a regular file")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise CorpusError(f"{path}: a device or socket, not a text file; give a plain-text {what}")
     try:
@@ -337,7 +342,8 @@ def read_text_file(path: str | Path, what: str = "input file", max_bytes: int = 
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise CorpusError(f"{path}: line {line} is not UTF-8 ({e.reason}); save the file as UTF-8") from None
+        raise CorpusError(f"{path}: line {line} is not UTF-8 ({e.reason} at byte offset {e.start:,} of the file); "
+                          "save the file as UTF-8") from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise CorpusError(f"{path}: line {line} holds a NUL byte: a binary file, not plain text")

@@ -696,6 +696,42 @@ def test_occurrences_with_a_damaged_index(world, tmp_path_factory, data, word, a
                                                           expected == 0 and "no occurrence" in summary), o
 
 
+SIDE_FILES = ["empty", "blank lines", "binary", "latin-1", "utf-16", "nul bytes", "zeros", "emoji", "control chars",
+              "folder", "missing", "fifo", "under a file", "device", "emoji name"]
+
+
+@pytest.mark.parametrize("role", ["--exclude", "--semcor", "address", "metadata"])
+@pytest.mark.parametrize("name", SIDE_FILES)
+def test_a_hostile_file_beside_or_given_to_a_text_command(world, tmp_path, role, name):
+    """speeches-text's cloze, SemCor and address files, and a corpus's metadata file: each hostile file (a named
+    pipe, a device, not UTF-8, binary, ...) gives a result or one line naming it; never a hang or a codec error."""
+    hostile = world["files"][name]
+    speeches = tmp_path / "speeches"
+    speeches.mkdir()
+    (speeches / "1990-Bush-1.txt").write_text("The bank lent money to the farmers.\n", encoding="utf-8")
+    semcor = tmp_path / "semcor"
+    semcor.mkdir()
+    (semcor / "sentences.tsv").write_text("br-a01.1\tThe river bank .\n", encoding="utf-8")
+    side = {"--exclude": tmp_path / "cloze.tsv", "--semcor": semcor / "sentences.tsv",
+            "address": speeches / "1991-Bush-2.txt", "metadata": tmp_path / "novels-metadata.tsv"}[role]
+    side.unlink(missing_ok=True)
+    side.symlink_to(hostile)
+    if role == "metadata":
+        shutil.copy(world["gen"], tmp_path / "novels.txt")
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
+            o = run(["occurrences", "--corpus", tmp_path / "novels.txt", "--word", "the", "--count"], "metadata")
+        assert o.rc == 0 and int(o.out) > 0, o
+        return
+    given = {"--exclude": ["--exclude", side], "--semcor": ["--semcor", semcor]}.get(role, [])
+    o = run(["speeches-text", tmp_path / "out.txt", "--speeches", speeches, *given], f"speeches-text {role}")
+    if o.rc == 0:
+        assert name in ("empty", "blank lines", "emoji", "control chars", "emoji name"), o
+        return
+    line = refused(o)
+    assert "codec" not in line and str(side) in line, o
+
+
 class _Reached(Exception):
     """The command got past its checks to the measurement (stubbed), with these settings."""
 

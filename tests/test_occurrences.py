@@ -433,6 +433,31 @@ def test_document_names_from_the_metadata_file(tmp_path):
     assert CorpusIndex.open(path).document_names == ["document 1", "document 2"]
 
 
+@pytest.mark.parametrize("damage", ["fifo", "latin-1", "folder"])
+def test_a_metadata_file_that_cannot_be_read_is_a_warning_not_a_hang(tmp_path, damage):
+    from ctxmodels.tasks.period import TaskError, _read_metadata
+
+    path = write(tmp_path / "novels.txt", "One bank.\n\nTwo banks.\n")
+    tsv = tmp_path / "novels-metadata.tsv"
+    if damage == "fifo":
+        os.mkfifo(tsv)
+    elif damage == "folder":
+        tsv.mkdir()
+    else:
+        tsv.write_bytes("file\ttitle\na\tCaf\u00e9\nb\tTwo\n".encode("latin-1"))
+    found = []
+    worker = threading.Thread(target=lambda: found.append(CorpusIndex.open(path).document_names), daemon=True)
+    with pytest.warns(UserWarning, match=r"novels-metadata.tsv: .*; documents are named by number") as caught:
+        worker.start()
+        worker.join(30)
+    assert found == [["document 1", "document 2"]], "waiting on a named pipe?"
+    assert {"fifo": "named pipe", "folder": "a folder", "latin-1": "line 2 is not UTF-8"}[damage] in \
+        str(caught[0].message)
+    if damage != "folder":
+        with pytest.raises(TaskError, match="novels-metadata.tsv: .*(named pipe|byte offset 16)"):
+            _read_metadata(tsv)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # the command line
 

@@ -108,3 +108,35 @@ def test_an_out_that_is_one_of_the_inputs_is_refused_before_reading(folder, tmp_
             assert rc == 2 and err.startswith("ctxmodels: error: ") and "\n" not in err, (out, err)
             assert "overwrite" in err and target.read_bytes() == before, out
     assert read == []
+
+
+def _finishes(fn, seconds: float = 30.0):
+    """``fn()``'s result; fails instead of hanging when it does not return in time (a named pipe opened for
+    reading waits for a writer forever)."""
+    import threading
+
+    result = []
+    worker = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, f"still running after {seconds:g} s: waiting on a named pipe?"
+    return result[0]
+
+
+@pytest.mark.parametrize("damage", ["fifo", "latin-1"])
+@pytest.mark.parametrize("which", ["--exclude", "--semcor", "address"])
+def test_a_pipe_or_a_non_utf8_input_is_one_line_naming_it(folder, tmp_path, semcor, capsys, which, damage):
+    cloze = tmp_path / "cloze.tsv"
+    cloze.write_text("She deposited the money in the [MASK].\tbank\n", encoding="utf-8")
+    bad = {"--exclude": cloze, "--semcor": semcor / "sentences.tsv", "address": folder / "1962-Kennedy-1.txt"}[which]
+    bad.unlink()
+    if damage == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.write_bytes("She deposited the money, caf\u00e9 [MASK].\tbank\n".encode("latin-1"))  # é: byte 28
+    argv = ["speeches-text", str(tmp_path / "out.txt"), "--speeches", str(folder), "--exclude", str(cloze),
+            "--semcor", str(semcor)]
+    assert _finishes(lambda: cli.main(argv)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err, err
+    assert ("named pipe" in err) if damage == "fifo" else ("line 1 is not UTF-8" in err and "byte offset 28" in err)

@@ -264,8 +264,8 @@ def corpus_info(corpus: str | Path, heldout_docs: int | None = None, seed: int =
     n_docs = len(docs)
     rows: list[dict[str, str]] = []
     meta = corpus.with_name(f"{corpus.stem}-metadata.tsv")
-    if meta.is_file():
-        lines = meta.read_text(encoding="utf-8").splitlines()
+    if meta.exists():
+        lines = text.read_text_file(meta, "metadata file", pipes=False).splitlines()
         header = lines[0].split("\t")
         rows = [dict(zip(header, line.split("\t"))) for line in lines[1:] if line.strip()]
     heldout = []

@@ -9,7 +9,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..paths import data_dir
-from ..text import CorpusError, iter_paragraphs, sentence_token_ranges, tokenize_with_offsets, word_count
+from ..text import (
+    CorpusError,
+    iter_paragraphs,
+    read_text_file,
+    sentence_token_ranges,
+    tokenize_with_offsets,
+    word_count,
+)
 from .data import SPLIT_SEED, Example, TaskData, TaskError
 from .splits import assemble
 
@@ -41,11 +48,15 @@ def period_of(year: int) -> str | None:
 
 def _read_metadata(path: Path) -> list[tuple[str, int, str]]:
     """(novel id, year, author) per line of the metadata table, in corpus order."""
-    if not path.is_file():
+    if not path.exists():
         raise TaskError(f"{path}: the novels' metadata table is missing; the period task needs it beside the corpus "
                         "(file<TAB>blob<TAB>title<TAB>author<TAB>chars, one line per novel, as in the shared data)")
     novels = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    try:
+        text = read_text_file(path, "metadata table", pipes=False)
+    except CorpusError as e:
+        raise TaskError(str(e)) from None
+    for n, line in enumerate(text.splitlines(), start=1):
         fields = line.split("\t")
         if n == 1 and fields[0] == "file" or not line.strip():
             continue

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..text import read_text_file
 from .wordnet_text import excluded_phrases, holds_any, words
 
 OVERLAP_WORDS = 8  # a shared run this long is a quotation, not a common phrase ("we still have a long way to go")
@@ -83,13 +84,12 @@ def speech_files(folder: str | Path, from_year: int) -> list[Path]:
 def semcor_runs(semcor_dir: str | Path, n: int = OVERLAP_WORDS) -> set[tuple[str, ...]]:
     """Every run of ``n`` consecutive lower-case words in SemCor's ``sentences.tsv``."""
     path = Path(semcor_dir) / "sentences.tsv"
-    if not path.is_file():
+    if not path.exists():
         raise SpeechesTextError(f"{path}: not found; pass the semcor folder of ../shared/data")
     runs = set()
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            ws = words(line.partition("\t")[2].replace("_", " "))
-            runs.update(tuple(ws[i:i + n]) for i in range(len(ws) - n + 1))
+    for line in read_text_file(path, "SemCor sentences file", pipes=False).splitlines():
+        ws = words(line.partition("\t")[2].replace("_", " "))
+        runs.update(tuple(ws[i:i + n]) for i in range(len(ws) - n + 1))
     return runs
 
 
@@ -102,7 +102,7 @@ def build_text(folder: str | Path, from_year: int = 1900, exclude: Iterable[str 
     docs, counts = [], {"speeches": 0, "paragraphs": 0, "dropped_cloze": 0, "dropped_semcor": 0}
     for path in speech_files(folder, from_year):
         kept = []
-        for para in paragraphs(path.read_text(encoding="utf-8")):
+        for para in paragraphs(read_text_file(path, "address", pipes=False)):
             if phrases and holds_any(para, phrases):
                 counts["dropped_cloze"] += 1
             elif runs and holds_any(para, runs, (OVERLAP_WORDS,)):
