@@ -63,9 +63,9 @@ def ship(run_dir: str | Path, asset_dir: str | Path, half: bool = True) -> Path:
 
 
 def _ship(run_dir: Path, asset_dir: Path, half: bool) -> Path:
-    recover_dir(asset_dir)  # a swap that a kill interrupted: the earlier model goes back in place
-    if asset_dir.exists():
+    if asset_dir.exists():  # first: the current folder or one above it is refused before anything is renamed
         _check_replaceable(asset_dir, run_dir)
+    recover_dir(asset_dir)  # a swap that a kill interrupted: the earlier model goes back in place
     tensors, metadata, dropped = _shipped_weights(run_dir, half, asset_dir)
     needed = sum(t.numel() * t.element_size() for t in tensors.values()) + sum(
         f.stat().st_size for f in _copied_files(run_dir))
