@@ -12,6 +12,7 @@ import streamlit as st
 from app.kit.inputs import md
 from app.kit.memory import settle
 from app.kit.settings import settings
+from ctxmodels.loading import ATTENTION, FILL_IN, LANGUAGE_MODEL, MASKED_LM, declares
 from ctxmodels.paths import assets_dir
 
 
@@ -127,32 +128,37 @@ def peeked_kind(model_id: str) -> str | None:
         return None
 
 
-def require_models(kinds: Sequence[str] | None = None, need: Callable[[Any], bool] | None = None,
+# How the page's warning names a model with a capability ("it needs a BERT-family model").
+NEEDS = {ATTENTION: "BERT-family", FILL_IN: "fill-in", LANGUAGE_MODEL: "language-model", MASKED_LM: "masked-LM"}
+
+
+def require_models(capability: str | None = None, need: Callable[[Any], bool] | None = None,
                    what: str = "this page") -> list[str]:
-    """Ids of available models (of ``kinds``, and passing ``need`` when given); if there are none, say what to do
-    and stop the page. With ``kinds`` alone nothing is loaded: the kind is read from each model's files."""
+    """Ids of available models (whose kind declares ``capability``, and passing ``need`` when given); if there are
+    none, say what to do and stop the page. With ``capability`` alone nothing is loaded: the kind is read from each
+    model's files."""
     ids = model_ids()
     if not ids:
         no_models_message()
         st.stop()
-    if kinds is None and need is None:
+    if capability is None and need is None:
         return ids
     ok = []
     for mid in ids:
         if need is None:
-            if peeked_kind(mid) in kinds:
+            kind = peeked_kind(mid)
+            if kind is not None and declares(kind, capability):
                 ok.append(mid)
             continue
         try:
             m = get_model(mid)
         except Exception:  # noqa: BLE001 - reported where the model is used; here it is just not offered
             continue
-        if (kinds is None or m.kind in kinds) and need(m):
+        if (capability is None or declares(m, capability)) and need(m):
             ok.append(mid)
     if not ok:
-        kinds_text = {("bert", "transformers"): "BERT-family"}.get(tuple(kinds or ()), " or ".join(kinds or ())) \
-            or "suitable"
+        needed = NEEDS.get(capability, "suitable") if capability else "suitable"
         st.warning(f"None of the available models ({', '.join(md(label(i)) for i in ids)}) works for {what}: it needs "
-                   f"a {kinds_text} model. Add one on the **Models** page or with `CTXMODELS_APP_MODELS`.")
+                   f"a {needed} model. Add one on the **Models** page or with `CTXMODELS_APP_MODELS`.")
         st.stop()
     return ok

@@ -35,13 +35,13 @@ from app.views.attention.state import (
     AttentionState,
 )
 from ctxmodels.analysis import attention as att
-from ctxmodels.loading import ENCODER_KINDS
+from ctxmodels.loading import ATTENTION
 
 TEXT = page_text(__file__)
 page_header("Attention", TEXT["intro"])
 explain(TEXT["explain"], ["attention", "multihead", "rollout"])
 
-ids = require_models(kinds=ENCODER_KINDS, what="attention")  # from the files: only the model shown is loaded
+ids = require_models(capability=ATTENTION, what="attention")  # from the files: only the model shown is loaded
 url_state("att_model", ids[0], options=ids, names=label)
 url_state("sentence", SENTENCE, max_chars=MAX_TEXT_CHARS)
 url_state("pair", "", max_chars=MAX_TEXT_CHARS)

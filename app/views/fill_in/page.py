@@ -26,12 +26,13 @@ from app.views.fill_in import compute
 from app.views.fill_in import figures as page_figures
 from app.views.fill_in.state import BY, DEBOUNCE_MS, GUESS_CHARS, MODES, SENTENCE, TOP_K, FillState, summary
 from ctxmodels.analysis import fill_in
+from ctxmodels.loading import FILL_IN
 
 TEXT = page_text(__file__)
 page_header("Fill in the blank", TEXT["intro"])
 explain(TEXT["explain"], ["mlm", "integrated_gradients"])
 
-ids = require_models(need=lambda m: m.has_attention or m.kind == "elmo", what="filling in blanks")
+ids = require_models(capability=FILL_IN, what="filling in blanks")  # from the files: nothing loaded
 mlm_ids, no_head = compute.fillers(ids)
 if no_head:
     st.caption("Not offered here (they cannot fill in blanks; their vectors still work): "

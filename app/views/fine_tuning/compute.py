@@ -18,6 +18,7 @@ from app.views.fine_tuning.state import AUTO, TuningState
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
+from ctxmodels.loading import FINETUNE, supports
 
 
 def loaded(mid: str):
@@ -40,7 +41,7 @@ def same_kind(ids: list[str], model_id: str) -> list[str]:
 
 def tunable(ids: list[str]) -> list[str]:
     """The models one can fine-tune here: BERTs, other encoders and ELMos that are not fine-tuned themselves."""
-    return [m for m in ids if (lm := loaded(m)) is not None and lm.kind in ("bert", "transformers", "elmo")
+    return [m for m in ids if (lm := loaded(m)) is not None and supports(lm, FINETUNE)
             and ft.finetune_info(lm) is None]
 
 

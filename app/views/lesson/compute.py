@@ -23,6 +23,7 @@ from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import fill_in, probes, vectors
 from ctxmodels.analysis import word_senses as ws
+from ctxmodels.loading import ATTENTION, CONTEXTUAL, declares
 
 WORD = "bank"
 SENTENCE_A = "We sat on the bank of the river and watched the boats."
@@ -44,7 +45,7 @@ class Cast:
 
 def cast(ids: Sequence[str]) -> Cast:
     kinds = {m: peeked_kind(m) for m in ids}
-    berts = [m for m in ids if kinds[m] in ("bert", "transformers")]
+    berts = [m for m in ids if kinds[m] is not None and declares(kinds[m], ATTENTION)]
     berts = [m for m in DEFAULT_BERTS if m in berts] + [m for m in berts if m not in DEFAULT_BERTS]
     elmo = next((m for m in ids if kinds[m] == "elmo"), None)
     return Cast(tuple(default_models(ids)), elmo, berts[0] if berts else None, tuple(berts))
@@ -74,7 +75,7 @@ def same_word_lines(model_ids: Sequence[str]) -> list[str]:
         r = ws.same_word(model, SENTENCE_A, SENTENCE_B, WORD)
         name = f"**{md(label(model_id))}**"
         if len(r.cosine) == 1:
-            kind = " (one vector per word, whatever the sentence)" if model.kind == "static" else ""
+            kind = "" if declares(model, CONTEXTUAL) else " (one vector per word, whatever the sentence)"
             lines.append(f"{name}: {_number(r.cosine[0])}{kind}")
             continue
         low = min(range(len(r.cosine)), key=lambda j: r.cosine[j])
@@ -107,7 +108,7 @@ def clouds_lines(model_ids: Sequence[str]) -> list[str]:
             lines.append(f"**{md(label(model_id))}**: no sense accuracy ({md('; '.join(measured.notes))})")
             continue
         verdict = ("separates the senses" if sep.separates else
-                   "does not separate them" + (": one vector per word" if model.kind == "static" else ""))
+                   "does not separate them" + ("" if declares(model, CONTEXTUAL) else ": one vector per word"))
         if len(table) == 1:
             where = f"{sep.accuracy:.0%} in its only layer"
         else:

@@ -14,7 +14,7 @@ from app.kit.presets import preset_sentences, preset_words
 from app.kit.registry import get_model, label, offered_as, registry
 from app.views.models.state import TrainRun
 from ctxmodels.analysis import fill_in, projections, vectors
-from ctxmodels.loading import found_models
+from ctxmodels.loading import ATTENTION, MASKED_LM, declares, found_models, supports
 from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
 
@@ -40,7 +40,8 @@ def facts(model) -> str:
     d = model.describe()
     parts = [f"{d['parameters'] / 1e6:,.1f} M parameters" if d["parameters"] >= 1e5 else f"{d['parameters']:,} "
              "parameters"]
-    n = len(d["layers"]) - 1 if d["kind"] in ("bert", "transformers") else len(d["layers"])
+    # an attention encoder's layer 0 is its input embeddings, not one of its layers
+    n = len(d["layers"]) - 1 if declares(model, ATTENTION) else len(d["layers"])
     parts.append(f"{n} layers × {d['heads']} heads" if d["heads"] else f"{len(d['layers'])} layer(s)")
     parts.append(f"width {d['dim']}")
     if d.get("vocab_size"):
@@ -48,7 +49,7 @@ def facts(model) -> str:
     parts.append(f"licence {d['licence']}" if d.get("licence") else "licence not stated in the files")
     if d["kind"] == "transformers":
         parts.append(f"read by transformers ({d.get('model_type')})")
-    if d["has_attention"] and not d["can_fill_mask"]:
+    if declares(model, MASKED_LM) and not supports(model, MASKED_LM):
         parts.append("no fill-in: " + (model.no_fill_reason or "no masked-LM head"))
     return " · ".join(parts)
 

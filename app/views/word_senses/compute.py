@@ -30,6 +30,7 @@ from ctxmodels.analysis import clusters, vectors
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
 from ctxmodels.analysis import word_senses as ws
+from ctxmodels.loading import ATTENTION, CONTEXTUAL, declares
 
 Progress = Callable[[int, int], None]
 
@@ -313,15 +314,16 @@ def emphasised(sentence: str, span: tuple[int, int]) -> str:
 
 def context_free_note(model) -> str:
     """What the left panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
-    if model.has_attention:  # a BERT-family encoder: its layer 0 is the input embeddings
+    if declares(model, ATTENTION):  # a BERT-family encoder: its layer 0 is the input embeddings
         return " (input embeddings: word + position + segment)"
     return " (context-free)"
 
 
 def is_static(model_id: str) -> bool:
-    """Whether the model is static vectors (False where it cannot be loaded: its row says why)."""
+    """Whether the model gives a word one vector whatever its sentence (False where it cannot be loaded: its row
+    says why)."""
     try:
-        return get_model(model_id).kind == "static"
+        return not declares(get_model(model_id), CONTEXTUAL)
     except Exception:  # noqa: BLE001 - its row says what went wrong
         return False
 
@@ -358,7 +360,7 @@ def separation(by_model: dict[str, pd.DataFrame], models: dict, target: str) -> 
             continue
         model = models[model_id]
         why = (" A static model gives every occurrence of a word the same vector, so its senses cannot separate."
-               if model.kind == "static" else "")
+               if not declares(model, CONTEXTUAL) else "")
         where = "in its only layer" if model.n_layers == 1 else f"even in its best layer ({md(sep.layer)})"
         apart.append(dict(name=md(name), word=md(target), where=where, accuracy=f"{sep.accuracy:.0%}",
                           majority=f"{sep.majority:.0%}", bar=f"{sep.bar:.0%}", why=why))
