@@ -732,6 +732,50 @@ def test_a_hostile_file_beside_or_given_to_a_text_command(world, tmp_path, role,
     assert "codec" not in line and str(side) in line, o
 
 
+def _json_places(obj, prefix=()) -> list[tuple]:
+    """Every path into a JSON value (keys and list indices), the value itself first."""
+    places = [prefix]
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
+    for key, value in items:
+        places += _json_places(value, (*prefix, key))
+    return places
+
+
+HOSTILE_JSON = st.one_of(st.none(), st.booleans(), st.integers(-(2**65), 2**65), st.floats(), st.text(max_size=5),
+                         st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers()))
+
+
+@FUZZ
+@given(data=st.data(), remove=st.booleans())
+def test_ship_cards_and_fp32_report_with_an_edited_report(world, data, remove):
+    """The shipped quality report with one field changed to a hostile value or removed: the cards are written (or
+    refused for other weights) and the fp32 report taken, or one line names the file; never a KeyError."""
+    report = json.loads((Path(__file__).parents[1] / "assets" / "quality.json").read_text(encoding="utf-8"))
+    places = [p for p in _json_places(report) if p][:4000]
+    place = data.draw(st.sampled_from(places), label="field")
+    parent = report
+    for key in place[:-1]:
+        parent = parent[key]
+    if remove:
+        del parent[place[-1]]
+    else:
+        parent[place[-1]] = data.draw(HOSTILE_JSON, label="value")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        asset = Path(tmp) / "static-eltec"
+        shutil.copytree(world["models"]["static"], asset)
+        for argv in (["ship", "--cards", path, asset],
+                     ["quality", "--model", Path(tmp) / "missing", "--no-senses", "--fp32-report", path]):
+            o = run(argv, f"{argv[0]} edited report")
+            if o.rc == 2 and str(path) not in o.err:  # past the report: the missing model, or other weights
+                assert "missing" in refused(o) or "other weights" in refused(o), o
+            elif o.rc == 2:
+                refused(o)
+            else:
+                assert argv[0] == "ship" and "measured figures written" in o.err, o
+
+
 class _Reached(Exception):
     """The command got past its checks to the measurement (stubbed), with these settings."""
 

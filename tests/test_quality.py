@@ -199,3 +199,39 @@ def test_bert_section_explains_the_training_runs_own_top1():
     other = measured_section("b", report, "q", {**training, "settings": {**settings, "seed": 3}})
     assert "drawn with that run's own settings" in other and "first 256" not in other
     assert "Two top-1" not in measured_section("b", report, "q")  # no training run known: nothing to reconcile
+
+
+_ENTRY = {"kind": "static", "weights_sha256": "0" * 64}
+WRONG_REPORTS = [  # (report, the field the error names, whether quality --fp32-report reads that field)
+    ([{"models": {}}], "expected a JSON object", True),
+    ({}, "models is missing", True),
+    ({"models": []}, "models should be an object, found a list", True),
+    ({"models": {"static-eltec": {**_ENTRY, "kind": 3}}}, "models.static-eltec.kind should be a string", True),
+    ({"models": {"static-eltec": {"kind": "static"}}}, "models.static-eltec.weights_sha256 is missing", True),
+    ({"models": {"static-eltec": {**_ENTRY, "neighbours": {"bank": [["river"]]}}}},
+     "models.static-eltec.neighbours.bank[0] should be a list of 2, found a list of 1", True),
+    ({"models": {"static-eltec": {**_ENTRY, "cloze": {"n": 1, "top_k": 5, "share_in_top_k": "1", "share_top1": 0,
+                                                      "rows": []}}}},
+     "models.static-eltec.cloze.share_in_top_k should be a number, found a string", True),
+    ({"models": {"other": _ENTRY}}, "models.static-eltec is missing", False),
+    ({"models": {"static-eltec": _ENTRY}, "corpus": ["eltec"]}, "corpus should be an object, found a list", False),
+    ({"models": {"static-eltec": _ENTRY}, "senses": {"summary": {"m": {"layers": {}, "best_layer": "x"}},
+                                                     "lemmas": [], "records": []}},
+     "senses.summary.m: best_layer 'x' without its layer", False),
+    ({"models": {"static-eltec": _ENTRY}, "probes": {"static-eltec": {"pos": {"layers": "abc"}}}},
+     "probes.static-eltec.pos.layers should be a list, found a string", False),
+]
+
+
+@pytest.mark.parametrize("report, field, fp32", WRONG_REPORTS, ids=[w[1][:40] for w in WRONG_REPORTS])
+def test_a_report_of_the_wrong_shape_is_one_line_naming_the_field(tmp_path, tiny_assets, capsys, report, field, fp32):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    commands = [["ship", "--cards", str(path), str(tiny_assets / "static-eltec")]]
+    if fp32:
+        commands.append(["quality", "--model", str(tiny_assets / "static-eltec"), "--no-senses", "--fp32-report",
+                         str(path)])
+    for argv in commands:
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(path) in err and field in err, (argv, err)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..checkpoint import CheckpointError, check_writable_file, read_json, write_finished
+from ..checkpoint import check_writable_file, read_json, write_finished
 from ..release.quality import format_summary, measure
 from . import THREADS, add_semcor_option, bounded, bounded_int
 
@@ -56,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
 def fp32_models(path: str) -> dict:
     """The per-model figures of an fp32 report (``ctxmodels quality --out``); CheckpointError for a file that is
     not one."""
-    models = read_json(path).get("models")
-    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
-        raise CheckpointError(f"{path}: not a report of ctxmodels quality (no 'models' object of figures)")
-    return models
+    from ..release.report_shape import check_models
+
+    return check_models(read_json(path), path)

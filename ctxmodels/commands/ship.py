@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checkpoint import read_json
+from ..checkpoint import CheckpointError, read_json
+from ..release.report_shape import check_report
 from ..release.shipping import ship, write_card
 from . import nonempty_paths
 
@@ -22,8 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     nonempty_paths(args.paths)
     if args.cards:
-        report = read_json(args.cards)
+        report = check_report(read_json(args.cards), args.cards)
         for d in args.paths:
+            if Path(d).name not in report["models"]:
+                raise CheckpointError(f"{args.cards}: models.{Path(d).name} is missing (the report measured "
+                                      f"{', '.join(report['models']) or 'no model'})")
             write_card(d, report, args.command)
             print(f"ctxmodels: measured figures written into {Path(d) / 'README.md'}", file=sys.stderr)
         return 0
