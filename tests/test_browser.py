@@ -131,9 +131,13 @@ def screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its main section, so grow the viewport to the content first."""
     ARTIFACTS.mkdir(exist_ok=True)
     width = page.viewport_size["width"]
+    height = None
     for _ in range(2):  # the taller viewport can render more (lazy widgets): measure again after it settles
-        height = page.evaluate("() => Math.max(document.body.scrollHeight, ...Array.from(document.querySelectorAll("
-                               "'section, [data-testid=stMain]')).map(e => e.scrollHeight))")
+        was, height = height, page.evaluate("() => Math.max(document.body.scrollHeight, ...Array.from("
+                                            "document.querySelectorAll('section, [data-testid=stMain]'))"
+                                            ".map(e => e.scrollHeight))")
+        if height == was:
+            break  # nothing more was drawn: the page has settled at this size already
         page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 800), 8000)})
         settle(page, 30)
     page.screenshot(path=str(ARTIFACTS / name))
@@ -456,7 +460,7 @@ def test_overview_tries_one_word_in_two_sentences(server, browser):
     box.press("Enter")
     deadline = time.time() + 60
     while time.time() < deadline and "try_b=The" not in page.url:
-        time.sleep(0.2)
+        page.wait_for_timeout(200)  # not time.sleep: Playwright updates page.url only inside its own calls
     settle(page)
     assert "try=1" in page.url and "try_b=The+boat" in page.url, page.url
     ys = page.evaluate(ys_js)
@@ -723,7 +727,7 @@ def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, brow
     page.mouse.click(box["x"] + 12, box["y"] + row_px + 1.5 * row_px)  # the second row
     deadline = time.time() + 60
     while time.time() < deadline and "view=head" not in page.url:
-        time.sleep(0.2)
+        page.wait_for_timeout(200)  # not time.sleep: Playwright updates page.url only inside its own calls
     settle(page)
     layer, head = (int(re.search(f"att_{k}=(\\d+)", page.url).group(1)) for k in ("layer", "head"))
     assert (layer, head) != (1, 1), page.url  # the top rows of this sentence are not layer 1, head 1
