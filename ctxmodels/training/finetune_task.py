@@ -48,7 +48,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -56,6 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import kinds
+from ..bounds import MAX_SEED, Bound, float_range, int_range
 from ..checkpoint import CheckpointError, read_json, write_json
 from ..formats.finetuned import (
     FINETUNE_FILE,
@@ -63,6 +64,7 @@ from ..formats.finetuned import (
 )
 from ..heads import IGNORE_INDEX
 from ..paths import assets_dir
+from .settings import check_stored
 from .trainer import Batch, TrainConfig, Trainer, TrainTask, hardware_description
 
 if TYPE_CHECKING:
@@ -98,6 +100,15 @@ class FinetuneSettings:
 
     #: what may differ from the stored settings on --resume (the others decide the numbers)
     CHANGEABLE = frozenset({"steps", "eval_every", "save_every", "log_every"})
+    #: the range of each number, as the command line bounds its option (commands/finetune.py); a stored run's
+    #: are checked against it (a run.json edited by hand)
+    BOUNDS: ClassVar[dict[str, Bound]] = {
+        "epochs": int_range(1, 1000), "steps": int_range(1, 10_000_000), "lr": float_range(0, 1, lo_open=True),
+        "batch_size": int_range(1, 4096), "warmup": int_range(0, 10_000_000), "weight_decay": float_range(0, 1),
+        "max_length": int_range(8, 4096), "max_examples": int_range(1, 10_000_000), "seed": int_range(0, MAX_SEED),
+        "eval_every": int_range(0, 10_000_000), "save_every": int_range(0, 10_000_000),
+        "log_every": int_range(1, 10_000_000),
+    }
 
     def save(self, out: Path) -> None:
         write_json(out / RUN_FILE, {"kind": KIND, "settings": dataclasses.asdict(self)})
@@ -109,7 +120,10 @@ class FinetuneSettings:
         if d.get("kind") != KIND or not isinstance(d.get("settings"), dict):
             raise CheckpointError(f"{path}: not the settings of a fine-tuning run (kind {d.get('kind')!r})")
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d["settings"].items() if k in names})
+        settings = check_stored(path, d["settings"], cls, cls.BOUNDS, names)
+        if not settings.get("model_path") or not settings.get("task"):
+            raise CheckpointError(f"{path}: damaged run settings: model_path and task must be set")
+        return cls(**{k: v for k, v in settings.items() if k in names})
 
     @classmethod
     def resolve(cls, given: dict[str, Any], out: Path, resume: bool) -> FinetuneSettings:

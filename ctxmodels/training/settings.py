@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -190,22 +191,7 @@ class RunSettings:
                 raise CheckpointError(f"{path}: not found, so there is no {cls.TITLE} run to resume in {out}; start "
                                       "one without --resume")
             path = out
-        bounds = cls.bounds()
-        nullable = {f.name for f in dataclasses.fields(cls) if "None" in str(f.type)}
-        for name in cls.names():
-            value = settings.get(name)
-            try:
-                if value is None:
-                    if name in settings and name not in nullable:
-                        raise ValueError(f"{name} must be set, got null")
-                    continue
-                if name in bounds:
-                    bounds[name].check(name, value)
-                elif not isinstance(value, _field_type(cls, name)):
-                    raise ValueError(f"{name} must be a {_field_type(cls, name).__name__}, got {value!r}")
-            except ValueError as e:
-                raise CheckpointError(f"{path}: damaged run settings: {e}") from None
-        return settings
+        return check_stored(path, settings, cls, cls.bounds(), set(cls.names()) | set(cls.DIGESTS))
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:
@@ -261,6 +247,34 @@ def check_out_dir(out: Path, resume: bool, corpus: str | None = None) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise ValueError(f"--out {out} holds files that are not a training run's ({shown}); a run would write "
                          "its model files there: give an empty or new folder")
+
+
+def check_stored(path: Path, settings: dict[str, Any], cls: type, bounds: dict[str, Bound],
+                 names: set[str]) -> dict[str, Any]:
+    """The settings a run stored in ``path`` (its run.json, or its older files), each checked like a given one:
+    numbers in their declared ``bounds``, the others of their field's type, null only where the field allows it.
+    CheckpointError naming the file and the field when one was damaged or edited by hand. A name that is not a
+    setting (a typo such as "lerning_rate", or one an older version wrote) is left out with a warning naming it,
+    so that nobody believes it took effect."""
+    unknown = sorted(str(k) for k in settings if k not in names)
+    if unknown and path.is_file():  # (an older run's files hold more than its settings)
+        warnings.warn(f"{path}: ignoring {', '.join(map(repr, unknown))}: not a setting of this run (the settings "
+                      f"are {', '.join(sorted(names))})", stacklevel=3)
+    nullable = {f.name for f in dataclasses.fields(cls) if "None" in str(f.type)}
+    for name in sorted(names):
+        value = settings.get(name)
+        try:
+            if value is None:
+                if name in settings and name not in nullable:
+                    raise ValueError(f"{name} must be set, got null")
+                continue
+            if name in bounds:
+                bounds[name].check(name, value)
+            elif not isinstance(value, _field_type(cls, name)):
+                raise ValueError(f"{name} must be a {_field_type(cls, name).__name__}, got {value!r}")
+        except ValueError as e:
+            raise CheckpointError(f"{path}: damaged run settings: {e}") from None
+    return settings
 
 
 def _absolute(name: str, value: Any) -> str:
