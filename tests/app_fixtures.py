@@ -53,6 +53,30 @@ def app_env(tiny_assets, tmp_path, monkeypatch):
     monkeypatch.setenv("CTXMODELS_APP_PACKAGED", "0")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_app_server():
+    """Each test module starts on a server that has seen nothing: what the app keeps once per process (the models
+    loaded or added, the shared results and background jobs, the cached data) is forgotten first. Those stores are
+    keyed by model names, and another module's tiny models have the same names in another folder; without this a
+    module's outcome would depend on which modules ran before it in the same process."""
+    forget_app_state()
+    yield
+
+
+def forget_app_state() -> None:
+    """Forget what the app keeps once per process (as a restarted server would), but UMAP's warm-up."""
+    if "app.kit.registry" in sys.modules:  # nothing to forget where no test imported the app yet
+        import streamlit as st
+
+        from app.kit import background, downloads, registry, shared
+
+        background.training_runner().stop()  # a job a test left running ends with the server it belonged to
+        for cached in (registry.registry, registry.get_model, shared.shared, background.jobs,
+                       background.training_runner, downloads.downloads):
+            cached.clear()
+        st.cache_data.clear()
+
+
 def page(name: str, **query):
     """Run page ``name`` (its folder ``app/views/NAME/``) through AppTest with ``query`` as its URL parameters."""
     from streamlit.testing.v1 import AppTest
