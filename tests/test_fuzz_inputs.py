@@ -140,3 +140,99 @@ def test_finetune_settings_bound_each_number_as_the_command_line_does():
     numeric = [f.name for f in dataclasses.fields(FinetuneSettings) if "int" in str(f.type) or "float" in str(f.type)]
     assert sorted(set(numeric) - set(FinetuneSettings.BOUNDS)) == []
 
+
+# ----------------------------------------------------------------------------------------------------------
+# an encoder's config.json with hostile sizes: refused before anything is built
+
+
+@pytest.fixture(scope="module")
+def encoders(tmp_path_factory) -> dict[str, Path]:
+    import warnings
+
+    from tests.hf_tiny import build
+
+    root = tmp_path_factory.mktemp("encoders")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {f: build(f, root / f) for f in ("albert", "roberta", "distilbert", "electra-generator",
+                                                "deberta-v2")}
+
+
+HUGE_SIZES = [
+    ("albert", "inner_group_num", 10**6), ("albert", "inner_group_num", 2.5), ("albert", "num_hidden_groups", 10**6),
+    ("albert", "num_hidden_layers", 10**6), ("albert", "num_hidden_layers", "12"),
+    ("albert", "intermediate_size", 10**9), ("albert", "hidden_size", 10**7), ("albert", "num_attention_heads", 10**6),
+    ("albert", "max_position_embeddings", 10**9), ("albert", "vocab_size", 10**10), ("albert", "embedding_size", 10**7),
+    ("albert", "embedding_size", True), ("roberta", "hidden_size", 32.0), ("roberta", "num_attention_heads", 0),
+    ("roberta", "num_attention_heads", 3), ("roberta", "type_vocab_size", 10**9), ("distilbert", "dim", 10**7),
+    ("distilbert", "hidden_dim", 10**9), ("distilbert", "n_layers", 10**6), ("distilbert", "n_heads", 10**6),
+    ("distilbert", "n_heads", 5), ("electra-generator", "embedding_size", 10**7),
+    ("electra-generator", "num_hidden_layers", None), ("deberta-v2", "position_buckets", 10**8),
+    ("deberta-v2", "max_relative_positions", 10**8), ("deberta-v2", "attention_head_size", 10**6),
+]
+
+
+def _edited(encoders, tmp: Path, family: str, changes: dict) -> Path:
+    folder = tmp / family
+    shutil.copytree(encoders[family], folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+@pytest.mark.parametrize("family, field, value", HUGE_SIZES)
+def test_a_hostile_encoder_size_is_refused_before_the_model_is_built(encoders, tmp_path, family, field, value):
+    """Checked alone (check_sizes runs before transformers builds anything): without the check some of these
+    build a million layers or allocate gigabytes."""
+    from ctxmodels.checkpoint import CheckpointError
+    from ctxmodels.formats.transformers_models import check_sizes
+
+    folder = _edited(encoders, tmp_path, family, {field: value})
+    with pytest.raises(CheckpointError) as e:
+        check_sizes(folder, json.loads((folder / "config.json").read_text()))
+    message = str(e.value)
+    assert message.startswith(f"{folder / 'config.json'}: {field} ") and "\n" not in message, message
+
+
+ENCODER_FIELDS = {
+    "albert": ["inner_group_num", "num_hidden_groups", "num_hidden_layers", "intermediate_size", "hidden_size",
+               "num_attention_heads", "max_position_embeddings", "vocab_size", "embedding_size", "type_vocab_size"],
+    "roberta": ["num_hidden_layers", "intermediate_size", "hidden_size", "num_attention_heads",
+                "max_position_embeddings", "vocab_size", "type_vocab_size", "position_embedding_type"],
+    "distilbert": ["dim", "hidden_dim", "n_layers", "n_heads", "max_position_embeddings", "vocab_size",
+                   "hidden_size"],
+    "electra-generator": ["embedding_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+                          "num_attention_heads", "vocab_size"],
+    "deberta-v2": ["position_buckets", "max_relative_positions", "attention_head_size", "num_attention_heads",
+                   "hidden_size", "num_hidden_layers", "relative_attention", "max_position_embeddings"],
+}
+SIZE_VALUES = st.one_of(st.sampled_from([0, -1, 1, 2, 3, 16, 32, 256, 10**6, 10**9, 2**63, 1.5, 32.0, "32", None,
+                                         True, [], "relative_key", float("nan")]),
+                        st.integers(-(2**64), 2**64))
+
+
+@pytest.mark.parametrize("family", sorted(ENCODER_FIELDS))
+@FEW
+@given(data=st.data())
+def test_a_generated_encoder_config_loads_or_is_one_line(encoders, family, data):
+    """Up to three size fields of a tiny encoder's config.json set to generated values: the model loads (the
+    sizes fit its weights) or ctxmodels.load says what is wrong in one line; never a hang or a huge allocation."""
+    import time
+
+    import ctxmodels
+    from ctxmodels.checkpoint import CheckpointError
+    from ctxmodels.loading import clear_cache
+
+    changes = data.draw(st.dictionaries(st.sampled_from(ENCODER_FIELDS[family]), SIZE_VALUES, min_size=1,
+                                        max_size=3), label="changes")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = _edited(encoders, Path(tmp), family, changes)
+        started = time.monotonic()
+        try:
+            ctxmodels.load(folder, reload=True)
+        except (CheckpointError, ValueError) as e:
+            assert "\n" not in str(e).strip() and str(folder) in str(e), e
+        finally:
+            clear_cache()
+        assert time.monotonic() - started < 30, changes
+

@@ -62,38 +62,75 @@ def check_config(folder: Path) -> dict:
     return cfg
 
 
-#: the largest sizes a config may state before anything is built (BERT-large is 24 x 1024, vocabularies ~250k)
-_LIMITS = {"hidden": 16384, "layers": 256, "intermediate": 65536, "vocab": 2_000_000, "positions": 1_000_000}
+#: the largest sizes a config may state before anything is built (BERT-large is 24 x 1024, vocabularies ~250k);
+#: "work" bounds the layers a forward pass runs (ALBERT runs num_hidden_layers x inner_group_num of them)
+_LIMITS = {"hidden": 16384, "layers": 256, "intermediate": 65536, "vocab": 2_000_000, "positions": 1_000_000,
+           "heads": 4096, "token types": 1024, "work": 256}
 
 
-def _config_int(cfg: dict, names: Sequence[str], what: str, limit: int, folder: Path, default: int | None = None
-                ) -> int:
-    value = next((cfg[n] for n in names if n in cfg), default)
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
-        raise CheckpointError(f"{folder / 'config.json'}: {names[0]} {shown(value)} is not a {what} between 1 and "
-                              f"{limit:,}")
-    return value
+def _config_int(cfg: dict, names: Sequence[str], what: str, limit: int, folder: Path, default: int | None = None,
+                lo: int = 1) -> int:
+    """The size config.json states under any of ``names`` (the spellings of one field, e.g. DistilBERT's ``dim``
+    for ``hidden_size``), each checked to be a whole number in ``lo..limit``; the largest when several are given
+    (transformers may take either). CheckpointError naming config.json and the field otherwise."""
+    present = [n for n in names if n in cfg] or [names[0]]
+    values = [cfg.get(n, default) for n in present]
+    for name, value in zip(present, values):
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= limit:
+            raise CheckpointError(f"{folder / 'config.json'}: {name} {shown(value)} is not a {what} between {lo:,} "
+                                  f"and {limit:,}")
+    return max(values)
+
+
+def _relative_positions(cfg: dict, folder: Path, positions: int) -> int:
+    """Rows of DeBERTa-v2's relative-position table (0 without relative attention): 2 x position_buckets, else
+    2 x max_relative_positions, where a value below 1 means the next one (transformers' rule)."""
+    buckets = _config_int(cfg, ("position_buckets",), "bucket count (or -1)", _LIMITS["positions"], folder,
+                          default=-1, lo=-1)
+    relative = _config_int(cfg, ("max_relative_positions",), "distance (or -1)", _LIMITS["positions"], folder,
+                           default=-1, lo=-1)
+    if not cfg.get("relative_attention", False):
+        return 0
+    return 2 * (buckets if buckets > 0 else relative if relative > 0 else positions)
 
 
 def check_sizes(folder: Path, cfg: dict) -> None:
-    """CheckpointError, before any model is built, when config.json states sizes beyond :data:`_LIMITS` or a model
-    far larger than its weights files could hold (a hostile or mismatched config would otherwise make
-    transformers allocate it)."""
+    """CheckpointError, before any model is built, when config.json states sizes beyond :data:`_LIMITS`, work
+    beyond them (ALBERT's inner groups) or a model far larger than its weights files could hold (a hostile or
+    mismatched config would otherwise make transformers allocate it or run for hours)."""
     from .huggingface import _weight_files
 
     hidden = _config_int(cfg, ("hidden_size", "dim"), "width", _LIMITS["hidden"], folder)
     layers = _config_int(cfg, ("num_hidden_layers", "n_layers"), "layer count", _LIMITS["layers"], folder)
+    heads = _config_int(cfg, ("num_attention_heads", "n_heads"), "head count", _LIMITS["heads"], folder,
+                        default=12)
+    head_size = _config_int(cfg, ("attention_head_size",), "head width", _LIMITS["hidden"] // heads, folder,
+                            default=max(1, hidden // heads))
+    if "attention_head_size" not in cfg and hidden % heads:
+        width, count = (next((n for n in names if n in cfg), names[0]) for names in (("hidden_size", "dim"),
+                                                                          ("num_attention_heads", "n_heads")))
+        raise CheckpointError(f"{folder / 'config.json'}: {count} {heads} does not divide {width} {hidden} (each "
+                              "head takes an equal share of the width)")
     inter = _config_int(cfg, ("intermediate_size", "hidden_dim"), "feed-forward width", _LIMITS["intermediate"],
                         folder, default=4 * hidden)
     vocab = _config_int(cfg, ("vocab_size",), "vocabulary size", _LIMITS["vocab"], folder)
     positions = _config_int(cfg, ("max_position_embeddings",), "position count", _LIMITS["positions"], folder,
                             default=512)
     embedding = _config_int(cfg, ("embedding_size",), "embedding width", _LIMITS["hidden"], folder, default=hidden)
-    stored = _config_int(cfg, ("num_hidden_groups",), "layer group count", layers, folder, default=1) \
-        if cfg.get("model_type") == "albert" else layers  # ALBERT shares one set of weights across its layers
-    smallest = stored * (4 * hidden * hidden + 2 * hidden * inter) + vocab * embedding
+    types = _config_int(cfg, ("type_vocab_size",), "segment type count", _LIMITS["token types"], folder, default=2,
+                        lo=0)
+    stored = layers
+    if cfg.get("model_type") == "albert":  # layers share weights: groups x inner_group_num layers are stored
+        inner = _config_int(cfg, ("inner_group_num",), "layer count per group", _LIMITS["work"] // layers, folder,
+                            default=1)
+        stored = _config_int(cfg, ("num_hidden_groups",), "layer group count", layers, folder, default=1) * inner
+    attention = heads * head_size
+    smallest = stored * (3 * hidden * attention + attention * hidden + 2 * hidden * inter)
+    smallest += (vocab + types) * embedding + _relative_positions(cfg, folder, positions) * hidden
     if cfg.get("position_embedding_type", "absolute") == "absolute" and cfg.get("model_type") != "deberta-v2":
         smallest += positions * embedding
+    elif cfg.get("position_embedding_type") in ("relative_key", "relative_key_query"):
+        smallest += stored * (2 * positions - 1) * head_size  # a table of distances in every layer
     files, source = _weight_files(folder)
     size = sum(f.stat().st_size for f in files)
     if size < smallest:  # even at 1 byte a weight the files could not hold this model
