@@ -1,13 +1,17 @@
 """A full-text index of a plain-text corpus: every occurrence of a word in a whole corpus, in milliseconds.
 
-The corpus format is :func:`ctxmodels.text.read_documents`' (one paragraph a line, blank lines between
-documents). Each paragraph is cut into sentences by the project's own tokenizer and sentence splitter, and each
-sentence is stored twice in one SQLite file: its text as written, and its words (casefolded, joined by single
-spaces) in an FTS5 table. FTS5's ``ascii`` tokenizer is told that every ASCII character but the space belongs
-to a token (non-ASCII characters always do), so FTS5's tokens are exactly the project's words and its token
-positions are the project's word positions; a lookup reads the positions of a word's forms straight from the
-index (``fts5vocab``) and re-tokenizes only the sentences it returns, checking each hit on the way. Counts and
-hits are therefore those of a plain scan with :func:`ctxmodels.text.tokenize_with_offsets`.
+The corpus format is :func:`ctxmodels.text.read_documents`' (one paragraph a line, blank lines between documents).
+Each paragraph is cut into sentences by the project's own tokenizer and sentence splitter, and each sentence is
+stored twice in one SQLite file: its text as written, and its words (folded by :func:`fold`: casefolded and in
+Unicode's composed form, NFC, so that a word typed with "é" finds it written as "e" and a combining accent and the
+other way round; joined by single spaces) in an FTS5 table. FTS5's ``ascii`` tokenizer is told that every ASCII
+character but the space belongs to a token (non-ASCII characters always do), so FTS5's tokens are exactly the
+project's words and its token positions are the project's word positions; a lookup reads the positions of a word's
+forms straight from the index (``fts5vocab``) and re-tokenizes only the sentences it returns, checking each hit on
+the way. Counts and hits are therefore those of a plain scan with :func:`ctxmodels.text.tokenize_with_offsets`. FTS5
+keeps only the first 32,768 bytes of a token, so a word longer than :data:`MAX_WORD_BYTES` in UTF-8 is refused as a
+query in one line (it could not be told from the longer words that share its beginning); such words in the corpus
+are indexed, cut, and never confuse a search for a shorter word.
 
 The index lives in the project cache (``cache_dir()/corpus-index``; the corpus folder may be read-only), is
 built into a temporary file and renamed into place when complete, and is rebuilt when the corpus content, the
@@ -34,6 +38,7 @@ import random
 import re
 import sqlite3
 import threading
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -56,9 +61,12 @@ from .text import (
 from .text import inflections as simple_inflections
 
 MAX_LIMIT = 5000
-FORMAT_VERSION = 2  # bump when the schema or what is stored changes: older files are then rebuilt
+FORMAT_VERSION = 3  # bump when the schema or what is stored changes: older files are then rebuilt
 
 LIMIT = int_range(1, MAX_LIMIT)
+#: the longest word (its folded form, in UTF-8 bytes) a search finds exactly: FTS5 cuts its tokens at 32,768 bytes,
+#: so a term of 32,768 bytes would also count every longer word beginning with it
+MAX_WORD_BYTES = 32_767
 SEED = int_range(0, MAX_SEED)
 
 _BATCH = 20_000  # sentences per executemany: large enough to amortise the calls, small enough for memory
@@ -117,15 +125,22 @@ class Lookup:
     forms: frozenset[str]  # the casefolded word forms searched
 
 
+def fold(word: str) -> str:
+    """The form words are indexed and searched by: canonical caseless matching (Unicode's D145, NFD then
+    casefold), composed again (NFC). "Café" with a precomposed "é" and "cafe" + U+0301 both fold to "café"."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", word).casefold())
+
+
 def word_forms(word: str, inflections: bool | Iterable[str] = False) -> frozenset[str]:
-    """The casefolded forms to look for: ``word`` itself; with ``inflections=True`` also its simple inflections
-    (:func:`ctxmodels.text.inflections`) and their possessives ('s and ’s: the tokenizer keeps "bank's" whole);
-    a list of forms gives them explicitly. The one rule behind the index and the analysis' occurrence search."""
+    """The folded (:func:`fold`) forms to look for: ``word`` itself; with ``inflections=True`` also its simple
+    inflections (:func:`ctxmodels.text.inflections`) and their possessives ('s and ’s: the tokenizer keeps
+    "bank's" whole); a list of forms gives them explicitly. The one rule behind the index and the analysis'
+    occurrence search."""
     if not isinstance(word, str) or not word.strip():
         raise ValueError("the target word is empty: give the word to look for, e.g. 'bank'")
     if len(word.split()) > 1:
         raise ValueError(f"the target must be one word, got {word!r}; give a single word such as 'bank'")
-    w = word.strip().casefold()
+    w = fold(word.strip())
     if inflections is True:
         forms = simple_inflections(w)
         return frozenset(forms | {f + apo for f in forms for apo in ("'s", "’s")})
@@ -133,7 +148,7 @@ def word_forms(word: str, inflections: bool | Iterable[str] = False) -> frozense
         return frozenset({w})
     if isinstance(inflections, str):
         raise ValueError("inflections must be True/False or a list of word forms, not a string")
-    return frozenset({w} | {f.strip().casefold() for f in inflections if f.strip()})
+    return frozenset({w} | {fold(f.strip()) for f in inflections if f.strip()})
 
 
 def index_path(corpus: str | Path, cache: str | Path | None = None) -> Path:
@@ -280,6 +295,11 @@ class CorpusIndex:
             shown = " ".join(repr(w) for w in words)
             raise ValueError(f"{word.strip()!r} is not one word for the tokenizer (it reads {shown}); "
                              "look up one of those words instead")
+        longest = max(forms, key=lambda f: len(f.encode("utf-8")))
+        if len(longest.encode("utf-8")) > MAX_WORD_BYTES:
+            raise ValueError(f"{longest[:20]!r}... ({len(longest):,} characters, {len(longest.encode('utf-8')):,} "
+                             f"bytes in UTF-8) is too long to search: the longest word the index can search is "
+                             f"{MAX_WORD_BYTES:,} bytes (as many characters of ASCII, fewer of other scripts)")
         return forms
 
     def _sample(self, positions: list[tuple[int, int]], limit: int | None, seed: int) -> list[tuple[int, int]]:
@@ -327,7 +347,7 @@ class CorpusIndex:
             if sentence_id not in words:
                 words[sentence_id] = [t for t in tokenize_with_offsets(text + after) if t[1] < len(text)]
             tokens = words[sentence_id]
-            if position >= len(tokens) or tokens[position][0].casefold() not in forms:
+            if position >= len(tokens) or fold(tokens[position][0]) not in forms:
                 return None
             word, a, b = tokens[position]
             hits.append(Hit(document, self.document_names[document], line, sentence_id, text, (a, b), word))
@@ -338,7 +358,7 @@ class CorpusIndex:
         positions = []
         for sentence_id, (_, _, text, after) in sorted(self._sentences(sentence_ids).items()):
             tokens = [t for t in tokenize_with_offsets(text + after) if t[1] < len(text)]
-            positions += [(sentence_id, i) for i, (w, _, _) in enumerate(tokens) if w.casefold() in forms]
+            positions += [(sentence_id, i) for i, (w, _, _) in enumerate(tokens) if fold(w) in forms]
         return positions
 
 
@@ -495,8 +515,9 @@ def _fill(conn: sqlite3.Connection, corpus: Path, stat: os.stat_result,
             n_tokens += b - a
             start, end = tokens[a][1], tokens[b - 1][2]
             sentences.append((n_sentences, document, line, paragraph[start:end], paragraph[end:end + 1]))
-            # Casefolding the joined string equals casefolding each word: casefold maps character by character.
-            words.append((n_sentences, " ".join([t[0] for t in tokens[a:b]]).casefold()))
+            # Folding the joined string equals folding each word: casefold maps character by character, and
+            # normalisation never composes or reorders across a space (a starter that composes with nothing).
+            words.append((n_sentences, fold(" ".join([t[0] for t in tokens[a:b]]))))
         if len(sentences) >= _BATCH:
             flush()
     flush()

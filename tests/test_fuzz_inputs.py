@@ -236,3 +236,90 @@ def test_a_generated_encoder_config_loads_or_is_one_line(encoders, family, data)
             clear_cache()
         assert time.monotonic() - started < 30, changes
 
+
+# ----------------------------------------------------------------------------------------------------------
+# corpus search: a word in any Unicode normal form, and words too long for the index
+
+NFD_CAFE, NFC_CAFE = "cafe\u0301", "caf\u00e9"
+
+
+def _corpus_search(tmp_path: Path, text: str, word: str, monkeypatch) -> tuple:
+    from ctxmodels.corpus_index import CorpusIndex
+
+    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(text, encoding="utf-8")
+    with CorpusIndex.open(corpus) as index:
+        return index.count(word), index.lookup(word, limit=None)
+
+
+@pytest.mark.parametrize("query", [NFC_CAFE, NFD_CAFE, "CAFE\u0301", "Caf\u00c9"])
+def test_a_word_is_found_in_either_normal_form_and_shown_as_written(tmp_path, monkeypatch, query):
+    text = f"A {NFD_CAFE} by the bank.\n\nThe {NFC_CAFE} was shut. Un CAF\u00c9.\n"
+    count, found = _corpus_search(tmp_path, text, query, monkeypatch)
+    assert count == found.total == 3
+    assert [(h.sentence, h.word) for h in found.hits] == [
+        (f"A {NFD_CAFE} by the bank.", NFD_CAFE), (f"The {NFC_CAFE} was shut.", NFC_CAFE),
+        ("Un CAF\u00c9.", "CAF\u00c9")]
+    o = run(["occurrences", "--corpus", tmp_path / "c.txt", "--word", query, "--count"], "occurrences unicode")
+    assert o.rc == 0 and o.out.strip() == "3", o
+
+
+def test_an_index_of_the_previous_format_is_rebuilt(tmp_path, monkeypatch):
+    import sqlite3
+
+    from ctxmodels.corpus_index import CorpusIndex, index_path
+
+    count, _ = _corpus_search(tmp_path, f"A {NFD_CAFE}.\n", NFC_CAFE, monkeypatch)
+    assert count == 1
+    db = index_path(tmp_path / "c.txt")
+    with sqlite3.connect(db) as conn:  # as the previous format stored it: casefolded only, not composed
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'format'")
+    with CorpusIndex.open(tmp_path / "c.txt") as index:
+        assert index.count(NFC_CAFE) == 1
+
+
+def test_a_word_too_long_for_the_index_is_refused_in_one_line(tmp_path, monkeypatch):
+    from ctxmodels.corpus_index import MAX_WORD_BYTES
+
+    longest, longer = "x" * MAX_WORD_BYTES, "x" * (MAX_WORD_BYTES + 2)
+    text = f"{longest} and {longer} and {'x' * 40_000}.\n"
+    count, found = _corpus_search(tmp_path, text, longest, monkeypatch)
+    assert count == found.total == 1 and found.hits[0].word == longest  # the longer words share its cut form
+    for word in (longer, "x" * 40_000, "\u00e9" * (MAX_WORD_BYTES // 2 + 1)):
+        o = run(["occurrences", "--corpus", tmp_path / "c.txt", "--word", word], "occurrences long word")
+        line = refused(o)
+        assert f"the longest word the index can search is {MAX_WORD_BYTES:,} bytes" in line and len(line) < 400, line
+
+
+PIECES = ["a", "e", "E", "\u0301", "\u0300", "\u0308", "\u00e9", "\u00c9", "\u00eb", "\u1e17", "o", "\u00f6",
+          "\u212b", "A\u030a", "\u00c5", "\u0327", "c", "\u00e7", "\ufb01", "\u0130", "i\u0307", "\u1e9e", "ss"]
+WORD = st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join)
+
+
+@FEW
+@given(words=st.lists(WORD, min_size=1, max_size=12), query=WORD,
+       forms=st.tuples(st.sampled_from(["NFC", "NFD"]), st.sampled_from(["NFC", "NFD"])))
+def test_search_in_any_normal_form_equals_a_plain_scan(words, query, forms):
+    """Words of letters and combining marks, the corpus and the query each in NFC or NFD: the index finds what
+    a scan comparing each word's fold (casefold, NFC) finds, and shows each as written."""
+    import unicodedata
+
+    from ctxmodels.corpus_index import CorpusIndex, fold
+    from ctxmodels.text import tokenize_with_offsets
+
+    text = unicodedata.normalize(forms[0], " ".join(words)) + "\n"
+    query = unicodedata.normalize(forms[1], query)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "c.txt"
+        corpus.write_text(text, encoding="utf-8")
+        try:
+            with CorpusIndex.open(corpus, cache=tmp) as index:
+                found = index.lookup(query, limit=None)
+                count = index.count(query)
+        except ValueError as e:  # a query the tokenizer reads as more than one word
+            assert "is not one word" in str(e), e
+            return
+    expected = [w for w, _, _ in tokenize_with_offsets(text.strip()) if fold(w) == fold(query.strip())]
+    assert count == found.total == len(expected)
+    assert [h.word for h in found.hits] == expected

@@ -56,7 +56,8 @@ def odd(tmp_path):
 
 
 def plain_scan(path, forms) -> list[tuple[int, int, str, int, int, str]]:
-    """(document, line, sentence, start, end, word) of every token whose casefold is a form: the definition."""
+    """(document, line, sentence, start, end, word) of every token whose fold (casefold, NFC) is a form: the
+    definition."""
     found, document, in_document = [], 0, False
     for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         line = raw.decode("utf-8").lstrip("\ufeff").strip()
@@ -66,7 +67,7 @@ def plain_scan(path, forms) -> list[tuple[int, int, str, int, int, str]]:
         in_document = True
         spans = sentence_spans(line)
         for word, a, b in tokenize_with_offsets(line):
-            if word.casefold() in forms:
+            if ci.fold(word) in forms:
                 s, e = next((s, e) for s, e in spans if s <= a < e)
                 found.append((document, lineno, line[s:e], a - s, b - s, word))
     return found

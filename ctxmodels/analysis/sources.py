@@ -283,7 +283,8 @@ def corpus_search(index: corpus_index.CorpusIndex, word: str, inflections: bool 
     and the lookup itself (totals, documents)."""
     lookup = index.lookup(word, inflections=inflections, limit=limit, seed=seed)
     if not lookup.hits:
-        forms = f" or its forms {', '.join(sorted(lookup.forms - {word.casefold()}))}" if len(lookup.forms) > 1 else ""
+        others = sorted(lookup.forms - {corpus_index.fold(word.strip())})
+        forms = f" or its forms {', '.join(others)}" if len(lookup.forms) > 1 else ""
         raise ValueError(f"{word!r}{forms} does not occur in {index.path.name} ({index.n_words:,} words); "
                          "try another word, or its inflections")
     texts, words, occurrences = [], [], []

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..corpus_index import word_forms
+from ..corpus_index import fold, word_forms
 from ..loading import POOLINGS
 from ..text import inflections as _inflections
 from ..text import tokenize_with_offsets
@@ -132,14 +132,14 @@ def find_occurrences(
     occurrences: list[Occurrence] = []
     missing: list[int] = []
     for i, (text, label, ts) in enumerate(zip(texts, labels, tokens)):
-        hits = [Occurrence(i, j, w, (a, b), text, label) for j, (w, a, b) in enumerate(ts) if w.casefold() in forms]
+        hits = [Occurrence(i, j, w, (a, b), text, label) for j, (w, a, b) in enumerate(ts) if fold(w) in forms]
         if not hits:
             missing.append(i)
         occurrences += hits
     if not occurrences:
         shown = "\n".join(f"  {i}: {texts[i]}" for i in missing[:20])
         more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
-        what = f"{target!r}" + (f" (or its forms {', '.join(sorted(forms - {target.casefold()}))})"
+        what = f"{target!r}" + (f" (or its forms {', '.join(sorted(forms - {fold(target.strip())}))})"
                                 if len(forms) > 1 else "")
         raise ValueError(f"{what} occurs in none of the {len(texts)} sentences:\n{shown}{more}")
     return OccurrenceSearch(target, forms, texts, labels, words, occurrences, missing)
