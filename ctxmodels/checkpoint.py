@@ -119,6 +119,10 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # put back at once: reading the umask means setting it
+
+
 @contextmanager
 def atomic_file(path: str | Path, size: int | None = None) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; on leaving the block it is flushed to disk and renamed to
@@ -134,6 +138,7 @@ def atomic_file(path: str | Path, size: int | None = None) -> Iterator[Path]:
         tmp = Path(name)
         yield tmp
         _fsync_file(tmp)
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
@@ -144,6 +149,15 @@ def atomic_file(path: str | Path, size: int | None = None) -> Iterator[Path]:
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions the finished file gets: the replaced file's own, else what a plain ``open(path, "w")`` would
+    give (0666 less the umask). ``mkstemp`` makes its file 0600, which would hide a shared file from other users."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
 
 
 def _check_writable_target(path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,21 @@ def test_writing_over_a_pipe_or_folder_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
         checkpoint.write_json(tmp_path / "file" / "x.json", {})
+
+
+def test_a_rewritten_file_keeps_its_mode_and_a_new_one_gets_the_umasks(tmp_path):
+    """A file written whole and swapped in must not turn 0600 (a shipped result would vanish for other users)."""
+    shared = tmp_path / "shared.json"
+    shared.write_text("{}")
+    for mode in (0o644, 0o640):
+        shared.chmod(mode)
+        with checkpoint.atomic_file(shared) as tmp:
+            tmp.write_text('{"a": 1}')
+        assert stat.S_IMODE(shared.stat().st_mode) == mode
+    assert shared.read_text() == '{"a": 1}'
+
+    with checkpoint.atomic_file(tmp_path / "new.json") as tmp:
+        tmp.write_text("{}")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o666 & ~umask
