@@ -54,6 +54,7 @@ from tests.app_fixtures import (
     write_sense_corpus,
     write_tag_task,
 )
+from tests.helpers import show_past_capture
 
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -266,11 +267,7 @@ def report(request):
     (out / "fuzz-app-cases.json").write_text(json.dumps({"total": total, "cases": dict(sorted(CASES.items())),
                                                          "found": FOUND}, indent=1), encoding="utf-8")
     line = f"fuzz harness (app): {total} cases run: " + ", ".join(f"{k} {v}" for k, v in sorted(CASES.items()))
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if capture is not None and reporter is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line("\n" + line)
+    show_past_capture(request.config, line)
 
 
 def open_page(name: str, query: dict | None = None) -> AppTest:
