@@ -28,7 +28,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     named = [config.invocation_params.dir / arg.split("::")[0] for arg in config.args]
     if named and all(path.is_file() for path in named):
         return 0  # test files named on the command line: run them here
-    return None  # xdist's own answer: the number of cores
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist reads it
+    # every core this process may run on (xdist would count physical cores where psutil is installed: 1 on a
+    # machine of two hyperthreads)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @pytest.hookimpl(optionalhook=True)
