@@ -5,12 +5,15 @@ have an empty header row. Streamlit's Markdown shows the comment as text (it esc
 header as a blank bar, so :func:`card_markdown` takes the comments out and turns a table whose header is empty
 (a list of "name | value" rows) into a list of "**name**: value" lines, which wrap like text. Its headings move
 two levels down (the card's title is not the page's). Code blocks are left as they are. Wide tables and long
-code lines are the CSS's business (``app/kit/presentation.py``: they scroll or wrap inside the card).
+code lines are the CSS's business (``app/kit/presentation.py``: they scroll or wrap inside the card). Images and
+HTML are made inert last (``app/kit/inert_markdown.py``): showing a card makes the browser fetch nothing.
 """
 
 from __future__ import annotations
 
 import re
+
+from app.kit.inert_markdown import inert_markdown
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -24,12 +27,13 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n---[ \t]*(\n|\Z)", re.DOTALL)
 
 def card_markdown(text: str) -> str:
     """``text`` (a model card) without its YAML front matter (the Hugging Face hub's metadata block: the Models page
-    shows its licence itself) and HTML comments, with headerless tables as lists; code blocks kept."""
+    shows its licence itself) and HTML comments, with headerless tables as lists; code blocks kept; no image or
+    HTML tag left (:func:`~app.kit.inert_markdown.inert_markdown`)."""
     text = _FRONT_MATTER.sub("", text, count=1)
     out: list[str] = []
     for fenced, chunk in _chunks(text):
         out.append(chunk if fenced else _HEADING.sub(_lower, _tables_without_empty_headers(_COMMENT.sub("", chunk))))
-    return re.sub(r"\n{3,}", "\n\n", "".join(out)).strip() + "\n"
+    return inert_markdown(re.sub(r"\n{3,}", "\n\n", "".join(out)).strip() + "\n")
 
 
 def _lower(m: re.Match) -> str:
