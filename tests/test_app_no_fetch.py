@@ -168,3 +168,54 @@ def test_opening_a_hostile_card_fetches_only_from_the_server(hostile_server):
         page.wait_for_timeout(1000)
         browser.close()
     assert not outside, outside
+
+
+# A folder name is shown as the model's name on every page (labels, options, captions, figure legends).
+MARKED_NAME = "evil ![x](http:HOST.png) <img src=HOST.png> [l](http:HOST) $HOST$"
+PAGES = ["overview", "word_senses", "attention", "fill_in", "models"]
+
+
+def shown_texts(at) -> tuple[list[str], list[str], list[str]]:
+    """What the page hands to Streamlit's Markdown (bodies, labels, radio options), to Plotly's HTML (figure
+    strings), and as plain text (the options of a selectbox or multiselect)."""
+    import json
+
+    markdown = [str(e.value) for kind in ("markdown", "caption", "info", "warning", "error", "success", "title",
+                                          "subheader", "header") for e in at.get(kind) if "<style>" not in str(e.value)]
+    plain: list[str] = []
+    for kind in ("selectbox", "multiselect", "radio", "expander", "tabs", "metric", "text_input", "checkbox"):
+        for w in at.get(kind):
+            markdown.append(str(getattr(w, "label", None) or getattr(getattr(w, "proto", None), "label", "")))
+            (markdown if kind == "radio" else plain).extend(str(o) for o in getattr(w, "options", []))
+    figures: list[str] = []
+    for chart in at.get("plotly_chart"):
+        figures += [s for s in _strings(json.loads(chart.proto.spec)) if isinstance(s, str)]
+    return markdown, plain, figures
+
+
+def _strings(x) -> list:
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in _strings(v)]
+    if isinstance(x, list):
+        return [s for v in x for s in _strings(v)]
+    return [x]
+
+
+@pytest.mark.usefixtures("app_env")
+@pytest.mark.parametrize("name", PAGES)
+def test_a_model_named_with_markup_and_a_hostile_card_is_shown_inert_on_every_page(name, tiny_assets, tmp_path,
+                                                                                    monkeypatch):
+    from tests.app_fixtures import assert_clean, page
+
+    folder = hostile_copy(tiny_assets, tmp_path / MARKED_NAME)
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
+    at = page(name, models=MARKED_NAME) if name != "models" else page(name)
+    assert_clean(at)
+    markdown, plain, figures = shown_texts(at)
+    assert any("HOST" in s for s in markdown + plain + figures), name  # the name is on the page
+    for s in markdown:
+        if "HOST" in s:
+            assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|(?<!\\)<(?:img|a)\b|(?<!\\)\$HOST", s), s
+    for s in figures:
+        if "HOST" in s:
+            assert not re.search(r"<(?:img|a)\b", s, re.IGNORECASE), s
