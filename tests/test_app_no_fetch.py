@@ -43,6 +43,8 @@ Autolinks: <http://evil.example/auto>, http://evil.example/literal and www.evil.
 
 Badge: [![CI](https://evil.example/badge.svg)](https://evil.example/ci)
 
+Math: $\\includegraphics[height=1em]{http://evil.example/katex.png}$ and $\\href{http://evil.example/h}{x}$.
+
 Inline code stays: `<mask>` and `![not](an image)`.
 
 ```html
