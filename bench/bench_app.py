@@ -38,7 +38,7 @@ def median_time(fn, repeat: int) -> float:
 
 def occurrence_set(n_target: int = 300) -> tuple[list[str], str]:
     """Preset sentences (all words) with enough occurrences of "the" to reach about ``n_target``."""
-    from app.presets import preset_sentences, preset_words
+    from app.kit.presets import preset_sentences, preset_words
     from ctxmodels.analysis.vectors import find_occurrences
 
     lines = [s for w in preset_words() for s in preset_sentences(w)]
@@ -50,13 +50,14 @@ def occurrence_set(n_target: int = 300) -> tuple[list[str], str]:
 
 def bench_layer_switch(model, repeat: int) -> tuple[float, int]:
     """Changing the layer: vectors from the cache, a joint PCA of 2 x n occurrences, two scatters to JSON."""
-    from app import figures
+    from app.kit.figures import highlight
+    from app.kit.scatter import sense_scatter
     from ctxmodels.analysis import projections, vectors
     from ctxmodels.analysis.word_senses import centred_directions
 
     lines, target = occurrence_set()
     ov = vectors.word_vectors(model, lines, target)  # first call embeds (not timed: the page caches it)
-    hover = [figures.highlight(o.sentence, o.char_span) for o in ov.occurrences]
+    hover = [highlight(o.sentence, o.char_span) for o in ov.occurrences]
 
     def step(i: int) -> None:
         layer = 1 + i % (model.n_layers - 1)
@@ -64,7 +65,7 @@ def bench_layer_switch(model, repeat: int) -> tuple[float, int]:
         sets = [centred_directions(ov2.vectors[:, 0]), centred_directions(ov2.vectors[:, layer])]
         proj = projections.project(sets, method="pca", metric="euclidean")
         for xy in proj.coords:
-            figures.sense_scatter(xy, ov2.labels, hover).to_json()
+            sense_scatter(xy, ov2.labels, hover).to_json()
 
     return median_time(step, repeat), len(ov)
 
@@ -78,7 +79,7 @@ def bench_umap(repeat: int) -> float:
 
 
 def bench_fill_in(model, repeat: int) -> float:
-    from app import figures
+    from app.views.fill_in import figures
     from ctxmodels.analysis.fill_in import fill_mask
 
     words = "the boat drifted slowly towards the far bank of the river while".split()
@@ -92,7 +93,8 @@ def bench_fill_in(model, repeat: int) -> float:
 
 
 def bench_attention(model, repeat: int) -> float:
-    from app import figures
+    from app.kit.figures import attention_heatmap
+    from app.views.attention import figures
     from ctxmodels.analysis import attention as att
 
     base = ("the bank raised its interest rates so she moved her savings to a small cooperative by the river "
@@ -104,7 +106,7 @@ def bench_attention(model, repeat: int) -> float:
         words = att.merge_word_pieces(maps)
         figures.attention_grid(words.attentions, max_tokens=48).to_json()
         m = words.attentions[0, 0]
-        figures.attention_heatmap(m, words.tokens).to_json()
+        attention_heatmap(m, words.tokens).to_json()
         figures.attention_lines(m, words.tokens).to_json()
         att.rank_heads(att.head_summaries(words), by="to_prev")
 

@@ -91,7 +91,8 @@ def runs(times: list[float]) -> str:
 
 def core(args, corpus: Path) -> list[Row]:
     import ctxmodels
-    from app import figures
+    from app.kit import figures
+    from app.kit.scatter import sense_scatter
     from ctxmodels.analysis import clusters, projections, sources, vectors
     from ctxmodels.analysis import word_senses as ws
     from ctxmodels.corpus_index import index_path
@@ -164,7 +165,7 @@ def core(args, corpus: Path) -> list[Row]:
         groups = clusters.cluster_label_names(c)
         colours = figures.sense_colours(groups)
         xy = ws.project_layers(ov.vectors, one, method="pca", joint=False).coords[0]
-        times, fig = timed(lambda xy=xy, g=groups, c=colours: figures.sense_scatter(xy, g, hover, title="bench",
+        times, fig = timed(lambda xy=xy, g=groups, c=colours: sense_scatter(xy, g, hover, title="bench",
                                                                                     colours=c), args.repeat)
         kind = fig.data[0].type
         add_model(Row(f"scatter figure ({kind}, {len(fig.data)} traces)", n, times))

@@ -16,8 +16,8 @@ result (fill-in for a model with a masked-LM head, word vectors of one sentence 
 
 Then the Attention page's work on the server for each model at ``--tokens`` word pieces: the forward pass with
 every layer's maps (``compute_attention``), the word-level merge and head summaries, the overview figure
-(``app.figures.attention_grid``: every head as a tile, at most ``GRID_TOKENS`` positions each) and its size as the
-browser receives it (Plotly JSON). The browser side is ``bench/bench_attention.py``.
+(``app.views.attention.figures.attention_grid``: every head as a tile, at most ``GRID_TOKENS`` positions each) and
+its size as the browser receives it (Plotly JSON). The browser side is ``bench/bench_attention.py``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ print(json.dumps({"kind": m.kind, "load": load, "first": first_s, "later": stati
                   "parameters": m.num_parameters()}))
 """
 
-GRID_TOKENS = 48  # as app/views/attention.py draws the overview (a page script: not importable)
+GRID_TOKENS = 48  # as app/views/attention/page.py draws the overview (a page script: not importable)
 TEXT_WORDS = ("the bank raised its interest rates so she moved her savings elsewhere and walked along the river "
               "where the boat lay on the bank in the evening light while children played near the water").split()
 
@@ -127,7 +127,7 @@ def attention_work(name: str, backend: str | None, tokens: list[int], repeat: in
     import plotly.io
 
     import ctxmodels
-    from app import figures
+    from app.views.attention import figures
     from ctxmodels.analysis import attention as att
 
     m = ctxmodels.load(name, backend=backend)

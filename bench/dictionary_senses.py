@@ -63,7 +63,7 @@ def main() -> None:
     import torch
 
     import ctxmodels
-    from app.presets import preset_sentences
+    from app.kit.presets import preset_sentences
     from ctxmodels.analysis import dictionary_senses as ds
     from ctxmodels.analysis.vectors import word_vectors
     from ctxmodels.semcor import load_semcor

@@ -53,7 +53,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     import ctxmodels
-    from app.presets import preset_sentences, preset_words
+    from app.kit.presets import preset_sentences, preset_words
     from ctxmodels.analysis import vectors
     from ctxmodels.analysis import word_senses as ws
 

@@ -219,3 +219,31 @@ def test_every_package_folder_is_a_regular_package():
     """setuptools' package discovery skips a folder without ``__init__.py``: an installed wheel would lack it."""
     folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file()) == []
+
+
+def _project_imports_in(path: Path) -> set[tuple[str, str]]:
+    """(module, name) for every ``from app... / ctxmodels... import name`` in ``path``, lazy ones included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in (
+                "app", "ctxmodels"):
+            found.update((node.module, a.name) for a in node.names)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "bench").glob("*.py")), ids=lambda p: p.name)
+def test_every_bench_import_of_the_project_resolves(path):
+    """Benchmarks run by hand and import inside their functions: a module moved under them fails only when someone
+    runs them. Every name they import from the project must still be there."""
+    import importlib
+
+    missing = []
+    for module, name in sorted(_project_imports_in(path)):
+        try:
+            imported = importlib.import_module(module)
+        except ImportError as e:
+            missing.append(f"{module} ({e})")
+            continue
+        if not hasattr(imported, name) and not _is_module(f"{module}.{name}"):
+            missing.append(f"{module}.{name}")
+    assert not missing, f"{path.name} imports what is not there: {missing}"
