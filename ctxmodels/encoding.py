@@ -121,9 +121,14 @@ class PieceTokenizer(ABC):
 
     # -- vocabulary ----------------------------------------------------------------------------------------------
 
+    # Both tokenizers here wrap a ``tokenizers.Tokenizer`` (``_tk``) and know whether it lowercases (``_lowercase``);
+    # what follows only reads those two, so it is written once.
+    _tk: Any
+    _lowercase: bool
+
     @property
-    @abstractmethod
-    def vocab_size(self) -> int: ...
+    def vocab_size(self) -> int:
+        return self._tk.get_vocab_size(with_added_tokens=True)
 
     @property
     @abstractmethod
@@ -131,16 +136,16 @@ class PieceTokenizer(ABC):
         """The largest id the tokenizer can produce (ids may have gaps, so this can exceed ``vocab_size - 1``)."""
 
     @property
-    @abstractmethod
-    def lowercase(self) -> bool: ...
+    def lowercase(self) -> bool:
+        return self._lowercase
 
     @property
-    @abstractmethod
     def backend(self) -> Any:
-        """The underlying ``tokenizers.Tokenizer``."""
+        """The underlying ``tokenizers.Tokenizer`` (no truncation, no padding, no special tokens added)."""
+        return self._tk
 
-    @abstractmethod
-    def token_to_id(self, token: str) -> int | None: ...
+    def token_to_id(self, token: str) -> int | None:
+        return self._tk.token_to_id(token)
 
     @abstractmethod
     def id_to_token(self, i: int) -> str:

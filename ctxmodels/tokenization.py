@@ -237,25 +237,9 @@ class WordPieceTokenizer(PieceTokenizer):
     # -- vocabulary --------------------------------------------------------------------------------------------
 
     @property
-    def vocab_size(self) -> int:
-        return self._tk.get_vocab_size(with_added_tokens=True)
-
-    @property
     def largest_id(self) -> int:
         """The largest id the tokenizer can produce (ids may have gaps, so this can exceed ``vocab_size - 1``)."""
         return max(self._tk.get_vocab(with_added_tokens=True).values())
-
-    @property
-    def lowercase(self) -> bool:
-        return self._lowercase
-
-    @property
-    def backend(self) -> Tokenizer:
-        """The underlying ``tokenizers.Tokenizer`` (no truncation, no padding, no special tokens added)."""
-        return self._tk
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._tk.token_to_id(token)
 
     def id_to_token(self, i: int) -> str:
         tok = self._tk.id_to_token(int(i))

@@ -68,23 +68,8 @@ class EncoderTokenizer(PieceTokenizer):
     # -- vocabulary --------------------------------------------------------------------------------------------
 
     @property
-    def vocab_size(self) -> int:
-        return self._tk.get_vocab_size(with_added_tokens=True)
-
-    @property
     def largest_id(self) -> int:
         return max(self._table)
-
-    @property
-    def lowercase(self) -> bool:
-        return self._lowercase
-
-    @property
-    def backend(self) -> Any:
-        return self._tk
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._tk.token_to_id(token)
 
     def raw_token(self, i: int) -> str:
         """The token as the vocabulary writes it (``Ġbank``, ``▁bank``, ``##s``)."""
