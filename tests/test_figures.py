@@ -1,16 +1,18 @@
-"""The app's figure functions are pure: data in, a Plotly figure out, checkable without a browser."""
+"""The figure functions (``ctxmodels.viz``, which the app's pages call) are pure: data in, a Plotly figure out,
+checkable without a browser."""
 
 import math
 
 import numpy as np
 import pytest
 
-from app.kit import figures, scatter
-from app.views.attention import figures as attention_figures
-from app.views.elmo_layers import figures as layers_figures
-from app.views.fill_in import figures as fill_figures
-from app.views.overview import figures as overview_figures
-from app.views.word_senses import figures as senses_figures
+from ctxmodels.viz import attention as attention_figures
+from ctxmodels.viz import elmo_layers as layers_figures
+from ctxmodels.viz import fill_in as fill_figures
+from ctxmodels.viz import overview as overview_figures
+from ctxmodels.viz import scatter
+from ctxmodels.viz import style as figures
+from ctxmodels.viz import word_senses as senses_figures
 
 
 def test_sense_scatter_one_trace_per_sense_and_indices_kept():

@@ -1,0 +1,1 @@
+"""Every view the explorer app draws, as Plotly figures (placeholder, filled below)."""

@@ -1,0 +1,256 @@
+"""The scatter of projected occurrences that Word senses, Models and What fine-tuning changes draw (in the app
+and from :mod:`ctxmodels.viz`): one trace per
+sense, points that share one vector drawn as a ringed sunflower, a search's occurrences ringed, axes shared by
+panels fitted jointly. Pure (no Streamlit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ctxmodels.viz.style import UNLABELLED, plain, sense_colours, wrapped_title
+
+WEBGL_FROM = 400  # points from which a scatter is drawn with WebGL
+LEGEND_BESIDE_CHARS = 24  # legend entries longer than this go below a scatter, not beside it
+
+
+def sense_scatter(
+    coords: np.ndarray,
+    labels: Sequence[str | None],
+    hover: Sequence[str],
+    title: str = "",
+    colours: dict[str, str] | None = None,
+    marker_size: int | None = None,
+    stacks: Sequence[Sequence[int]] = (),
+    legend_title: str = "sense",
+    ranges: tuple[list[float], ...] | None = None,
+    marked: Sequence[int] = (),
+    marked_name: str = "",
+) -> go.Figure:
+    """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
+
+    ``marked``: occurrences ringed in black on top of their dots (those a search found), one more legend entry
+    named ``marked_name``.
+
+    ``customdata`` holds each point's occurrence index, so a click can be mapped back to the occurrence. From
+    :data:`WEBGL_FROM` points on, 2-D traces are drawn with WebGL (``scattergl``): SVG slows panning and hovering
+    down to a crawl at a few thousand points, and the markers shrink so that the crowd stays readable.
+    ``ranges`` (x, y and for 3-D z, as :func:`shared_ranges` gives them) fixes the axes, so that panels fitted
+    jointly share them.
+    """
+    coords = np.asarray(coords, dtype=float)
+    if coords.ndim != 2 or coords.shape[1] not in (2, 3):
+        raise ValueError(f"coords must be [n, 2] or [n, 3], got {coords.shape}")
+    if not (len(labels) == len(hover) == len(coords)):
+        raise ValueError("coords, labels and hover must have the same length")
+    colours = colours or sense_colours(labels)
+    names = np.array([lab or UNLABELLED for lab in labels], dtype=object)
+    text = np.array(hover, dtype=object)
+    three_d = coords.shape[1] == 3
+    stacks = sorted((list(st) for st in stacks if len(st) > 1), key=len, reverse=True)  # largest ring first
+    kind = "scatter3d" if three_d else "scattergl" if len(coords) >= WEBGL_FROM else "scatter"
+    if marker_size is None:
+        marker_size = 9 if len(coords) < WEBGL_FROM else 6 if len(coords) < 2000 else 4
+    centres, spreads, dot_sizes = [], [], None
+    if stacks and not three_d:  # points with the same vector are drawn exactly on top of each other
+        coords = coords.copy()
+        for st in stacks:
+            coords[st] = np.nanmean(coords[st], axis=0)
+        centres = [coords[st[0]].copy() for st in stacks]
+        panel = ranges or shared_ranges([coords], margin_px=RING_MARGIN_PX) or ([0, 1], [0, 1])
+        dot_sizes = np.full(len(coords), float(marker_size))
+        spreads = [_spread_senses(coords, st, names, panel, dot_sizes) for st in stacks]
+        ranges = panel  # fixed: autoscaling would zoom in on a sunflower that is all there is (a static model)
+    outline = dict(width=0.5, color="white") if len(coords) < WEBGL_FROM else dict(width=0)
+    traces = []
+    spread = any(spreads)
+    for name in sorted(set(names)):
+        idx = np.flatnonzero(names == name)
+        trace = dict(
+            type=kind, name=plain(name), mode="markers", customdata=idx,
+            text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
+            hovertemplate="%{text}<extra>" + plain(name) + "</extra>",
+            # opacity: Plotly draws markers with sizes per point ("bubbles") at 0.7 unless told
+            marker=dict(size=dot_sizes[idx] if spread else marker_size, color=colours.get(name, "#333"),
+                        line=outline, opacity=1),
+        )
+        if three_d:
+            trace["z"] = coords[idx, 2]
+        traces.append(trace)
+    if stacks and not three_d:
+        traces.append(_stack_trace(np.array(centres), stacks, spreads, names, panel))
+    elif stacks:  # in 3-D the occurrences stay stacked (no sunflower): the ring still counts them
+        traces.append(_stack_trace(np.array([coords[st[0]] for st in stacks]), stacks, [0.0] * len(stacks), names,
+                                   None))
+    if len(marked):
+        idx = np.asarray(marked, dtype=int)
+        ring = dict(type=kind, name=plain(marked_name), mode="markers", customdata=idx, text=text[idx],
+                    x=coords[idx, 0], y=coords[idx, 1],
+                    hovertemplate="%{text}<extra>" + plain(marked_name) + "</extra>",
+                    marker=dict(symbol="circle-open", size=marker_size + 6, color="#111", line=dict(width=2)))
+        if three_d:
+            ring["z"] = coords[idx, 2]
+        traces.append(ring)
+    axis = dict(showticklabels=False, title=None, zeroline=False)
+    fixed = [dict(axis, range=r, autorange=False) for r in ranges] if ranges is not None else [axis] * 3
+    xaxis, yaxis = (axis, axis) if three_d else fixed[:2]
+    # One constructor call with plain dicts: plotly validates it once (adding traces one by one and updating
+    # the layout afterwards is 3-4x slower, and this runs on every redraw).
+    title_text, title_lines = wrapped_title(title)
+    # constant: the legend's dots keep their size when a sunflower's dots are smaller
+    legend, below = dict(title=dict(text=plain(legend_title)), itemsizing="constant"), 0
+    entries = [plain(t["name"]) for t in traces]
+    if max((len(e) for e in entries), default=0) > LEGEND_BESIDE_CHARS:
+        # Long names (SemCor's senses are WordNet glosses) beside the plot squeezed it to a sliver of a
+        # half-width panel: below it, one entry a line, they take height instead.
+        legend.update(orientation="h", x=0, xanchor="left", y=0, yanchor="top", entrywidth=1, entrywidthmode="fraction")
+        below = 22 * (len(entries) + 1)
+    layout = dict(title=dict(text=title_text), legend=legend,
+                  margin=dict(l=10, r=10, t=40 + 22 * (title_lines - 1), b=10 + below),
+                  height=420 + 22 * (title_lines - 1) + below, clickmode="event+select", xaxis=xaxis, yaxis=yaxis)
+    if three_d and ranges is not None:
+        # WebGL draws a scene's box and grid from its data's extent: a panel whose points are all one point (a
+        # context-free layer) got none. Two invisible points at the corners give every panel the shared box.
+        corners = np.array(ranges, dtype=float).T
+        traces.insert(0, dict(type="scatter3d", mode="markers", x=corners[:, 0], y=corners[:, 1], z=corners[:, 2],
+                              marker=dict(size=1, opacity=0), hoverinfo="skip", showlegend=False, name="box"))
+    if three_d:  # a cube, so that no direction of the projection looks longer than it is; drag turns it
+        untitled = [dict(a, title=dict(text="")) for a in fixed]  # a 3-D axis without a title is named x, y, z
+        layout["scene"] = dict(zip(("xaxis", "yaxis", "zaxis"), untitled), aspectmode="cube", dragmode="turntable")
+        layout["margin"] = dict(layout["margin"], t=layout["margin"]["t"] + 10)
+    return go.Figure(dict(data=traces, layout=layout))
+
+
+SPREAD_MAX_PX = 16  # the largest sunflower's radius
+RING_MAX_PX = 42  # the largest ring's diameter
+RING_MARGIN_PX = RING_MAX_PX / 2 + 2  # the room a panel keeps at its edges for a ring
+
+
+def _spread_senses(coords: np.ndarray, stack: list[int], names: np.ndarray,
+                   ranges: tuple[Sequence[float], Sequence[float]], dot_sizes: np.ndarray) -> float:
+    """Where a shared point's occurrences have more than one sense, draw them as a small sunflower of smaller dots
+    inside its ring, grouped by sense (in place, in ``coords`` and ``dot_sizes``), so every sense shows rather
+    than the colour drawn last; each stays hoverable and clickable. Returns the sunflower's radius in px (0: one
+    sense, left stacked). The offsets are a few pixels of the panel estimated by :data:`PANEL_PLOT_PX`, never a
+    distance in the model's space."""
+    if len(set(names[stack].tolist())) < 2:
+        return 0.0
+    order = sorted(stack, key=lambda i: (names[i], i))
+    dot = max(4.0, 0.6 * float(dot_sizes[order[0]]))
+    dot_sizes[order] = dot
+    # px between neighbouring dots: they touch, so the colours read as groups; a big stack packs them closer so
+    # that its ring stays small (SemCor's 200 occurrences of run in a static model)
+    k = np.arange(len(order))
+    step = min(0.6 * dot, SPREAD_MAX_PX / np.sqrt(len(order)))
+    radius, angle = step * np.sqrt(k + 0.5), k * np.pi * (3 - np.sqrt(5))  # Vogel's spiral: the golden angle
+    per_px = np.array([ranges[0][1] - ranges[0][0], ranges[1][1] - ranges[1][0]], dtype=float) / PANEL_PLOT_PX
+    coords[order, 0] += radius * np.cos(angle) * per_px[0]
+    coords[order, 1] += radius * np.sin(angle) * per_px[1]
+    return float(radius[-1]) + dot / 2
+
+
+def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence[float], names: np.ndarray,
+                 ranges: tuple[Sequence[float], ...] | None) -> dict:
+    """A ring with a count over each point that several occurrences share (largest first), listing their senses:
+    otherwise the colour drawn last would hide that, say, a static vector is the same for every sense. A ring
+    encloses the sunflower that :func:`_spread_senses` drew its occurrences as."""
+    sizes, counts, hovers = [], [], []
+    for st, spread in zip(stacks, spreads):
+        senses: dict[str, int] = {}
+        for i in st:
+            senses[names[i]] = senses.get(names[i], 0) + 1
+        listed = "<br>".join(f"{plain(name)}: {n}" for name, n in sorted(senses.items(), key=lambda x: -x[1]))
+        sizes.append(min(RING_MAX_PX, max(14 + 4 * np.log2(len(st)), 2 * spread + 6)))
+        counts.append(f"×{len(st)}")
+        hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
+    # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
+    trace = dict(type="scatter", name="shared points", mode="markers+text", x=centres[:, 0], y=centres[:, 1],
+                 text=counts, customdata=[st[0] for st in stacks], hovertext=hovers,
+                 hovertemplate="%{hovertext}<extra></extra>",
+                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)), showlegend=True)
+    if centres.shape[1] == 3:  # a turning cloud has no fixed place to keep a label off: each goes above its ring
+        return dict(trace, type="scatter3d", z=centres[:, 2], textposition="top center",
+                    marker=dict(trace["marker"], line=dict(width=2, color="#222")))
+    return dict(trace, textposition=label_places(ranges, centres, sizes, counts))
+
+
+#: the plot area of a half-width Word senses panel at a laptop's width, in px (where labels would collide)
+PANEL_PLOT_PX = (330, 370)
+_PLACES = ("top center", "middle right", "bottom center", "middle left")
+
+
+def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndarray, sizes: Sequence[float],
+                 texts: Sequence[str], plot_px: tuple[int, int] = PANEL_PLOT_PX) -> list[str]:
+    """A Plotly ``textposition`` for each ring's label (rings in order of preference) that keeps it off the other
+    rings and the labels placed before it, where one of four places around its ring does; else the place that
+    overlaps least. Plotly never moves a label itself: rings a few pixels apart wrote their counts over each
+    other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel scale is
+    estimated for a panel of ``plot_px``."""
+    lo = np.array([ranges[0][0], ranges[1][0]], dtype=float)
+    span = np.array([ranges[0][1], ranges[1][1]], dtype=float) - lo
+    span = np.where(span > 0, span, 1.0)
+    centre = (np.asarray(rings, dtype=float).reshape(-1, 2) - lo) / span * np.array(plot_px)
+    centre[:, 1] = plot_px[1] - centre[:, 1]  # screen y runs down
+    radii = np.asarray(sizes, dtype=float) / 2 + 1
+
+    def box(k: int, place: str) -> tuple[float, float, float, float]:
+        w, h, (cx, cy), r = 7.0 * len(texts[k]) + 2, 13.0, centre[k], radii[k]
+        if place == "top center":
+            return cx - w / 2, cy - r - h, cx + w / 2, cy - r
+        if place == "bottom center":
+            return cx - w / 2, cy + r, cx + w / 2, cy + r + h
+        if place == "middle right":
+            return cx + r, cy - h / 2, cx + r + w, cy + h / 2
+        return cx - r - w, cy - h / 2, cx - r, cy + h / 2
+
+    def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    ring_boxes = [(cx - r, cy - r, cx + r, cy + r) for (cx, cy), r in zip(centre, radii)]
+    placed: list[tuple[float, float, float, float]] = []
+    places = []
+    for k in range(len(centre)):
+        others = ring_boxes[:k] + ring_boxes[k + 1:] + placed
+        cost = {p: sum(overlap(box(k, p), o) for o in others) for p in _PLACES}
+        best = min(_PLACES, key=lambda p: (cost[p], _PLACES.index(p)))
+        places.append(best)
+        placed.append(box(k, best))
+    return places
+
+
+def shared_ranges(coord_sets: Sequence[np.ndarray], pad: float = 0.06, margin_px: float = 0.0
+                  ) -> tuple[list[float], ...] | None:
+    """The axis ranges (x, y and, for 3-D coordinates, z) that hold every finite point of every set (for panels
+    fitted jointly), or None. ``pad``: the room beyond the points, as a share of their span; ``margin_px``: at
+    least this many px of it in a panel of :data:`PANEL_PLOT_PX` (a shared point's ring at the edge must not be
+    cut)."""
+    pts = [np.asarray(c, dtype=float) for c in coord_sets if len(c)]
+    if not pts:
+        return None
+    allp = np.concatenate(pts)
+    allp = allp[np.isfinite(allp).all(axis=1)]
+    if len(allp) == 0:
+        return None
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    # An axis along which the points do not spread (two points, or one, from a PCA) has a span of rounding noise
+    # (1e-31): it takes the other axes' widest span, or 1, so the points sit in the middle rather than on an edge.
+    widest = float(np.max(hi - lo))
+    flat = ((hi - lo) <= 1e-9 * max(widest, float(np.max(np.abs(allp)))) if widest > 0
+            else np.ones(len(lo), dtype=bool))
+    span = np.where(flat, widest if widest > 0 and not flat.all() else 1.0, hi - lo)
+    px = np.resize(np.array(PANEL_PLOT_PX, dtype=float), len(lo))  # depth: as wide as the panel
+    pad = np.maximum(pad, margin_px / np.maximum(px - 2 * margin_px, 1.0))  # margin px of the padded width
+    mid = (lo + hi) / 2
+    lo, hi = np.where(flat, mid - span / 2, lo), np.where(flat, mid + span / 2, hi)
+    lo, hi = lo - pad * span, hi + pad * span
+    return tuple([float(a), float(b)] for a, b in zip(lo, hi))
+
+
+def preview_scatter(preview: dict, word: str) -> go.Figure:
+    """A model in training: one word's occurrences in its top layer (PCA) at the last checkpoint (``preview``: the
+    coordinates, sense labels, hover text and layer name the app's Models page computes)."""
+    return sense_scatter(preview["coords"], preview["labels"], preview["hover"], marker_size=7,
+                         title=f"{word}: {preview['layer']}, PCA, at the last checkpoint")

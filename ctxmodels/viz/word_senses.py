@@ -1,0 +1,152 @@
+"""Word senses, besides the scatter (:mod:`ctxmodels.viz.scatter`): one occurrence's path through the layers,
+which words shape it, its nearest words in SemCor by part of speech, and which dictionary sense each layer reads.
+Pure (no Streamlit).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ctxmodels.viz.style import PALETTE, plain, plain_all, short_layer_name
+
+
+def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:
+    """Draw one occurrence's path through the layers (points fitted in the same projection)."""
+    path = np.asarray(path, dtype=float)
+    fig.add_trace(go.Scatter(
+        x=path[:, 0], y=path[:, 1], mode="lines+markers+text", name="path through layers",
+        text=[str(i) for i in range(len(path))], textposition="top center", hovertext=plain_all(layer_names),
+        hoverinfo="text", line=dict(color=colour, width=2, dash="dot"), marker=dict(size=6, symbol="diamond"),
+    ))
+    return fig
+
+
+def context_shift_heatmap(shifts: dict, title: str = "", z_max: float | None = None) -> go.Figure:
+    """Which words shape one occurrence (``shifts``: :class:`ctxmodels.analysis.word_senses.ContextShifts` as a
+    dict): layers down (the first at the top), the sentence's words across in their order, each cell the cosine
+    distance the occurrence's vector moves in that layer when that word is hidden. The occurrence's own column is
+    empty and its label bold. The scale starts at 0 and runs to the largest shift, or ``z_max`` (shared with other
+    models' maps)."""
+    words, index = shifts["words"], int(shifts["index"])
+    z = np.asarray(shifts["shifts"], dtype=float)
+    finite = z[np.isfinite(z)]
+    top = max(float(finite.max()) if finite.size else 0.0, z_max or 0.0) or 1e-3  # an all-zero map stays pale
+    xs = list(range(len(words)))
+    names = [f"<b>{plain(w)}</b>" if i == index else plain(w) for i, w in enumerate(words)]
+    layers = plain_all(shifts["layer_names"])
+    target, hidden_as = plain(words[index]), plain(shifts["hidden_as"])
+    how = "left out" if hidden_as == "left out" else f"read as {hidden_as}"
+    hover = [[f"{layers[lay]}: with “{plain(w)}” {how}, “{target}” moves by" for w in words]
+             for lay in range(len(layers))]
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=np.where(np.isfinite(z), z, None).tolist(), x=xs, y=layers,
+                   colorscale="Blues", zmin=0, zmax=top, customdata=hover, hoverongaps=False,
+                   hovertemplate="%{customdata} %{z:.3f}<extra></extra>",
+                   colorbar=dict(title=dict(text="cosine<br>distance"), thickness=12))],
+        layout=dict(
+            title=dict(text=plain(title)), height=150 + 34 * len(layers) + 6 * min(max(map(len, words)), 20),
+            margin=dict(l=10, r=10, t=40, b=10),
+            # no grid: its lines would cross the occurrence's empty column
+            xaxis=dict(tickvals=xs, ticktext=names, tickangle=-45 if len(words) > 8 else 0, fixedrange=True,
+                       automargin=True, showgrid=False, zeroline=False),
+            yaxis=dict(autorange="reversed", type="category", fixedrange=True, automargin=True, showgrid=False),
+        ),
+    ))
+
+
+POS_NAMES = {"NOUN": "noun", "VERB": "verb", "ADJ": "adjective", "ADV": "adverb", "PROPN": "proper noun"}
+
+
+def neighbour_pos_bars(kinds: Sequence[dict], nearest: dict[str, str], k: int, title: str = "") -> go.Figure:
+    """What one occurrence's nearest reference words are, layer by layer (``kinds``: the rows of
+    :func:`ctxmodels.analysis.token_search.neighbour_kinds`): a stacked bar per layer (the first at the top) of the
+    ``k`` nearest by part of speech; the part that is the searched word itself hatched. ``nearest``: per layer
+    name, the nearest words as text, for the hover."""
+    layers = list(dict.fromkeys(r["layer"] for r in kinds))
+    names = plain_all(layers)
+    data = []
+    for i, pos in enumerate(POS_NAMES):
+        colour = PALETTE[i]
+        for part, pattern in (("other", ""), ("same", "/")):
+            counts = {r["layer"]: int(r[part]) for r in kinds if r["pos"] == pos}
+            if not any(counts.values()):
+                continue
+            what = "the word itself" if part == "same" else "other words"
+            hover = [f"{name}: {counts.get(layer, 0)} of {k} are {what}, as a {POS_NAMES[pos]}<br>nearest: "
+                     f"{plain(nearest.get(layer, ''))}" for layer, name in zip(layers, names)]
+            data.append(dict(type="bar", orientation="h", x=[counts.get(layer, 0) for layer in layers], y=names,
+                             name=POS_NAMES[pos], legendgroup=pos, showlegend=part == "other" or not any(
+                                 r["other"] for r in kinds if r["pos"] == pos),
+                             marker=dict(color=colour, pattern=dict(shape=pattern, fgcolor="white", size=6)),
+                             customdata=hover, hovertemplate="%{customdata}<extra></extra>"))
+    return go.Figure(dict(
+        data=data,
+        layout=dict(
+            title=dict(text=plain(title)), barmode="stack", height=140 + 34 * len(layers),
+            margin=dict(l=10, r=10, t=40, b=10),
+            xaxis=dict(title=dict(text=f"the {k} nearest words (hatched: the word itself)"), range=[0, k],
+                       fixedrange=True),
+            yaxis=dict(autorange="reversed", automargin=True, fixedrange=True),
+            legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0, xanchor="right"), showlegend=True,
+        ),
+    ))
+
+
+def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
+    """Which dictionary sense one occurrence is nearest in each model and layer (``guesses``: model name -> a dict
+    with ``senses``, the sense names, most frequent first; ``layer_names``; ``cosines`` [layers, senses], the
+    occurrence's cosine to each sense's average; ``accuracy`` [layers], the share of the references each layer
+    reads right; ``nearest`` [layers], the nearest sense's index or None for a tie; ``tagged``, the annotators'
+    sense or None).
+
+    The senses are rows (long glosses read best as row labels), shared by the models side by side, each model a
+    panel of its layers, each layer under how often it is right. A cell's shade is how far its sense is behind
+    the layer's nearest (the nearest darkest); its text is the cosine; the nearest is outlined; the annotators'
+    sense is named in bold with a tick. The cells' text gives the values, so there is no colour bar."""
+    senses = list(dict.fromkeys(s for g in guesses.values() for s in g["senses"]))
+    tagged = {g["senses"][g["tagged"]] for g in guesses.values() if g.get("tagged") is not None}
+    rows = [f"<b>✓ {plain(s)}</b>" if s in tagged else plain(s) for s in senses]
+    widths = [len(g["layer_names"]) for g in guesses.values()]
+    gap = 0.03
+    unit = (1.0 - gap * (len(widths) - 1)) / max(sum(widths), 1)
+    data, layout, x0 = [], {}, 0.0
+    lows = []
+    for n, (name, g) in enumerate(guesses.items(), start=1):
+        where = [senses.index(s) for s in g["senses"]]
+        cos = np.full((len(g["layer_names"]), len(senses)), np.nan)
+        cos[:, where] = np.asarray(g["cosines"], dtype=float)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a layer without a vector: an all-NaN row
+            behind = cos - np.nanmax(cos, axis=1, keepdims=True)
+        lows.append(float(np.nanmin(behind)) if np.isfinite(behind).any() else 0.0)
+        layers = [f"{plain(short_layer_name(layer))}<br>{100 * acc:.0f}%"
+                  for layer, acc in zip(g["layer_names"], g["accuracy"])]
+        suffix = str(n) if n > 1 else ""
+        hover = [[f"{plain(name)}, {plain(g['layer_names'][j])}: cosine {cos[j, i]:.3f} to the average of "
+                  f"“{plain(senses[i])}”" for j in range(len(layers))] for i in range(len(senses))]
+        data.append(dict(type="heatmap", z=np.where(np.isfinite(behind.T), behind.T, None).tolist(), x=layers,
+                         y=rows, text=[[f"{c:.3f}" if np.isfinite(c) else "" for c in row] for row in cos.T],
+                         texttemplate="%{text}", textfont=dict(size=10), coloraxis="coloraxis",
+                         customdata=hover, hoverongaps=False,
+                         hovertemplate="%{customdata}<extra></extra>", xaxis=f"x{suffix}", yaxis="y"))
+        nearest = [(j, g["senses"][s]) for j, s in enumerate(g["nearest"]) if s is not None]
+        data.append(dict(type="scatter", mode="markers", x=[layers[j] for j, _ in nearest],
+                         y=[rows[senses.index(s)] for _, s in nearest], hoverinfo="skip", showlegend=False,
+                         marker=dict(symbol="square-open", size=28, color="#d62728", line=dict(width=2)),
+                         xaxis=f"x{suffix}", yaxis="y"))
+        width = unit * len(layers)
+        layout[f"xaxis{suffix}"] = dict(domain=[x0, x0 + width], anchor="y", type="category", side="top",
+                                        fixedrange=True, showgrid=False, zeroline=False, tickangle=0,
+                                        title=dict(text=f"<b>{plain(name)}</b>", standoff=4))
+        x0 += width + gap
+    low = min(min(lows, default=0.0), -1e-3)  # a scale of some width even if every layer ties (all cells 0)
+    return go.Figure(dict(data=data, layout=dict(
+        **layout, height=110 + 40 * len(senses), margin=dict(l=10, r=10, t=10, b=10),
+        yaxis=dict(type="category", autorange="reversed", automargin=True, fixedrange=True, showgrid=False,
+                   zeroline=False),
+        coloraxis=dict(colorscale="Blues", cmin=low, cmax=0, showscale=False),
+    )))
