@@ -15,7 +15,8 @@ not reach the teacher's disk).
   example sentences, or on an upload when uploads are allowed too); a job belongs to the session that started it;
 * ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
   run at once (``app/kit/limits.py``);
-* ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app``);
+* ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app`` of the checkout;
+  for the app installed from a wheel, ``app-runs`` in the cache folder, ``ctxmodels.paths.cache_dir()``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;
 * ``CTXMODELS_APP_PACKAGED=0``: leave the installed model packages (``minilm``) out of the model lists;
 * ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/kit/warm_up.py``).
@@ -30,7 +31,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxmodels.paths import cache_dir
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_runs_dir() -> Path:
+    """``runs/app`` of the checkout; the app installed from a wheel sits in site-packages, where nothing is written:
+    its runs go to the cache folder instead."""
+    return ROOT / "runs" / "app" if (ROOT / "pyproject.toml").is_file() else cache_dir() / "app-runs"
 
 
 @dataclass
@@ -92,7 +101,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
         allow_downloads=args.allow_downloads or _flag("CTXMODELS_ALLOW_DOWNLOADS"),
         heavy_per_session=heavy,
         upload_mb=upload_mb,
-        runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or ROOT / "runs" / "app"),
+        runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or default_runs_dir()),
         warm_up=os.environ.get("CTXMODELS_APP_WARMUP", "1") != "0",
         packaged=os.environ.get("CTXMODELS_APP_PACKAGED", "1") != "0",
     )

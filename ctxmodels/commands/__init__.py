@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "finetune": ("finetune", "fine-tune a BERT or ELMo on a labelled task (pos, ner, wsd:LEMMA, period, a file)"),
     "ship": ("ship", "copy a training run into assets/ (fp16) and write measured figures into its card"),
     "get": ("get", "download a published model (Hugging Face id, or elmo-small/-medium/-original/-original-5.5b)"),
+    "app": ("app", "start the explorer app in the browser (from a checkout or an installed wheel)"),
 }
 
 
