@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from ctxmodels.viz import attention as attention_figures
+from ctxmodels.viz import blanks as fill_figures
 from ctxmodels.viz import elmo_layers as layers_figures
-from ctxmodels.viz import fill_in as fill_figures
 from ctxmodels.viz import overview as overview_figures
 from ctxmodels.viz import scatter
+from ctxmodels.viz import senses as senses_figures
 from ctxmodels.viz import style as figures
-from ctxmodels.viz import word_senses as senses_figures
 
 
 def test_sense_scatter_one_trace_per_sense_and_indices_kept():

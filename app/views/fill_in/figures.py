@@ -1,7 +1,7 @@
-"""The Fill in the blank page's figures: drawn by :mod:`ctxmodels.viz.fill_in`, which draws the same views in a
+"""The Fill in the blank page's figures: drawn by :mod:`ctxmodels.viz.blanks`, which draws the same views in a
 notebook (one function, one picture)."""
 
-from ctxmodels.viz.fill_in import (
+from ctxmodels.viz.blanks import (
     EFFECT_MAX_LOG2,
     SUPERSCRIPTS,
     attribution_bars,

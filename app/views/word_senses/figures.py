@@ -1,7 +1,7 @@
-"""The Word senses page's figures: drawn by :mod:`ctxmodels.viz.word_senses`, which draws the same views in a
+"""The Word senses page's figures: drawn by :mod:`ctxmodels.viz.senses`, which draws the same views in a
 notebook (one function, one picture)."""
 
-from ctxmodels.viz.word_senses import (
+from ctxmodels.viz.senses import (
     POS_NAMES,
     add_layer_path,
     context_shift_heatmap,

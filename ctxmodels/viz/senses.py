@@ -5,13 +5,30 @@ Pure (no Streamlit).
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
-from ctxmodels.viz.style import PALETTE, plain, plain_all, short_layer_name
+from ctxmodels.analysis import clusters, vectors
+from ctxmodels.analysis import word_senses as ws
+from ctxmodels.loading import ATTENTION, LoadedModel, declares
+from ctxmodels.paths import examples_dir
+from ctxmodels.viz.models import Model, as_model, label_of
+from ctxmodels.viz.scatter import RING_MARGIN_PX, sense_scatter, shared_ranges
+from ctxmodels.viz.style import (
+    PALETTE,
+    highlight,
+    layer_panels,
+    model_colours,
+    plain,
+    plain_all,
+    sense_colours,
+    short_layer_name,
+)
 
 
 def add_layer_path(fig: go.Figure, path: np.ndarray, layer_names: Sequence[str], colour: str = "#444") -> go.Figure:
@@ -150,3 +167,137 @@ def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
                    zeroline=False),
         coloraxis=dict(colorscale="Blues", cmin=low, cmax=0, showscale=False),
     )))
+
+
+# -- from a model: the Word senses page's views -----------------------------------------------------------------
+
+LARGE = 600  # occurrences from which the app projects in the background and measures anisotropy on a sample
+BASELINE_SENTENCES = 300  # sentences embedded for the anisotropy baseline of a large view
+
+
+def preset_sentences(word: str) -> list[str]:
+    """The shipped example sentences of ``word`` (``sentence | sense`` lines; the app's preset words)."""
+    path = examples_dir() / "senses" / f"{word}.txt"
+    if not path.is_file():
+        words = sorted(p.stem for p in (examples_dir() / "senses").glob("*.txt"))
+        raise ValueError(f"no preset sentences for {word!r} in {path.parent}; presets: {', '.join(words) or 'none'}")
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def occurrences(sentences: str | Sequence[str], word: str, inflect: bool = True) -> vectors.OccurrenceSearch:
+    """Every occurrence of ``word`` (in any simple form when ``inflect``) in ``sentences``: a list, or one text of a
+    sentence a line; each may end with ``| sense`` to name its sense."""
+    lines = re.split(r"[\r\n]+", sentences) if isinstance(sentences, str) else list(sentences)
+    return vectors.find_occurrences([line.strip() for line in lines if line.strip()], word, inflections=inflect)
+
+
+def same_vector(X: np.ndarray) -> list[list[int]]:
+    """Groups of occurrences whose vectors are identical (a static vector, ELMo's character layer for one form):
+    they share one point, which the scatter marks with their count and senses."""
+    ok = np.isfinite(X).all(axis=1)
+    if not ok.any():
+        return []
+    idx = np.flatnonzero(ok)
+    _, inverse, counts = np.unique(X[ok].round(6), axis=0, return_inverse=True, return_counts=True)
+    if counts.max() < 2:
+        return []
+    return [idx[inverse.ravel() == g].tolist() for g in np.flatnonzero(counts > 1)]
+
+
+def context_free_note(model: LoadedModel) -> str:
+    """What the first panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
+    if declares(model, ATTENTION):  # a BERT-family encoder: its layer 0 is the input embeddings
+        return " (input embeddings: word + position + segment)"
+    return " (context-free)"
+
+
+def ringed(found: vectors.OccurrenceSearch, query: str) -> tuple[np.ndarray, str]:
+    """The occurrences whose sentence has one of the words of ``query`` (any simple form), and the legend's name
+    for their rings ("with river / water")."""
+    if not query:
+        return np.zeros(0, dtype=int), ""
+    words = ws.context_query(query)
+    return np.flatnonzero(ws.containing(found.occurrences, words)), "with " + " / ".join(words)
+
+
+def word_senses_row(model: Model, sentences: str | Sequence[str], word: str, layer: int | None = None,
+                    method: str = "umap", seed: int = 0, joint: bool = True, dims: int = 2, n_neighbors: int = 15,
+                    min_dist: float = 0.1, perplexity: float = 30.0, find: str = "", name: str | None = None
+                    ) -> list[go.Figure]:
+    """One model's row of the Word senses page: every occurrence of ``word`` in ``sentences`` as a point, coloured
+    by its sense, in the context-free layer and in ``layer`` (default: the top one), projected together by
+    ``method`` (umap, tsne or pca) as the app projects them. Occurrences that share one vector are drawn inside a
+    ring with their count; ``find`` rings those whose sentence has one of its words. One figure per layer."""
+    m = as_model(model)
+    name = label_of(m, name)
+    found = occurrences(sentences, word)
+    labels = [o.label for o in found.occurrences]
+    hover = [highlight(o.sentence, o.char_span) for o in found.occurrences]
+    ov = vectors.occurrence_vectors(m, found, cache=len(found.occurrences) <= LARGE)
+    static = m.static_layer
+    layer = m.n_layers - 1 if layer is None else int(layer)
+    if not 0 <= layer < m.n_layers:
+        raise ValueError(f"layer {layer} is not one of {name}'s layers (0 to {m.n_layers - 1})")
+    layers = (static,) if layer == static else (static, layer)
+    result = ws.project_layers(ov.vectors, layers, method=method, seed=seed, joint=joint, n_components=dims,
+                               n_neighbors=n_neighbors, min_dist=min_dist, perplexity=perplexity)
+    ranges = shared_ranges(result.coords, margin_px=RING_MARGIN_PX) if result.joint else None
+    marked, marked_name = ringed(found, find)
+    figures = []
+    for lay, xy in zip(layers, result.coords):
+        title = f"{name} · {m.layer_names[lay]}" + (context_free_note(m) if lay == static else "")
+        figures.append(sense_scatter(xy, labels, hover, title=title, colours=sense_colours(labels),
+                                     stacks=same_vector(ws.layer_vectors(ov.vectors, lay)), ranges=ranges,
+                                     legend_title="sense", marked=marked, marked_name=marked_name))
+    return figures
+
+
+def word_senses(model: Model, sentences: str | Sequence[str], word: str, layer: int | None = None,
+                **options) -> go.Figure:
+    """The Word senses scatter of ``layer`` (default: the top one): :func:`word_senses_row`'s panel of that layer
+    (the context-free one when ``layer`` is the model's context-free layer)."""
+    return word_senses_row(model, sentences, word, layer, **options)[-1]
+
+
+def measurement_panels(majority: float | None) -> list[tuple[str, str, str, dict[str, float] | None]]:
+    """The panels of :func:`layer_measurements` (what the app's *Across the layers* draws)."""
+    baseline = {"majority sense": majority} if majority is not None else None
+    return [("knn1_accuracy", "1-NN sense accuracy (leave one out)", "accuracy", baseline),
+            ("silhouette", "silhouette of the senses (cosine)", "silhouette", None),
+            ("ari", "clusters vs senses (adjusted Rand index)", "agreement (ARI)", None),
+            ("self_similarity", "self-similarity (mean cosine between occurrences)", "mean cosine", None),
+            ("self_similarity_adjusted", "self-similarity − anisotropy baseline", "mean cosine − baseline", None)]
+
+
+def measurements_table(model: LoadedModel, found: vectors.OccurrenceSearch, name: str, k: int | None = None,
+                       seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+    """One model's per-layer sense, cluster and contextuality measurements of ``found``, and its notes."""
+    labels = [o.label for o in found.occurrences]
+    large = len(found.occurrences) > LARGE
+    ov = vectors.occurrence_vectors(model, found, cache=not large)
+    m = ws.measure_word(model, found, vectors=ov, baseline_sentences=BASELINE_SENTENCES if large else None)
+    table = m.table
+    if len(ws.sense_names(labels)) >= 2:
+        agreement = clusters.cluster_layers(ov.vectors, found, layers=list(range(model.n_layers)), k=k, seed=seed,
+                                            gold=labels, layer_names=model.layer_names)
+        table = table.merge(agreement.table[["layer_index", "ari"]], on="layer_index", how="left")
+    table.insert(0, "model", name)
+    return table, list(m.notes)
+
+
+def measurements_figure(table: pd.DataFrame, labels: Sequence[str | None], models: Sequence[str]) -> go.Figure:
+    """:func:`layer_measurements` from the models' tables (``models``: their names, in the order of colours)."""
+    rows = table.rename(columns={"layer": "layer_name", "layer_index": "layer"}).to_dict("records")
+    return layer_panels(rows, measurement_panels(ws.majority_baseline(labels)), colours=model_colours(models))
+
+
+def layer_measurements(models: Model | Sequence[Model], sentences: str | Sequence[str], word: str,
+                       k: int | None = None, seed: int = 0) -> go.Figure:
+    """How each layer of each model tells the senses of ``word`` apart: 1-NN sense accuracy (with the majority
+    sense's share as the line to beat), the senses' silhouette, clusters against senses (ARI), and self-similarity
+    raw and less the anisotropy baseline. ``k``: clusters (None: chosen by the silhouette)."""
+    loaded = [as_model(m) for m in ([models] if isinstance(models, (LoadedModel, str)) else models)]
+    found = occurrences(sentences, word)
+    names = [label_of(m) for m in loaded]
+    tables = [measurements_table(m, found, name, k=k, seed=seed)[0] for m, name in zip(loaded, names)]
+    return measurements_figure(pd.concat(tables, ignore_index=True), [o.label for o in found.occurrences], names)
