@@ -71,7 +71,7 @@ def forget_app_state() -> None:
         from app.kit import background, downloads, registry, shared
 
         background.training_runner().stop()  # a job a test left running ends with the server it belonged to
-        for cached in (registry.registry, registry.get_model, shared.shared, background.jobs,
+        for cached in (registry.registry, registry.get_model, shared.shared, background.jobs, background.workers,
                        background.training_runner, downloads.downloads):
             cached.clear()
         st.cache_data.clear()

@@ -210,7 +210,7 @@ def test_a_large_view_draws_pca_at_once_and_the_projection_when_it_is_ready(tmp_
     assert any(c.startswith("PCA") for c in texts(at.caption))
     assert {t["type"] for t in charts(at)[0]["data"] if t.get("name") != "shared points"} == {"scattergl"}  # WebGL
     deadline = time.time() + 300
-    while time.time() < deadline and any(not job.done() for job in background.jobs()._jobs.values()):
+    while time.time() < deadline and background.workers().busy():  # the worker process's projection
         time.sleep(0.5)
     at.run()
     assert_clean(at)

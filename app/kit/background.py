@@ -1,9 +1,11 @@
 """Slow computations off the script thread: a UMAP of thousands of points takes many seconds, and a page that waits
-for it is a frozen page. The page submits the job here, draws a quick stand-in (PCA) at once, and swaps the result
-in when the job is done (:func:`rerun_when_done`).
+for it is a frozen page. The page submits the job, draws a quick stand-in (PCA) at once, and swaps the result in
+when the job is done (:func:`rerun_when_done`).
 
-One queue for the whole server, one job at a time: the machine has few cores, and the same job asked for by two
-visitors (the same key) runs once.
+Two queues for the whole server, one job at a time each: :func:`workers`, a worker process for visitors' projections
+(on their budget, stopped when they leave: ``app/kit/workers.py``), and :func:`jobs`, threads for work that needs the
+server's loaded models (a model's reference-word index). The same job asked for by two visitors (the same key) runs
+once.
 """
 
 from __future__ import annotations
@@ -75,6 +77,35 @@ def rerun_when_done(pending: list[Future], every: float = 1.0) -> None:
             st.rerun()
 
     _watch()
+
+
+def visitor() -> str:
+    """The Streamlit session this page run belongs to: the owner of the worker jobs it asks for."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else "no session"
+
+
+def still_here(session_id: str) -> bool:
+    """Whether that visitor still has the page open (True where no server runs, as under AppTest: nobody leaves)."""
+    from streamlit import runtime
+
+    if not runtime.exists():
+        return True
+    return runtime.get_instance().is_active_session(session_id)
+
+
+@st.cache_resource
+def workers():
+    """The server's worker process for visitors' long projections (``app/kit/workers.py``), on the visitors'
+    budget (``app/kit/budget.py``), with UMAP warmed up in it first when the server warms UMAP."""
+    from app.kit.budget import budget
+    from app.kit.settings import settings
+    from app.kit.workers import Workers
+    from ctxmodels.analysis.projections import warm_up_umap
+
+    return Workers(budget(), still_here, warm=warm_up_umap if settings().warm_up else None)
 
 
 @st.cache_resource

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from app.kit import background
+from app.kit.budget import OverBudget
 from app.kit.cache import memo, shared
 from app.kit.dictionary import trust
 from app.kit.errors import record_warnings
@@ -25,7 +26,15 @@ from app.kit.figures import UNLABELLED, highlight
 from app.kit.inputs import md
 from app.kit.occurrence_sources import Chosen, Spec
 from app.kit.registry import get_model, label
-from app.views.word_senses.state import BASELINE_SENTENCES, LARGE, MIX, NEIGHBOURS_SHOWN, NO_READING, SensesState
+from app.views.word_senses.state import (
+    BASELINE_SENTENCES,
+    LARGE,
+    METHOD_NAMES,
+    MIX,
+    NEIGHBOURS_SHOWN,
+    NO_READING,
+    SensesState,
+)
 from ctxmodels.analysis import clusters, vectors
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
@@ -125,12 +134,14 @@ def embed(model_id: str, chosen: Chosen, large: bool, progress: Progress | None 
 class Projected:
     result: ws.LayerProjection
     pending: Future | None = None  # the projection still running in the background (``result`` is PCA meanwhile)
+    stopped: str | None = None  # why the projection went over the visitor's budget (``result`` is PCA instead)
 
 
 def project(model_id: str, sc: Scene, s: SensesState, ov: vectors.OccurrenceVectors, layers: tuple, joint: bool,
-            mix: ws.LearnedMix | None, n_dims: int = 2) -> Projected:
+            mix: ws.LearnedMix | None, n_dims: int = 2, owner: str = "") -> Projected:
     """The layers' coordinates in ``n_dims`` dimensions by ``s.method``; a large view's UMAP or t-SNE runs in the
-    background, with PCA standing in until it is done (a failure raises when the job is asked for its result)."""
+    worker process on ``owner``'s budget, with PCA standing in until it is done (a failure, or the budget's
+    :class:`~app.kit.budget.OverBudget`, raises when the job is asked for its result)."""
     def run(method: str) -> ws.LayerProjection:
         return ws.project_layers(ov.vectors, layers, method=method, seed=s.seed, joint=joint, mix=mix,
                                  n_components=n_dims, **dict(s.params))
@@ -139,10 +150,16 @@ def project(model_id: str, sc: Scene, s: SensesState, ov: vectors.OccurrenceVect
     how = s.method
     if how == "pca" or not sc.large:
         return Projected(shared().get(key + (how,), lambda: run(how)))
-    job = background.jobs().submit(key + (how,), run, how)
-    if job.done():
+    what = f"The {METHOD_NAMES.get(how, how)} of {sc.n:,} occurrences in {label(model_id)}"
+    job = background.workers().submit(key + (how,), owner, ws.project_layers, ov.vectors, layers, what=what,
+                                      method=how, seed=s.seed, joint=joint, mix=mix, n_components=n_dims,
+                                      **dict(s.params))
+    if job.done() and not isinstance(job.exception(), OverBudget):
         return Projected(job.result())
-    return Projected(shared().get(key + ("pca",), lambda: run("pca")), job)
+    stand_in = shared().get(key + ("pca",), lambda: run("pca"))
+    if job.done():
+        return Projected(stand_in, stopped=str(job.exception()))
+    return Projected(stand_in, job)
 
 
 def clustered(model_id: str, chosen: Chosen, s: SensesState, ov: vectors.OccurrenceVectors, layer,

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from app.kit import background, figures, limits, occurrence_sources, scatter
+from app.kit.budget import Stopwatch
 from app.kit.dictionary import sense_averages, trust
 from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
@@ -163,8 +164,10 @@ def embedded(model_id: str, sc: compute.Scene):
         show_warnings(ready[1])
         return ready[0]
     bar = st.progress(0.0, text=f"Embedding {len(sc.found.sentences):,} sentences with {md(label(model_id))} …")
+    clock = Stopwatch(f"Embedding {len(sc.found.sentences):,} sentences with {label(model_id)}")
 
     def progress(done: int, total: int) -> None:
+        clock.check(done, total)  # over budget: stop (the bar below is where a visitor who left stops the run)
         bar.progress(done / max(total, 1), text=f"Embedding with {md(label(model_id))}: {done:,} of {total:,} "
                      "sentences (once per server; every later view reuses the vectors)")
 
@@ -179,7 +182,9 @@ def projection(model_id: str, sc: compute.Scene, s: SensesState, ov, layers: tup
                n_dims: int = 2) -> tuple[ws.LayerProjection, bool]:
     """The layers' coordinates, and whether they are PCA standing in for a projection still running."""
     with limits.heavy(f"Projecting {label(model_id)}"):
-        done = compute.project(model_id, sc, s, ov, layers, joint, mix, n_dims)
+        done = compute.project(model_id, sc, s, ov, layers, joint, mix, n_dims, owner=background.visitor())
+    if done.stopped:
+        st.warning(f"{md(done.stopped)} Showing PCA instead.")
     if done.pending is not None:
         background.rerun_when_done([done.pending])
     return done.result, done.pending is not None
