@@ -9,7 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ctxmodels.viz.style import PALETTE, percent, plain, plain_all
+from ctxmodels.analysis import attention as att
+from ctxmodels.viz.models import Model, as_model
+from ctxmodels.viz.style import PALETTE, attention_heatmap, percent, plain, plain_all
 
 
 def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.ndarray, products: np.ndarray,
@@ -183,3 +185,94 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
     layout = dict(title=dict(text=plain(title)), height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10),
                   xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False))
     return go.Figure(dict(data=traces, layout=layout))
+
+
+# -- from a model: the Attention page's views ---------------------------------------------------------------
+
+GRID_TOKENS = 48  # the grid of every head shows at most this many positions per map (it must stay light)
+
+
+def attention_maps(model: Model, sentence: str, pair: str | None = None, merge: bool = True, hide: bool = False,
+                   rollout: bool = False) -> att.AttentionMaps:
+    """Every head's map on ``sentence`` (and ``pair``, a second sentence), read as the Attention page reads them:
+    rolled out through the layers first when ``rollout``, then word pieces merged into words (``merge``) and
+    [CLS]/[SEP] hidden (``hide``)."""
+    pair = pair.strip() if pair else None
+    maps = att.compute_attention(as_model(model), None, sentence.strip(), pair=pair or None)
+    if rollout:
+        maps = att.attention_rollout(maps)
+    if merge:
+        maps = att.merge_word_pieces(maps)
+    if hide:
+        maps = att.hide_special(maps)
+    return maps
+
+
+def _one(maps: att.AttentionMaps, layer: int, head: int | None) -> tuple:
+    """Head ``head`` of ``layer`` (both from 1; ``head`` None: the mean over the layer's heads): its map and name."""
+    if not 1 <= layer <= maps.n_layers:
+        raise ValueError(f"layer {layer} is not one of 1 to {maps.n_layers}")
+    if head is None:
+        return att.mean_over_heads(maps).attentions[layer - 1, 0], f"layer {layer}, mean over heads"
+    if not 1 <= head <= maps.n_heads:
+        raise ValueError(f"head {head} is not one of 1 to {maps.n_heads}")
+    return maps.attentions[layer - 1, head - 1], f"layer {layer}, head {head}"
+
+
+def heads_grid(model: Model, sentence: str, pair: str | None = None, merge: bool = True,
+               hide: bool = False) -> go.Figure:
+    """Every head's map at a glance: layers down, heads across, each map scaled to its own largest weight."""
+    return attention_grid(attention_maps(model, sentence, pair, merge, hide).attentions, max_tokens=GRID_TOKENS)
+
+
+def heads_summary(model: Model, sentence: str, pair: str | None = None, merge: bool = True,
+                  hide: bool = False) -> go.Figure:
+    """Every head summed up: how much of its attention goes to the previous and next token, itself, [CLS], [SEP],
+    and how spread it is, one small layers x heads grid per measure."""
+    return head_summary_grid(att.head_summaries(attention_maps(model, sentence, pair, merge, hide)))
+
+
+def head_map(model: Model, sentence: str, layer: int = 1, head: int | None = 1, pair: str | None = None,
+             merge: bool = True, hide: bool = False) -> go.Figure:
+    """One head's map (``layer`` and ``head`` from 1; ``head`` None: the mean over the layer's heads): rows attend,
+    columns are attended to."""
+    maps = attention_maps(model, sentence, pair, merge, hide)
+    matrix, what = _one(maps, layer, head)
+    return attention_heatmap(matrix, maps.tokens, title=what)
+
+
+def head_lines(model: Model, sentence: str, layer: int = 1, head: int | None = 1, threshold: float = 0.05,
+               pair: str | None = None, merge: bool = True, hide: bool = False) -> go.Figure:
+    """One head's map as lines from each word (left) to those it attends to (right), weights below ``threshold``
+    left out (BertViz's head view)."""
+    maps = attention_maps(model, sentence, pair, merge, hide)
+    matrix, what = _one(maps, layer, head)
+    return attention_lines(matrix, maps.tokens, threshold=threshold, title=what)
+
+
+def head_query_key(model: Model, sentence: str, layer: int = 1, head: int = 1, token: int = 1,
+                   pair: str | None = None) -> go.Figure:
+    """How one head computes the weights of word piece ``token`` (its position, [CLS] being 0): its query against
+    every key, dimension by dimension, their products and the softmax of the sums (BertViz's neuron view)."""
+    pair = pair.strip() if pair else None
+    qk = att.query_keys(as_model(model), None, sentence.strip(), pair=pair or None)
+    if not (1 <= layer <= qk.attentions.shape[0] and 1 <= head <= qk.attentions.shape[1]):
+        raise ValueError(f"layer {layer}, head {head} is not one of the model's {qk.attentions.shape[0]} layers and "
+                         f"{qk.attentions.shape[1]} heads (both counted from 1)")
+    if not 0 <= token < len(qk.tokens):
+        raise ValueError(f"token {token} is not one of the {len(qk.tokens)} positions (0 to {len(qk.tokens) - 1})")
+    layer, head = layer - 1, head - 1
+    title = f"layer {layer + 1}, head {head + 1}: from {qk.tokens[token]} ·{token}"
+    return query_key_view(qk.tokens, token, qk.queries[layer, head, token], qk.keys[layer, head],
+                          qk.products(layer, head, token), qk.attentions[layer, head, token], title=title)
+
+
+def rollout(model: Model, sentence: str, layer: int | None = None, pair: str | None = None, merge: bool = True,
+            hide: bool = False) -> go.Figure:
+    """Attention rollout up to ``layer`` (default: the last): how much each word draws on each input word through
+    all the layers below, the residual connections counted."""
+    maps = attention_maps(model, sentence, pair, merge, hide, rollout=True)
+    layer = maps.n_layers if layer is None else layer
+    if not 1 <= layer <= maps.n_layers:
+        raise ValueError(f"layer {layer} is not one of 1 to {maps.n_layers}")
+    return attention_heatmap(maps.attentions[layer - 1, 0], maps.tokens, title=f"rollout up to layer {layer}")

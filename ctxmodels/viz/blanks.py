@@ -11,6 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from ctxmodels.analysis import fill_in
+from ctxmodels.viz.models import Model, as_model
 from ctxmodels.viz.style import PALETTE, percent, plain, plain_all, short_layer_name
 
 
@@ -254,3 +256,36 @@ def blank_change_bars(change: dict, title: str = "", x_max: float | None = None)
     colours = [PALETTE[3] if v > 0 else PALETTE[0] for v in logs]
     return _factor_bars([dict(x=logs, text=texts, hover=hovers, colour=colours)], plain_all(words),
                         "P(word) in B against A", title, x_max)
+
+
+# -- from a model: the Fill in the blank page's views ---------------------------------------------------------
+
+LAYER_GUESSES = 5  # the guesses per layer in "the guesses, layer by layer"
+
+
+def _blank(results: Sequence, blank: int) -> None:
+    if not 1 <= blank <= len(results):
+        raise ValueError(f"blank {blank} is not one of the sentence's {len(results)} [MASK]s (counted from 1)")
+
+
+def fill_in_guesses(model: Model, sentence: str, k: int = 5, whole_words: bool = True, blank: int = 1) -> go.Figure:
+    """The model's ``k`` best guesses for [MASK] number ``blank`` of ``sentence`` (from 1), best on top (a masked
+    language model: BERT, or ELMo, which reads the words on both sides). ``whole_words``: only guesses that are
+    whole words, not pieces."""
+    m = as_model(model)
+    results = fill_in.fill_mask(m, getattr(m, "tokenizer", None), fill_in.normalize_masks(sentence.strip()),
+                                top_k=k, whole_words=whole_words)
+    _blank(results, blank)
+    title = f"[MASK] {blank}" if len(results) > 1 else "[MASK]"
+    return fill_bars(results[blank - 1], title=title, x_max=shared_bar_scale([results])[blank - 1])
+
+
+def guesses_by_layer(model: Model, sentence: str, blank: int = 1, whole_words: bool = True) -> go.Figure:
+    """What the model's masked-LM head reads from every layer at [MASK] number ``blank`` (from 1): each layer's
+    best guesses, the model's own answer outlined wherever it appears and its rank in each layer."""
+    m = as_model(model)
+    text = fill_in.normalize_masks(sentence.strip())
+    _blank(range(text.count(fill_in.MASK)), blank)
+    result = fill_in.guesses_by_layer(m, getattr(m, "tokenizer", None), text, blank=blank - 1, top_k=LAYER_GUESSES,
+                                      whole_words=whole_words).to_dict()
+    return layer_guess_grid(result, title="the guesses, layer by layer")

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from ctxmodels.analysis import probes
+from ctxmodels.viz.models import Model, as_model
 from ctxmodels.viz.style import PALETTE, plain, plain_all
 
 
@@ -29,3 +31,21 @@ def mix_weights_bars(
         margin=dict(l=10, r=10, t=40, b=10), height=320, legend=dict(orientation="h", y=-0.2),
     )
     return fig
+
+
+# -- from a model: the ELMo layers page's view ----------------------------------------------------------------
+
+TASK_NAMES = {"pos": "part of speech", "wsd": "word sense"}
+
+
+def elmo_layer_weights(model: Model, task: str = "pos", result: probes.ProbeResult | None = None) -> go.Figure:
+    """How much a probe for ``task`` (pos: part of speech, wsd: word sense) weighs each layer of the model in its
+    learned mix, beside each layer's own accuracy: ``result``, else the newest result stored with the model (the
+    shipped one, or ``ctxmodels probe``'s; :func:`ctxmodels.analysis.probes.run_probe` runs a new one)."""
+    m = as_model(model)
+    r = result if result is not None else probes.latest_cached_result(m, task)
+    if r is None:
+        raise ValueError(f"no {task} probe is stored with {m.name}: run `ctxmodels probe --model {m.name} --task "
+                         f"{task}`, or pass the result of ctxmodels.analysis.probes.run_probe")
+    return mix_weights_bars(r.layer_names, r.mix_weights, r.gamma, r.layer_accuracies,
+                            title=f"{TASK_NAMES.get(r.task, r.task)} probe")

@@ -7,7 +7,11 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ctxmodels.viz.style import PALETTE, finite, layer_panels, plain
+from ctxmodels.analysis import finetuning as ft
+from ctxmodels.analysis import projections
+from ctxmodels.viz.models import Model, as_model, label_of
+from ctxmodels.viz.scatter import sense_scatter
+from ctxmodels.viz.style import PALETTE, finite, highlight, layer_panels, plain, sense_colours
 
 BEFORE_AFTER = ("before", "after")
 
@@ -78,3 +82,59 @@ def head_change_heatmap(changes: np.ndarray, title: str = "", selected: tuple[in
                     xaxis=dict(tickvals=list(range(H)), ticktext=xs),
                     yaxis=dict(tickvals=list(range(L)), ticktext=ys, autorange="reversed")),
     ))
+
+
+# -- from a model: the What fine-tuning changes page's views --------------------------------------------------
+
+
+def finetuning_comparison(model: Model, base: Model | None = None, split: str = "dev", n_sentences: int = 200
+                          ) -> tuple[ft.FinetuneComparison, str, str]:
+    """A fine-tuned model and the model it started from (``base``, default: the one its finetune.json names) on
+    ``n_sentences`` sentences of its task's ``split``, layer by layer and head by head (kept for the next call),
+    and the two models' names."""
+    after = as_model(model)
+    task = (ft.finetune_info(after) or {}).get("task")
+    if not task:
+        raise ValueError(f"{after.name} is not a fine-tuned model (no finetune.json naming its task)")
+    before = ft.base_model(after) if base is None else as_model(base)
+    ft.check_comparable(before, after)
+    result = ft.compare_on_task(before, after, task, split=split, max_sentences=n_sentences)
+    return result, label_of(before), label_of(after)
+
+
+def finetuning_layers(model: Model, base: Model | None = None, split: str = "dev",
+                      n_sentences: int = 200) -> go.Figure:
+    """How similar each layer stays through fine-tuning: linear CKA and a word's mean cosine, before vs after."""
+    result, before, after = finetuning_comparison(model, base, split, n_sentences)
+    return representation_change(result.layers, before, after)
+
+
+def finetuning_classes(model: Model, base: Model | None = None, split: str = "dev",
+                       n_sentences: int = 200) -> go.Figure:
+    """How well the task's labels separate in each layer, before and after fine-tuning."""
+    result, before, after = finetuning_comparison(model, base, split, n_sentences)
+    return class_separation(result.layers, before, after, result.majority)
+
+
+def finetuning_heads(model: Model, base: Model | None = None, split: str = "dev",
+                     n_sentences: int = 200) -> go.Figure:
+    """How much each attention head's pattern moved through fine-tuning (a transformer encoder's)."""
+    result, _, after = finetuning_comparison(model, base, split, n_sentences)
+    if result.heads is None:
+        raise ValueError(f"{after} has no attention heads to compare")
+    return head_change_heatmap(result.heads, title="mean Jensen–Shannon divergence, before vs after")
+
+
+def finetuning_points(model: Model, layer: int | None = None, method: str = "pca", base: Model | None = None,
+                      split: str = "dev", n_sentences: int = 200) -> list[go.Figure]:
+    """The task's labelled words in ``layer`` (default: the top one), before and after fine-tuning, each projected
+    on its own by ``method``: two figures."""
+    result, before, after = finetuning_comparison(model, base, split, n_sentences)
+    layer = len(result.layer_names) - 1 if layer is None else layer
+    coords = [projections.project(X, method=method, seed=0).coords for X in result.layer_points(layer)]
+    colours = sense_colours(result.point_labels)
+    hover = [highlight(t, span) for t, span in zip(result.point_text, result.point_spans)]
+    name = result.layer_names[layer]
+    return [sense_scatter(xy, result.point_labels, hover, colours=colours, legend_title="label",
+                          title=f"{side}: {who}, {name}, {projections.DISPLAY[method]}")
+            for xy, who, side in ((coords[0], before, "before"), (coords[1], after, "after"))]

@@ -4,9 +4,15 @@ Streamlit).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict
+
 import numpy as np
 import plotly.graph_objects as go
 
+from ctxmodels.analysis import word_senses as ws
+from ctxmodels.loading import LoadedModel
+from ctxmodels.viz.models import Model, as_model, label_of
 from ctxmodels.viz.style import model_colours, plain, plain_all
 
 
@@ -44,3 +50,11 @@ def same_word_lines(results: dict[str, dict], word: str, title: str = "") -> go.
             legend=dict(orientation="h", y=-0.22, yanchor="top", x=0),
         ),
     ))
+
+
+def same_word(models: Model | Sequence[Model], sentence_a: str, sentence_b: str, word: str) -> go.Figure:
+    """The Overview's *one word in two sentences*: in each model, how alike the two vectors of ``word`` are, layer
+    by layer, against how alike any two words of the two sentences are."""
+    loaded = [as_model(m) for m in ([models] if isinstance(models, (LoadedModel, str)) else models)]
+    results = {label_of(m): asdict(ws.same_word(m, sentence_a.strip(), sentence_b.strip(), word)) for m in loaded}
+    return same_word_lines(results, word, title=f"“{word}” in sentence A and in sentence B")
