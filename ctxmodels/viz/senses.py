@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from ctxmodels.analysis import clusters, vectors
 from ctxmodels.analysis import word_senses as ws
-from ctxmodels.loading import ATTENTION, LoadedModel, declares
+from ctxmodels.loading import ATTENTION, CONTEXTUAL, LoadedModel, declares
 from ctxmodels.paths import examples_dir
 from ctxmodels.viz.models import Model, as_model, label_of
 from ctxmodels.viz.scatter import RING_MARGIN_PX, sense_scatter, shared_ranges
@@ -299,5 +299,13 @@ def layer_measurements(models: Model | Sequence[Model], sentences: str | Sequenc
     loaded = [as_model(m) for m in ([models] if isinstance(models, (LoadedModel, str)) else models)]
     found = occurrences(sentences, word)
     names = [label_of(m) for m in loaded]
-    tables = [measurements_table(m, found, name, k=k, seed=seed)[0] for m, name in zip(loaded, names)]
+    # measured in the order the app draws its rows (static models last), coloured in the order given
+    tables = [measurements_table(m, found, name, k=k, seed=seed)[0]
+              for m, name in sorted(zip(loaded, names), key=lambda pair: is_static(pair[0]))]
     return measurements_figure(pd.concat(tables, ignore_index=True), [o.label for o in found.occurrences], names)
+
+
+def is_static(model: LoadedModel) -> bool:
+    """Whether the model gives a word one vector whatever its sentence (its rows go last: a static model's one
+    point says least)."""
+    return not declares(model, CONTEXTUAL)
