@@ -33,7 +33,8 @@ HOME = str(ROOT / "app" / "Home.py")
 TIMEOUT = 180  # seconds per script run: generous for a busy 2-core machine, never reached in practice
 OPERATOR_SETTINGS = ("CTXMODELS_APP_MODELS", "CTXMODELS_APP_CORPORA", "CTXMODELS_ALLOW_PATHS",
                      "CTXMODELS_ALLOW_UPLOADS", "CTXMODELS_ALLOW_TRAINING", "CTXMODELS_HEAVY_PER_SESSION",
-                     "CTXMODELS_UPLOAD_MB", "CTXMODELS_ALLOW_DOWNLOADS")
+                     "CTXMODELS_UPLOAD_MB", "CTXMODELS_ALLOW_DOWNLOADS", "CTXMODELS_VISITOR_SECONDS",
+                     "CTXMODELS_VISITOR_MB")
 
 
 @pytest.fixture(scope="session")

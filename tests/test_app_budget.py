@@ -7,36 +7,11 @@ import os
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from app.kit.budget import Budget, OverBudget, Stopwatch, budget
 from app.kit.workers import NICE, Left, Workers
-
-MB = 2**20
-
-
-# Jobs run in a spawned process, which imports them from here by name.
-def nap(seconds: float, value=None):
-    time.sleep(seconds)
-    return value
-
-
-def finished_at(seconds: float) -> float:
-    time.sleep(seconds)
-    return time.time()
-
-
-def niceness() -> int:
-    return os.nice(0)
-
-
-def hog(megabytes: int) -> int:
-    return int(np.ones(megabytes * MB, dtype=np.uint8).sum())
-
-
-def fail() -> None:
-    raise ValueError("no such word")
+from tests.budget_jobs import MB, fail, finished_at, hog, nap, niceness
 
 
 class Visitors:
@@ -119,10 +94,10 @@ def test_a_job_runs_in_a_worker_process_below_the_pages_priority():
 
 
 def test_a_job_over_its_time_is_stopped_and_not_run_again_when_asked_again():
-    workers = pool(seconds=1.0)
+    workers = pool(seconds=3.0)
     start = time.monotonic()
     job = workers.submit("long", "a", nap, 30, what="The t-SNE of 5,000 occurrences")
-    with pytest.raises(OverBudget, match="The t-SNE of 5,000 occurrences took longer than the 1 seconds"):
+    with pytest.raises(OverBudget, match="The t-SNE of 5,000 occurrences took longer than the 3 seconds"):
         job.result(timeout=60)
     assert time.monotonic() - start < 25  # stopped at the limit (after the worker's start), not after 30 s
     assert workers.stats["over_time"] == 1

@@ -100,12 +100,22 @@ def still_here(session_id: str) -> bool:
 def workers():
     """The server's worker process for visitors' long projections (``app/kit/workers.py``), on the visitors'
     budget (``app/kit/budget.py``), with UMAP warmed up in it first when the server warms UMAP."""
+    from functools import partial
+
     from app.kit.budget import budget
     from app.kit.settings import settings
     from app.kit.workers import Workers
-    from ctxmodels.analysis.projections import warm_up_umap
 
-    return Workers(budget(), still_here, warm=warm_up_umap if settings().warm_up else None)
+    return Workers(budget(), still_here, warm=partial(prepare_worker, settings().warm_up))
+
+
+def prepare_worker(umap: bool) -> None:
+    """In a new worker process, before its first job: import what projections need (torch among it: seconds), and
+    warm UMAP up when the server does, so that a job's time is the projection's own."""
+    from ctxmodels.analysis import projections, word_senses  # noqa: F401
+
+    if umap:
+        projections.warm_up_umap()
 
 
 @st.cache_resource

@@ -65,6 +65,8 @@ def budget() -> Budget:
 
 
 def seconds_text(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.2g} second{'' if seconds == 1 else 's'}"
     if seconds < 90:
         return f"{seconds:.0f} seconds"
     return f"{seconds / 60:.0f} minutes"
