@@ -28,7 +28,7 @@ from app.kit.presentation import (  # noqa: E402
     presenting,
     start_presenting,
 )
-from app.kit.url_state import url_state  # noqa: E402
+from app.kit.url_state import flush, history_steps, url_state  # noqa: E402
 from app.kit.warm_up import serving_threads, umap_warm_up  # noqa: E402
 
 present = presenting()
@@ -69,4 +69,8 @@ else:
                  help="The camera icon above each figure downloads it in this format.")
 
 present_to_url()
-page.run()
+try:
+    page.run()
+finally:
+    flush()  # the run's URL changes as one address (one history entry at most)
+history_steps()  # one browser-history entry per step, not per parameter written

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.kit.url_state import url_state
+from app.kit.url_state import url_state, write
 
 LEAVE_KEY = "leave_present"
 
@@ -107,10 +107,7 @@ def stop_presenting() -> None:
 
 def present_to_url() -> None:
     """``present=1`` in the URL while presenting (a copied link opens in the same mode); no parameter otherwise."""
-    if is_presenting():
-        st.query_params["present"] = "1"
-    else:
-        st.query_params.pop("present", None)
+    write("present", "1" if is_presenting() else None)
 
 
 def leave_button() -> None:

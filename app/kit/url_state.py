@@ -9,11 +9,13 @@ substituted silently and nothing ends in a traceback.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app.kit.inputs import md, quoted
 
@@ -99,8 +101,9 @@ def _read(raw: str, default: Any, options, kind, lo, hi, max_chars, names) -> tu
 def url_state(key: str, default: Any, options: Sequence[Any] | None = None, kind: type | None = None,
               many: bool = False, **limits: Any) -> None:
     """Put the URL's value of ``key`` (else ``default``) into ``st.session_state[key]`` on a session's first run,
-    so the widget with that key starts from it. ``limits`` as for :func:`check`."""
-    if key in st.session_state:
+    so the widget with that key starts from it; after Back or Forward (:func:`from_history`) the URL wins again.
+    ``limits`` as for :func:`check`."""
+    if key in st.session_state and not from_history():
         return
     st.session_state[key] = url_value(key, default, options, kind, many, **limits)
 
@@ -169,22 +172,100 @@ def _still_allowed(value: Any, options: Sequence[Any] | None, many: bool, limits
 
 
 def to_url(*keys: str) -> None:
-    """Write the current values of ``keys`` into the URL (lists as repeated parameters)."""
+    """Write the current values of ``keys`` into the URL (lists as repeated parameters), with the run's other
+    changes (:func:`write`)."""
     for key in keys:
         if key not in st.session_state:
             continue
         value = st.session_state[key]
         keep(key, value)
         if isinstance(value, (list, tuple)):
-            st.query_params[key] = [str(v) for v in value]
+            write(key, [str(v) for v in value])
         elif isinstance(value, bool):
-            st.query_params[key] = "1" if value else "0"
-        elif value is None:
-            st.query_params.pop(key, None)
+            write(key, "1" if value else "0")
         else:
-            st.query_params[key] = str(value)
+            write(key, None if value is None else str(value))
+
+
+_PENDING = "_url_pending"
+
+
+def write(key: str, value: str | list[str] | None) -> None:
+    """Set ``key`` in the URL (None: take it out). A page run's changes reach the browser together when the run
+    ends (:func:`flush`): Streamlit sends, and the browser records, every change of st.query_params on its own.
+    A fragment's own run (typing in Fill in) writes at once: the page script does not end after it."""
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:
+        _apply({key: value})
+    else:
+        st.session_state.setdefault(_PENDING, {})[key] = value
+
+
+def flush() -> None:
+    """Send this run's URL changes (:func:`write`) to the browser as one address; Home.py calls it after the page."""
+    pending = st.session_state.pop(_PENDING, None)
+    if pending:
+        _apply(pending)
+
+
+def _apply(changes: dict[str, str | list[str] | None]) -> None:
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    wanted = dict(params)
+    for key, value in changes.items():
+        if value is None:
+            wanted.pop(key, None)
+        else:
+            wanted[key] = [value] if isinstance(value, str) else list(value)
+    if wanted != params:
+        st.query_params.from_dict(wanted)
 
 
 def keep(key: str, value: Any) -> None:
     """Remember ``value`` as this session's last value of ``key`` (for a key the page writes to the URL itself)."""
     st.session_state[f"_keep::{key}"] = value
+
+
+def from_history() -> bool:
+    """Whether this run answers the browser's Back or Forward: then the address is the state to restore, over what
+    the session last had (the widgets' own state still holds the step the visitor went back from)."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and getattr(ctx, "is_history_navigation", False))
+
+
+# What a visitor would call a step, page by page: a model, a word or sentence chosen, a lesson step. A change to one
+# of these is a new entry in the browser's history (Back returns to it); every other change of the address (a
+# slider, a layer, the text as it is typed, the settings a page fills in on arrival) replaces the current entry.
+STEPS = ("present", "step", "try", "try_word", "try_models", "source", "preset", "word", "lemma", "corpus_word",
+         "corpus", "models", "att_model", "sentence", "fill_models", "fill_mode", "blank", "ft_model", "ft_base",
+         "probe_model")
+
+# Streamlit 1.67 writes every change of st.query_params into a new history entry (pushState, replaceState only
+# while answering Back), and a page switch into another: one page visit made 10-19 entries, and Back mostly landed
+# on the same page. This wraps history.pushState once per tab: a new page, or a step parameter that had a value
+# and changes, pushes; anything else replaces. Page switches and Back themselves stay Streamlit's.
+_HISTORY_JS = """<style>.st-key-url_history { display: none; }</style><script>
+(() => {
+  const steps = new Set(%s);
+  if (window.ctxHistory) { window.ctxHistory.steps = steps; return; }
+  const push = history.pushState.bind(history), replace = history.replaceState.bind(history);
+  window.ctxHistory = { steps };
+  const isStep = (url) => {
+    const now = new URL(location.href), next = new URL(url, location.href);
+    if (now.pathname !== next.pathname) return true;
+    for (const key of window.ctxHistory.steps) {
+      const was = now.searchParams.getAll(key).join("\\n"), will = next.searchParams.getAll(key).join("\\n");
+      if (was && was !== will) return true;
+    }
+    return false;
+  };
+  history.pushState = (state, title, url) =>
+    url == null || isStep(url) ? push(state, title, url) : replace(state, title, url);
+})();
+</script>"""
+
+
+def history_steps() -> None:
+    """One browser-history entry per step (:data:`STEPS`); call on every run before the page draws, so the
+    address changes of the first run already follow it."""
+    with st.container(key="url_history"):
+        st.html(_HISTORY_JS % json.dumps(list(STEPS)), unsafe_allow_javascript=True)

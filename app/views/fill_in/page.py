@@ -21,7 +21,7 @@ from app.kit.plots import plot
 from app.kit.presentation import controls
 from app.kit.registry import label, require_models
 from app.kit.text import page_text
-from app.kit.url_state import to_url, url_state, url_value
+from app.kit.url_state import from_history, to_url, url_state, url_value
 from app.views.fill_in import compute
 from app.views.fill_in import figures as page_figures
 from app.views.fill_in.state import BY, DEBOUNCE_MS, GUESS_CHARS, MODES, SENTENCE, TOP_K, FillState, summary
@@ -117,7 +117,8 @@ def word_to_hide(checked: str, model_id: str) -> compute.Hidden | None:
     words = {}
     with guard("The sentence"):
         words = compute.hideable(checked, model_id)
-    if "blank" not in st.session_state:  # first time drawn: the link's word, checked against this sentence
+    # first time drawn, or Back: the link's word, checked against this sentence
+    if "blank" not in st.session_state or from_history():
         st.session_state["blank"] = url_value("blank", None, options=list(words))
     position = {name: i for name, (_, _, i) in words.items()}
     pick = st.selectbox("Word to hide", list(words), index=None, key="blank", persist_state="session",

@@ -24,7 +24,7 @@ from app.kit.plots import plot
 from app.kit.presentation import controls, is_presenting
 from app.kit.registry import default_models, get_model, label, require_models
 from app.kit.text import page_text
-from app.kit.url_state import keep, to_url, url_pairs, url_state, url_value
+from app.kit.url_state import from_history, keep, to_url, url_pairs, url_state, url_value, write
 from app.kit.warm_up import usable_projection
 from app.views.word_senses import compute, state
 from app.views.word_senses import figures as page_figures
@@ -195,17 +195,15 @@ def clustered(model_id: str, sc: compute.Scene, s: SensesState, ov, layer, mix) 
         return compute.clustered(model_id, sc.chosen, s, ov, layer, mix)
 
 
-url_layers = url_pairs("layer") if not any(k.startswith("layer::") for k in st.session_state) else {}
+url_layers = (url_pairs("layer") if from_history() or not any(k.startswith("layer::") for k in st.session_state)
+              else {})
 
 
 def sync_layers_to_url() -> None:
     """The layer of every shown model, in the link (``layer=2:bert-eltec``)."""
     entries = [f"{st.session_state[f'layer::{m}']}:{label(m)}" for m in chosen_models
                if f"layer::{m}" in st.session_state]
-    if entries:
-        st.query_params["layer"] = entries
-    else:
-        st.query_params.pop("layer", None)
+    write("layer", entries or None)
 
 
 def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[str], s: SensesState,
@@ -227,7 +225,7 @@ def layer_choice(model_id: str, model, slider, names: dict, mix) -> int | str:
     """The row's layer slider (a session's first run starts from the link's layer for this model, checked)."""
     key = f"layer::{model_id}"
     options = list(range(model.n_layers)) + ([MIX] if mix else [])
-    if key not in st.session_state:
+    if key not in st.session_state or from_history():
         st.session_state[key] = url_value(key, model.n_layers - 1, options=options, raw=url_layers.get(label(model_id)),
                                           param="layer", names=names.get)
     layer = slider.select_slider("Layer", options=options, key=key, persist_state="session",
