@@ -23,7 +23,15 @@ EXAMPLES = ROOT / "examples"
 PLOTLY = "application/vnd.plotly.v1+json"
 MODELS = ["static-eltec", "elmo-eltec", "bert-eltec"]
 
-pytestmark = pytest.mark.slow
+
+
+def test_the_notebooks_are_kept_without_outputs():
+    import nbformat
+
+    for path in sorted(EXAMPLES.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code and not any(c.outputs or c.execution_count for c in code), f"{path.name}: clear its outputs"
 
 
 @pytest.fixture
@@ -114,6 +122,7 @@ def app_charts(name: str, session: dict | None = None, **query) -> list[dict]:
     return charts(at)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("shipped_app")
 def test_bank_and_run(tmp_path):
     figures = run_notebook("bank_and_run.ipynb", tmp_path)
@@ -134,6 +143,7 @@ def _layer_head(fig: dict) -> tuple[str, str]:
     return layer, head
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("shipped_app")
 def test_attention_heads(tmp_path):
     figures = run_notebook("attention_heads.ipynb", tmp_path)
@@ -151,6 +161,7 @@ def test_attention_heads(tmp_path):
     assert_drawn_by_the_app(figures, app)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("shipped_app")
 def test_what_finetuning_changes(tmp_path):
     figures = run_notebook("what_finetuning_changes.ipynb", tmp_path)
