@@ -102,11 +102,15 @@ def workers():
     budget (``app/kit/budget.py``), with UMAP warmed up in it first when the server warms UMAP."""
     from functools import partial
 
+    from streamlit import runtime
+
     from app.kit.budget import budget
     from app.kit.settings import settings
     from app.kit.workers import Workers
 
-    return Workers(budget(), still_here, warm=partial(prepare_worker, settings().warm_up))
+    # Under a real server the worker starts (and warms up) with it; under AppTest only when a test needs it.
+    return Workers(budget(), still_here, warm=partial(prepare_worker, settings().warm_up),
+                   prestart=runtime.exists())
 
 
 def prepare_worker(umap: bool) -> None:

@@ -31,6 +31,10 @@ class OverBudget(Exception):
     """A computation went (or would go) over the visitor's budget; the message says what to choose instead."""
 
 
+class SaidBefore(OverBudget):
+    """The same computation went over the budget earlier in this visit, and the page said so then."""
+
+
 def machine_memory() -> int:
     """Bytes of memory the machine has (0 where the system does not say)."""
     try:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from app.kit.budget import OverBudget
+from app.kit.budget import OverBudget, SaidBefore
 from app.kit.inputs import md, shorten
 from ctxmodels.checkpoint import CheckpointError
 from ctxmodels.thread_warnings import CHATTER, caught_warnings
@@ -27,6 +27,8 @@ def guard(what: str = "That") -> Iterator[None]:
         with caught_warnings() as caught:
             yield
         show_warnings(str(message) for message, category in caught if _shown(category))
+    except SaidBefore:  # over the budget, and the page said so where it was first tried
+        pass
     except OverBudget as e:  # the visitor's budget (app/kit/budget.py): what to choose instead, not an error
         st.warning(f"{md(what)}: {md(str(e))}")
     except (ValueError, KeyError, CheckpointError, FileNotFoundError, UnicodeError) as e:

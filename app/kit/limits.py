@@ -17,16 +17,18 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 
 import streamlit as st
 
+from app.kit.budget import OverBudget, SaidBefore
 from app.kit.settings import settings
 
 WAIT_S = 20.0  # how long a heavy block waits for the session's previous one before giving up with a message
 _POLL_S = 0.2
 _TOKEN = "_limits::session"
+_OVER = "_limits::over_budget"
 _SLOTS = "_limits::slots"
 _create = threading.Lock()  # session state is shared by the overlapping runs of one session
 _held = threading.local()  # heavy blocks this thread is inside (a nested block does not take a second slot)
@@ -99,3 +101,21 @@ def heavy(what: str = "This computation", wait: float | None = None) -> Iterator
     finally:
         _held.depth = 0
         slots.release()
+
+
+@contextmanager
+def within_budget(key: Hashable) -> Iterator[None]:
+    """A computation that went over this visitor's budget (``app/kit/budget.py``) is not tried again in this session
+    under the same key: a later try raises :class:`SaidBefore` at once, which the page's error guard shows no second
+    time."""
+    with _create:
+        over = st.session_state.setdefault(_OVER, {})
+    if key in over:
+        raise SaidBefore(over[key])
+    try:
+        yield
+    except SaidBefore:
+        raise
+    except OverBudget as e:
+        over[key] = str(e)
+        raise

@@ -18,6 +18,12 @@ def umap_warm_up() -> threading.Thread | None:
 
     thread = start_umap_warm_up()
     settle_after(thread)  # what umap and numba leave behind lasts: out of the garbage collector's way
+    from streamlit import runtime
+
+    if runtime.exists():  # a real server: its worker process for large projections starts and warms up now too
+        from app.kit.background import workers
+
+        workers()
     return thread
 
 

@@ -78,7 +78,7 @@ class Workers:
     """One worker process per slot, each taking the fairest queued job in turn."""
 
     def __init__(self, budget: Budget, alive: Callable[[str], bool], slots: int = 1, keep: int = KEEP,
-                 warm: Callable[[], Any] | None = None):
+                 warm: Callable[[], Any] | None = None, prestart: bool = False):
         self.budget = budget
         self.alive = alive
         self.keep = keep
@@ -90,7 +90,7 @@ class Workers:
         self._ctx = mp.get_context("spawn")  # the server has threads: a forked child could inherit a held lock
         self.stats = Counter()  # finished, failed, over_time, over_memory, left: what the bench and tests read
         for i in range(max(1, slots)):
-            threading.Thread(target=self._slot, name=f"ctxmodels-worker-{i}", daemon=True).start()
+            threading.Thread(target=self._slot, args=(prestart,), name=f"ctxmodels-worker-{i}", daemon=True).start()
 
     # -- the pages' side -------------------------------------------------------------------------------------
 
@@ -174,8 +174,13 @@ class Workers:
             raise OSError(f"the worker process did not start within {STARTUP_S} s")
         return proc, parent
 
-    def _slot(self) -> None:
+    def _slot(self, prestart: bool) -> None:
         worker = None  # (process, connection)
+        if prestart:  # started and warmed with the server, not on a visitor's first large view
+            try:
+                worker = self._start()
+            except OSError:
+                worker = None
         while True:
             job = self._take()
             if not job.future.set_running_or_notify_cancel():

@@ -171,9 +171,11 @@ def embedded(model_id: str, sc: compute.Scene):
         bar.progress(done / max(total, 1), text=f"Embedding with {md(label(model_id))}: {done:,} of {total:,} "
                      "sentences (once per server; every later view reuses the vectors)")
 
-    with limits.heavy(f"Embedding with {label(model_id)}"):
-        ov, warned = compute.embed(model_id, chosen, sc.large, progress)
-    bar.empty()
+    try:  # over the budget once: not tried again for this visitor (the other sections of the row skip it)
+        with limits.heavy(f"Embedding with {label(model_id)}"), limits.within_budget(("embed", model_id, chosen.key)):
+            ov, warned = compute.embed(model_id, chosen, sc.large, progress)
+    finally:
+        bar.empty()
     show_warnings(warned)
     return ov
 
