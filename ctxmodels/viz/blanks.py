@@ -46,7 +46,7 @@ def fill_bars(predictions: Sequence[dict], title: str = "", truth: str | None = 
             template=dict(layout=dict(colorway=colorway)) if colorway else {},
             title=dict(text=plain(title)), height=80 + 34 * len(toks), margin=dict(l=10, r=70, t=40, b=10),
             xaxis=dict(title=dict(text="probability"), range=[0, top * 1.12], tickformat=f".{decimals}~%",
-                       fixedrange=True, rangemode="tozero"),
+                       fixedrange=True, rangemode="tozero", automargin=True),  # the title below the ticks
             yaxis=dict(type="category", dtick=1, automargin=True, fixedrange=True),
         ),
     )
