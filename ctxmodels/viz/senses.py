@@ -28,6 +28,7 @@ from ctxmodels.viz.style import (
     plain_all,
     sense_colours,
     short_layer_name,
+    wrapped_title,
 )
 
 
@@ -126,7 +127,9 @@ def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
     sense is named in bold with a tick. The cells' text gives the values, so there is no colour bar."""
     senses = list(dict.fromkeys(s for g in guesses.values() for s in g["senses"]))
     tagged = {g["senses"][g["tagged"]] for g in guesses.values() if g.get("tagged") is not None}
-    rows = [f"<b>✓ {plain(s)}</b>" if s in tagged else plain(s) for s in senses]
+    # glosses on lines of 40 characters: on one line a long gloss took most of a narrow figure's width
+    wrapped = [wrapped_title(s, 40) for s in senses]
+    rows = [f"<b>✓ {text}</b>" if s in tagged else text for s, (text, _) in zip(senses, wrapped)]
     widths = [len(g["layer_names"]) for g in guesses.values()]
     gap = 0.03
     unit = (1.0 - gap * (len(widths) - 1)) / max(sum(widths), 1)
@@ -140,7 +143,8 @@ def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
             warnings.simplefilter("ignore", RuntimeWarning)  # a layer without a vector: an all-NaN row
             behind = cos - np.nanmax(cos, axis=1, keepdims=True)
         lows.append(float(np.nanmin(behind)) if np.isfinite(behind).any() else 0.0)
-        layers = [f"{plain(short_layer_name(layer))}<br>{100 * acc:.0f}%"
+        # a word a line ("char<br>CNN"): side by side, narrow columns' names ran together ("char CNNLSTM 1LSTM 2")
+        layers = [f"{'<br>'.join(plain(short_layer_name(layer)).split())}<br>{100 * acc:.0f}%"
                   for layer, acc in zip(g["layer_names"], g["accuracy"])]
         suffix = str(n) if n > 1 else ""
         hover = [[f"{plain(name)}, {plain(g['layer_names'][j])}: cosine {cos[j, i]:.3f} to the average of "
@@ -162,7 +166,7 @@ def dictionary_sense_map(guesses: dict[str, dict]) -> go.Figure:
         x0 += width + gap
     low = min(min(lows, default=0.0), -1e-3)  # a scale of some width even if every layer ties (all cells 0)
     return go.Figure(dict(data=data, layout=dict(
-        **layout, height=110 + 40 * len(senses), margin=dict(l=10, r=10, t=10, b=10),
+        **layout, height=130 + sum(max(40, 17 * lines) for _, lines in wrapped), margin=dict(l=10, r=10, t=10, b=10),
         yaxis=dict(type="category", autorange="reversed", automargin=True, fixedrange=True, showgrid=False,
                    zeroline=False),
         coloraxis=dict(colorscale="Blues", cmin=low, cmax=0, showscale=False),
@@ -270,11 +274,12 @@ def measurement_panels(majority: float | None) -> list[tuple[str, str, str, dict
 
 
 def measurements_table(model: LoadedModel, found: vectors.OccurrenceSearch, name: str, k: int | None = None,
-                       seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
-    """One model's per-layer sense, cluster and contextuality measurements of ``found``, and its notes."""
+                       seed: int = 0, ov: vectors.OccurrenceVectors | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """One model's per-layer sense, cluster and contextuality measurements of ``found`` (its vectors ``ov`` when
+    already embedded), and its notes."""
     labels = [o.label for o in found.occurrences]
     large = len(found.occurrences) > LARGE
-    ov = vectors.occurrence_vectors(model, found, cache=not large)
+    ov = ov if ov is not None else vectors.occurrence_vectors(model, found, cache=not large)
     m = ws.measure_word(model, found, vectors=ov, baseline_sentences=BASELINE_SENTENCES if large else None)
     table = m.table
     if len(ws.sense_names(labels)) >= 2:

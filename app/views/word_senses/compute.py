@@ -27,7 +27,6 @@ from app.kit.inputs import md
 from app.kit.occurrence_sources import Chosen, Spec
 from app.kit.registry import get_model, label
 from app.views.word_senses.state import (
-    BASELINE_SENTENCES,
     LARGE,
     METHOD_NAMES,
     MIX,
@@ -39,7 +38,8 @@ from ctxmodels.analysis import clusters, vectors
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
 from ctxmodels.analysis import word_senses as ws
-from ctxmodels.loading import ATTENTION, CONTEXTUAL, declares
+from ctxmodels.loading import CONTEXTUAL, declares
+from ctxmodels.viz import senses as senses_view
 
 Progress = Callable[[int, int], None]
 
@@ -187,16 +187,9 @@ def measured(model_id: str, sc: Scene, s: SensesState, ov: vectors.OccurrenceVec
              ) -> tuple[pd.DataFrame, list[str]]:
     """Per-layer sense, cluster and contextuality measurements of one model on these occurrences."""
     def compute() -> tuple[pd.DataFrame, list[str]]:
-        model = get_model(model_id)
-        with record_warnings() as warned:
-            m = ws.measure_word(model, sc.found, vectors=ov,
-                                baseline_sentences=BASELINE_SENTENCES if sc.large else None)
-            table, notes = m.table, list(m.notes)
-            if sc.has_senses:
-                agreement = clusters.cluster_layers(ov.vectors, sc.found, layers=list(range(model.n_layers)), k=s.k,
-                                                    seed=s.seed, gold=sc.labels, layer_names=model.layer_names)
-                table = table.merge(agreement.table[["layer_index", "ari"]], on="layer_index", how="left")
-        table.insert(0, "model", label(model_id))
+        with record_warnings() as warned:  # measured as ctxmodels.viz.layer_measurements measures
+            table, notes = senses_view.measurements_table(get_model(model_id), sc.found, label(model_id), k=s.k,
+                                                          seed=s.seed, ov=ov)
         return table, notes + warned
 
     return shared().get(("measurements", model_id, sc.chosen.key, s.k, s.seed), compute)
@@ -239,17 +232,8 @@ def selected_point(event, n_occ: int) -> int | None:
     return None
 
 
-def same_vector(X: np.ndarray) -> list[list[int]]:
-    """Groups of occurrences whose vectors are identical (a static vector, ELMo's character layer for one form):
-    they share one point, which the figure marks with their count and senses."""
-    ok = np.isfinite(X).all(axis=1)
-    if not ok.any():
-        return []
-    idx = np.flatnonzero(ok)
-    _, inverse, counts = np.unique(X[ok].round(6), axis=0, return_inverse=True, return_counts=True)
-    if counts.max() < 2:
-        return []
-    return [idx[inverse.ravel() == g].tolist() for g in np.flatnonzero(counts > 1)]
+# which occurrences share one point: the rule ctxmodels.viz.word_senses draws by
+same_vector = senses_view.same_vector
 
 
 def points_frame(sc: Scene, xy: np.ndarray, name: str, layer_name: str, cluster_of: list[str],
@@ -329,11 +313,8 @@ def emphasised(sentence: str, span: tuple[int, int]) -> str:
             + (" " if after[:1].isspace() else "") + md(after))
 
 
-def context_free_note(model) -> str:
-    """What the left panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
-    if declares(model, ATTENTION):  # a BERT-family encoder: its layer 0 is the input embeddings
-        return " (input embeddings: word + position + segment)"
-    return " (context-free)"
+# what the left panel's layer is, as ctxmodels.viz.word_senses names it
+context_free_note = senses_view.context_free_note
 
 
 def is_static(model_id: str) -> bool:

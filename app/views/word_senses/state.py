@@ -11,11 +11,14 @@ from dataclasses import dataclass
 
 from ctxmodels.analysis import projections
 from ctxmodels.analysis import word_senses as ws
+from ctxmodels.viz import senses as senses_view
 
 METHOD_NAMES = projections.DISPLAY
 MIX = ws.MIX  # the layer option for ELMo's learned scalar mix
-LARGE = 600  # occurrences from which UMAP and t-SNE run in the background, with PCA drawn meanwhile
-BASELINE_SENTENCES = 300  # sentences embedded for the anisotropy baseline of a large view
+# occurrences from which UMAP and t-SNE run in the background (PCA drawn meanwhile), and the sentences embedded
+# for a large view's anisotropy baseline: the same numbers as ctxmodels.viz's measurements
+LARGE = senses_view.LARGE
+BASELINE_SENTENCES = senses_view.BASELINE_SENTENCES
 K_CHOICES = ["auto"] + list(range(2, 9))
 NEIGHBOURS_SHOWN = 5  # a clicked point's nearest occurrences, and those a search counts
 NEAREST_K = 50  # the nearest SemCor words counted per layer
