@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:  # Streamlit puts only app/ on the path; `from app
 
 import streamlit as st  # noqa: E402
 
+from app.kit.glossary import glossary_panel  # noqa: E402
 from app.kit.pages import script  # noqa: E402
 from app.kit.presentation import (  # noqa: E402
     APP_CSS,
@@ -67,6 +68,7 @@ else:
         url_state("image_format", "png", options=["png", "svg"])
         st.radio("Camera button saves", ["png", "svg"], key="image_format", horizontal=True,
                  help="The camera icon above each figure downloads it in this format.")
+        glossary_panel()  # every word the pages use, explained
 
 present_to_url()
 try:

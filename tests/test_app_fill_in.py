@@ -350,8 +350,9 @@ def test_presentation_mode_folds_the_controls_but_not_the_sentence_or_the_word()
     assert box[0].label == "Controls: a word I hide, 5 guesses, whole words"  # readable while folded
     assert [r.key for r in box[0].radio] == ["fill_mode"] and not box[0].selectbox  # the word to hide stays out
     assert at.selectbox(key="blank").value == "bank" and at.metric[0].label == "P(bank)"
-    at = page("fill_in", text=RIVER)
-    assert not [e for e in at.expander if e.label.startswith("Controls")]
+    at = page("fill_in", text=RIVER)  # folded in normal mode too, the sentence box still out
+    [box] = [e for e in at.expander if e.label.startswith("Controls")]
+    assert not box.proto.expanded and box.label == "Controls: the blanks I write, 5 guesses, whole words"
 
 
 # -- two sentences ---------------------------------------------------------------------------------------------

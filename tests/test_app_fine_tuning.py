@@ -15,7 +15,7 @@ import pytest
 
 from app.kit import training
 from app.views.fine_tuning import figures as tuning_figures
-from tests.app_fixtures import assert_clean, charts, finetune_tiny, page, texts, write_tag_task
+from tests.app_fixtures import assert_clean, charts, figure_array, finetune_tiny, page, texts, write_tag_task
 
 pytest.importorskip("streamlit.testing.v1")
 
@@ -64,6 +64,9 @@ def test_the_page_compares_a_finetuned_model_with_its_base(tuned, monkeypatch):
     heat = next(c for c in found if c["layout"].get("title", {}).get("text", "").startswith("mean Jensen"))
     assert heat["layout"]["yaxis"]["ticktext"] == ["layer 1", "layer 2"]
     assert "before: bert-eltec, layer 2, head 1" in t and "after: bert-tags, layer 2, head 1" in t
+    maps = [c["data"][0] for c in found if c["layout"].get("title", {}).get("text", "").endswith("layer 2, head 1")]
+    assert len(maps) == 2 and maps[0]["zmin"] == maps[1]["zmin"] == 0  # one colour scale for before and after
+    assert maps[0]["zmax"] == maps[1]["zmax"] == pytest.approx(max(float(figure_array(m["z"]).max()) for m in maps))
     # the model's own scores, from its finetune.json
     info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
     shown = {m.label: m.value for m in at.metric}

@@ -31,9 +31,9 @@ def test_presentation_mode_folds_the_controls_and_shortens_the_intro():
     assert [s.key for s in box[0].selectbox] == ["probe_model"]
     assert not at.latex or all(_inside(at, "What am I looking at?", x) for x in at.latex)
     intro = at.main.markdown[1].value if "stSidebar" in at.main.markdown[0].value else at.main.markdown[0].value
-    assert intro == "ELMo hands a task not one layer but a learned mix of all of them."
+    assert intro == "Look at the bars: each says how much a small task model leans on one of ELMo's layers."
     explained = " ".join(texts(expanders(open_explanation(at), "What am I looking at?")[0].markdown))
-    assert "Train a small probe on top of the frozen model" in explained  # the rest of the intro, kept
+    assert "a small probe, trained on top of the frozen model" in explained  # the rest of the intro, kept
     assert "The bars are the weights" in explained
 
 
@@ -41,12 +41,14 @@ def _inside(at, label: str, element) -> bool:
     return any(element is e or element.proto == e.proto for x in expanders(at, label) for e in x.latex)
 
 
-def test_normal_mode_shows_the_controls_and_the_whole_intro():
+def test_normal_mode_folds_the_controls_too_and_shows_the_whole_intro():
     at = page("elmo_layers")
     assert_clean(at)
-    assert not expanders(at, "Controls") and at.selectbox(key="probe_model")
-    assert any("Train a small probe" in m for m in texts(at.main.markdown))
-    assert at.main.latex  # the scalar mix formula under the title
+    box = expanders(at, "Controls")  # folded in both modes: the figure comes first on a laptop too
+    assert len(box) == 1 and not box[0].proto.expanded and box[0].label == "Controls: elmo-eltec"
+    assert [s.key for s in box[0].selectbox] == ["probe_model"]
+    assert any("a small probe, trained on top of the frozen model" in m for m in texts(at.main.markdown))
+    assert at.main.latex  # the scalar mix formula, under the figures
     assert not [b for b in at.button if b.key == "leave_present_button"]
 
 

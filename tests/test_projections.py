@@ -113,9 +113,9 @@ def test_tsne_puts_exact_copies_on_one_point():
 def test_tsne_perplexity_clipped_with_a_note():
     p = project(cloud(10), method="tsne")
     assert p.params["perplexity"] == 3.0
-    assert "t-SNE perplexity clipped from 30 to 3 for 10 points" in p.notes
+    assert "t-SNE's perplexity lowered from 30 to 3: there are only 10 points" in p.notes
     p = project(cloud(100), method="tsne", perplexity=5)
-    assert p.params["perplexity"] == 5 and not any("clipped" in n for n in p.notes)
+    assert p.params["perplexity"] == 5 and not any("perplexity" in n for n in p.notes)
 
 
 def test_pre_reduction_for_wide_inputs():
@@ -132,7 +132,7 @@ def test_umap_clips_neighbours_is_seeded_and_joint():
     X = cloud(10)
     p = project(X, method="umap")
     assert p.coords.shape == (10, 2) and np.isfinite(p.coords).all()
-    assert p.params["n_neighbors"] == 9 and "UMAP n_neighbors clipped from 15 to 9 for 10 points" in p.notes
+    assert p.params["n_neighbors"] == 9 and "UMAP looked at 9 neighbours, not 15: there are only 10 points" in p.notes
     A, B = cloud(40, seed=1), cloud(25, seed=2) + 0.5
     a = project([A, B], method="umap", n_components=3, seed=4)
     b = project([A, B], method="umap", n_components=3, seed=4)

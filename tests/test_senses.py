@@ -52,7 +52,7 @@ def test_knn_votes_and_tie_rule():
     # k larger than n - 1 is clipped, with a note
     r9 = knn_sense_accuracy(TOY, TOY_LABELS, k=9)
     assert r9.k == 3 and r9.predictions == r3.predictions
-    assert any("clipped from 9 to 3" in n for n in r9.notes)
+    assert any("the 3 nearest, not 9" in n for n in r9.notes)
 
 
 def test_equal_distances_go_to_the_earlier_occurrence():

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from app.kit.glossary import gloss, words_box
 from app.kit.presentation import is_presenting
 
 _REST = "_intro_rest"  # session state: the intro's sentences left out in presentation mode, for explain()
@@ -34,6 +35,51 @@ FORMULAS = {
     "integrated_gradients": r"\operatorname{IG}_i = (x_i - b_i) \cdot \int_0^1 \frac{\partial \log p(y \mid b + "
                             r"\alpha (x - b))}{\partial x_i}\, d\alpha, \qquad \sum_i \operatorname{IG}_i = "
                             r"\log p(y \mid x) - \log p(y \mid b)",
+    "skipgram": r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)",
+}
+
+# Every symbol of each formula, in words: shown under the formula wherever it is shown.
+SYMBOLS = {
+    "mlm": r"$\mathcal{L}$: the loss training makes small · $M$: the positions hidden by [MASK] · $x_i$: the word "
+           r"that was at position $i$ · $x_{\setminus M}$: the sentence with those words hidden · $p_\theta$: the "
+           r"model's probability ($\theta$: its weights) · $h_i$: the model's top vector at position $i$ · $W, b$: "
+           r"the output layer's weights · $w$: a word of the vocabulary · softmax: turns scores into probabilities "
+           r"that add up to 1.",
+    "attention": r"$Q, K, V$: the queries, keys and values, one row per token (each token's vector times a learned "
+                 r"matrix) · $K^\top$: $K$ turned on its side, so $Q K^\top$ holds every query · key product · $d_k$: "
+                 r"how many numbers a key has · softmax: makes each row positive and add up to 1.",
+    "multihead": r"$X$: the token vectors entering the layer · $h$: the number of heads · $W_j^Q, W_j^K, W_j^V$: "
+                 r"head $j$'s own matrices · $[\,;\,]$: the heads' outputs side by side · $W^O$: the matrix that "
+                 r"mixes them back.",
+    "bilm": r"$t_1 \dots t_N$: the $N$ words of a sentence, $t_k$ the $k$-th · the first $p$: the forward LSTM's "
+            r"probability of word $k$ from the words before it · the second: the backward LSTM's, from the words "
+            r"after it · $\overrightarrow{\Theta}, \overleftarrow{\Theta}$: the two directions' weights.",
+    "scalar_mix": r"$k$: a word's position in the sentence · $j$: a layer, from 0 (the character layer) to $L$ (the "
+                  r"top layer) · $\mathbf{h}_{k,j}$: word $k$'s vector in layer $j$ · $s_j$: layer $j$'s weight in "
+                  r"the mix (the bars: positive, adding up to 1) · $w$: the raw numbers the probe learns, which "
+                  r"softmax turns into the $s_j$ · $\gamma$ (gamma): one number that scales the whole mix · "
+                  r"$\mathbf{v}_k$: the mixed vector the task reads.",
+    "cosine": r"$u, v$: two vectors · $u \cdot v$: their dot product (multiply them number by number and add up) · "
+              r"$\lVert u \rVert$: a vector's length · 1: the same direction, 0: unrelated, −1: opposite.",
+    "self_similarity": r"$w$: the word · $s_1 \dots s_n$: the $n$ sentences it occurs in · $f_\ell(s, w)$: its "
+                       r"vector in layer $\ell$ of sentence $s$ · $i \ne j$: every pair of two different occurrences "
+                       r"· the part taken away is the layer's anisotropy: how alike any two random words already "
+                       r"are there.",
+    "cka": r"$X, Y$: the same words' vectors in one layer, before and after fine-tuning (a row per word) · "
+           r"column-centred: each column's mean taken away · $\lVert \cdot \rVert_F$: the square root of the sum of "
+           r"all squared entries · 1: the layer's shape is unchanged, near 0: unrelated.",
+    "jsd": r"$p, q$: the attention one token gives every token in a head, before and after · $m$: their average · "
+           r"KL: the Kullback–Leibler divergence, how far one distribution is from another · JS is 0 for identical "
+           r"rows, at most $\log 2$.",
+    "rollout": r"$\bar{A}_\ell$: layer $\ell$'s attention averaged over its heads · $I$: the identity (each token "
+               r"keeps itself: the residual connection) · $R_\ell$: how much each position draws on each input "
+               r"token after layer $\ell$.",
+    "integrated_gradients": r"$x$: the sentence's input vectors · $b$: the same with every word hidden · $x_i, b_i$: "
+                            r"word $i$'s · $\alpha$: how far along the walk from $b$ to $x$ (0 to 1) · "
+                            r"$\partial / \partial x_i$: how fast the answer's log-probability changes with word "
+                            r"$i$'s vector · $y$: the answer · $\mathrm{IG}_i$: word $i$'s share.",
+    "skipgram": r"$v_w$: a word's vector · $u_c$: the vector of a word near it (its context) · $u_n$: $k$ words "
+                r"drawn at random (the noise) · $\sigma$: the logistic function, squeezing any number into 0 to 1.",
 }
 
 
@@ -51,7 +97,7 @@ def page_header(title: str, intro: str) -> None:
     if is_presenting():
         intro, rest = first_sentence(intro)
     st.session_state[_REST] = rest
-    st.markdown(intro)
+    st.markdown(gloss(intro), unsafe_allow_html=True)  # the jargon gets hover help (app/kit/glossary.py)
 
 
 def explain(text: str, formulas: Sequence[str] = ()) -> None:
@@ -69,7 +115,11 @@ def _explanation(rest: str, text: str, formulas: tuple[str, ...]) -> None:
         return
     with box:
         if rest:
-            st.markdown(rest)
-        st.markdown(text)
+            st.markdown(gloss(rest), unsafe_allow_html=True)
+        for part in text.split("\n\n"):  # short parts: a long explanation reads as its paragraphs
+            st.markdown(gloss(part), unsafe_allow_html=True)
         for f in formulas:
             st.latex(FORMULAS.get(f, f))
+            if f in SYMBOLS:
+                st.caption(SYMBOLS[f])
+        words_box(" ".join((rest, text, *(SYMBOLS.get(f, "") for f in formulas))))

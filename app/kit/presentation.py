@@ -11,7 +11,10 @@ At 1280×720 the first screen of a page must show its main figure, so in present
   navigation, and takes ``present`` off the URL.
 
 Some styles hold in both modes (:data:`APP_CSS`): formulas scroll sideways rather than being cut off, wide tables
-in a model card scroll, long code lines wrap.
+in a model card scroll, long code lines wrap. So does the figure-first layout: a page starts close under the top
+bar, its inputs sit in a collapsed "Controls" expander that names the current settings (:func:`controls`), columns of
+inputs wrap onto a new line rather than squeezing a label to a letter a line, and columns holding figures stack
+when a window is too narrow for them side by side (at 900 px, a laptop's half screen).
 """
 
 from __future__ import annotations
@@ -37,6 +40,20 @@ APP_CSS = """
 [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
 [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+/* the page starts close under the top bar (Streamlit's 6rem above the title pushed figures below the fold) */
+[data-testid="stMainBlockContainer"] { padding-top: 3.2rem !important; padding-bottom: 3rem !important; }
+h1 { font-size: 2.3rem !important; padding-top: 0.2rem !important; padding-bottom: 0.4rem !important; }
+/* a narrow window (half a laptop's screen) keeps its width for the page */
+@media (max-width: 1100px) { [data-testid="stMainBlockContainer"] {
+  padding-left: 1.25rem !important; padding-right: 1.25rem !important; } }
+/* inputs side by side wrap onto a new line rather than squeezing a label to a letter a line */
+[class*="st-key-controls"] [data-testid="stHorizontalBlock"] { flex-wrap: wrap; }
+[class*="st-key-controls"] [data-testid="stColumn"] { min-width: min(9.5rem, 100%); }
+/* figures side by side stack when each would be narrower than a readable plot */
+[data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .js-plotly-plot) { flex-wrap: wrap; }
+[data-testid="stColumn"]:has(.js-plotly-plot) { min-width: min(300px, 100%); }
+/* a glossary word: hover help (app/kit/glossary.py) */
+abbr.gloss { text-decoration: underline dotted; text-underline-offset: 0.2em; cursor: help; }
 /* so does a checkbox's label in a narrow column */
 [data-testid="stCheckbox"] .stMarkdownEllipsis {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
@@ -118,11 +135,10 @@ def leave_button() -> None:
                                                           "sidebar.")
 
 
-def controls(label: str = "Controls", summary: str = ""):
-    """Where a page puts its inputs: a plain container normally, a collapsed expander in presentation mode, so the
-    first screen of a projector shows the figure. Use as ``with controls(): ...`` or ``box = controls()``;
-    the widgets inside keep their keys, values and URL parameters in both modes. ``summary``: the current
-    settings in a few words, shown on the folded expander."""
-    if is_presenting():
-        return st.expander(f"{label}: {summary}" if summary else label, expanded=False, icon=":material/tune:")
-    return st.container()
+def controls(label: str = "Controls", summary: str = "", key: str = "controls"):
+    """Where a page puts its inputs: a collapsed expander, in both modes, so the first screen shows the figure;
+    ``summary``, the current settings in a few words, is written on it, so what is shown is said without opening
+    it. Use as ``with controls(): ...`` or ``box = controls()``; the widgets inside keep their keys, values and URL
+    parameters. ``key`` (starting with "controls") names the box for the styles that let its columns wrap."""
+    title = f"{label}: {summary}" if summary else label
+    return st.expander(title, expanded=False, icon=":material/tune:", key=key)

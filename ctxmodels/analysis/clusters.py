@@ -8,7 +8,8 @@
   sense labels when there are any: does the unsupervised grouping find the senses the labels name?
 * :func:`cluster_agreement_table` — the columns ``cluster_k``, ``cluster_silhouette`` and ``cluster_ari`` to merge
   into :func:`~ctxmodels.analysis.word_senses.measure_word`'s per-layer table (on ``layer_index``).
-* :func:`cluster_label_names` — one display label per occurrence, e.g. ``"cluster 1: river, water, boat"``.
+* :func:`cluster_label_names` — one display label per occurrence, e.g. ``"cluster 1: river, water, boat"``;
+  :func:`spelling_names` — the same when the clusters are the word's spellings (a context-free layer's), named so.
 
 Cluster numbers are ordered by size (0 is the largest; ties: the cluster met first), so the same grouping gets the
 same numbers whatever ids k-means happened to give it; displays count from 1.
@@ -102,7 +103,7 @@ def _cluster(X: np.ndarray, k: int | None, k_range: tuple[int, int], seed: int) 
     if k is not None:
         k_used = min(int(k), distinct)
         if k_used != k:
-            notes.append(f"k clipped from {k} to {k_used}: there are only {distinct} distinct direction(s)")
+            notes.append(f"{k_used} cluster(s), not {k}: the vectors point in only {distinct} different direction(s)")
         labels[finite] = _kmeans(U.astype(np.float32), k_used, seed)
         return Clustering(labels, k_used, {}, {}, notes)
 
@@ -256,6 +257,32 @@ def cluster_label_names(c: Clustering) -> list[str]:
         words = c.names.get(lab, [])
         out.append(f"cluster {lab + 1}" + (f": {', '.join(words)}" if words else ""))
     return out
+
+
+def spelling_names(c: Clustering, words: Sequence[str]) -> list[str] | None:
+    """When the clusters are the word's spellings rather than senses, one label per occurrence naming its spelling
+    (``"spelling: lights"``); None otherwise. A context-free layer gives each spelling one vector, so in a corpus
+    with inflections (light, lights, lighted) its "clusters" are exactly its spellings: each cluster holds one
+    spelling and no spelling is in two clusters. ``words``: each occurrence's word as written."""
+    forms = [w.lower() for w in words]
+    if len(forms) != len(c.labels) or c.k < 2:
+        return None
+    by_cluster: dict[int, set[str]] = {}
+    for lab, form in zip(c.labels.tolist(), forms):
+        if lab >= 0:
+            by_cluster.setdefault(lab, set()).add(form)
+    spellings = [next(iter(f)) for f in by_cluster.values() if len(f) == 1]
+    if len(spellings) != len(by_cluster) or len(set(spellings)) != len(spellings):
+        return None
+    return [NO_CLUSTER if lab < 0 else f"spelling: {form}" for lab, form in zip(c.labels.tolist(), forms)]
+
+
+def display_names(c: Clustering, words: Sequence[str]) -> tuple[list[str], str]:
+    """One display label per occurrence and what the groups are, for a legend: the spellings
+    (:func:`spelling_names`, "spelling") where the clusters are exactly those, else the clusters named by their
+    words (:func:`cluster_label_names`, "cluster")."""
+    spelled = spelling_names(c, words)
+    return (spelled, "spelling") if spelled else (cluster_label_names(c), "cluster")
 
 
 # ----------------------------------------------------------------------------------------------------------

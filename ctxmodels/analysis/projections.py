@@ -219,7 +219,7 @@ def _umap(X, n_components, seed, n_neighbors, min_dist, params, notes) -> np.nda
     n = len(X)
     k = max(2, min(int(n_neighbors), n - 1))
     if k != n_neighbors:
-        notes.append(f"UMAP n_neighbors clipped from {n_neighbors} to {k} for {n} points")
+        notes.append(f"UMAP looked at {k} neighbours, not {n_neighbors}: there are only {n} points")
     params.update(n_neighbors=k, min_dist=min_dist)
     umap = _import_umap()
     knn = _exact_knn(X, k)
@@ -268,7 +268,7 @@ def _tsne(X, n_components, seed, perplexity, max_iter, params, notes) -> np.ndar
     # sklearn needs perplexity < n; (n-1)/3 keeps the 3*perplexity neighbours it uses within the data.
     p = float(max(1.0, min(perplexity, (n - 1) / 3)))
     if p != perplexity:
-        notes.append(f"t-SNE perplexity clipped from {perplexity:g} to {p:g} for {n} points")
+        notes.append(f"t-SNE's perplexity lowered from {perplexity:g} to {p:.3g}: there are only {n} points")
     init = "pca" if d >= n_components else "random"
     params.update(perplexity=p, init=init)
     kwargs = {"max_iter": max_iter} if max_iter else {}

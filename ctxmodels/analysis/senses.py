@@ -83,7 +83,7 @@ def _knn(D: np.ndarray, codes: np.ndarray, names: list, kept: np.ndarray, k: int
     k_used = min(int(k), n - 1)
     notes = list(notes)
     if k_used != k:
-        notes.append(f"k clipped from {k} to {k_used} for {n} occurrences")
+        notes.append(f"compared with the {k_used} nearest, not {k}: there are only {n} occurrences")
     neighbours = np.argsort(D, axis=1, kind="stable")[:, :k_used]  # equal distances: lower index first
     neighbour_codes = codes[neighbours]  # [n, k]
     votes = np.zeros((n, len(names)), dtype=np.int64)

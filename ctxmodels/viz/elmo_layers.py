@@ -19,15 +19,15 @@ def mix_weights_bars(
 ) -> go.Figure:
     """Scalar-mix weights s_j as bars, each layer's own probe accuracy as a line on a second axis."""
     names = plain_all(layer_names)
-    fig = go.Figure(go.Bar(x=names, y=list(weights), name="s_j (mix weight)", marker_color=PALETTE[0],
-                           text=[f"{w:.2f}" for w in weights], textposition="outside"))
+    fig = go.Figure(go.Bar(x=names, y=list(weights), name="weight of the layer in the mix (s_j)",
+                           marker_color=PALETTE[0], text=[f"{w:.2f}" for w in weights], textposition="outside"))
     if layer_accuracy is not None:
         fig.add_trace(go.Scatter(x=names, y=list(layer_accuracy), name="probe accuracy of the layer alone",
                                  mode="lines+markers", yaxis="y2", line=dict(color=PALETTE[1])))
     fig.update_layout(
-        title=f"{plain(title)} (γ = {gamma:.2f})" if title else f"γ = {gamma:.2f}",
-        yaxis=dict(title="s_j", range=[0, 1]),
-        yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
+        title=f"{plain(title)} (scale of the mix γ = {gamma:.2f})" if title else f"scale of the mix γ = {gamma:.2f}",
+        yaxis=dict(title="weight in the mix (s_j)", range=[0, 1]),
+        yaxis2=dict(title="accuracy of the layer alone", overlaying="y", side="right", range=[0, 1]),
         margin=dict(l=10, r=10, t=40, b=10), height=320, legend=dict(orientation="h", y=-0.2),
     )
     return fig

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ctxmodels.viz.style import UNLABELLED, plain, sense_colours, wrapped_title
+from ctxmodels.viz.style import NEUTRAL, UNLABELLED, plain, sense_colours, wrapped_title
 
 WEBGL_FROM = 400  # points from which a scatter is drawn with WebGL
 LEGEND_BESIDE_CHARS = 24  # legend entries longer than this go below a scatter, not beside it
@@ -67,8 +67,14 @@ def sense_scatter(
     outline = dict(width=0.5, color="white") if len(coords) < WEBGL_FROM else dict(width=0)
     traces = []
     spread = any(spreads)
+    # In 3-D a point that occurrences of several senses share stays one point (no sunflower): drawn in one sense's
+    # colour it would claim that sense, so it is left to the ring's neutral dot, which stands for all of them.
+    shared = np.zeros(len(coords), dtype=bool)
+    if three_d:
+        for st in stacks:
+            shared[st] = len(set(names[st].tolist())) > 1
     for name in sorted(set(names)):
-        idx = np.flatnonzero(names == name)
+        idx = np.flatnonzero((names == name) & ~shared)
         trace = dict(
             type=kind, name=plain(name), mode="markers", customdata=idx,
             text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
@@ -172,9 +178,12 @@ def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence
                  hovertemplate="%{hovertext}<extra></extra>",
                  marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)), showlegend=True)
     if centres.shape[1] == 3:  # a turning cloud has no fixed place to keep a label off: each goes above its ring
+        # a filled grey dot, no sense's colour: the point stands for every occurrence, whatever its sense
         return dict(trace, type="scatter3d", z=centres[:, 2], textposition="top center",
-                    marker=dict(trace["marker"], line=dict(width=2, color="#222")))
-    return dict(trace, textposition=label_places(ranges, centres, sizes, counts))
+                    marker=dict(size=[max(8.0, s / 2) for s in sizes], symbol="circle", color=NEUTRAL,
+                                line=dict(width=2, color="#222")))
+    # cliponaxis off: a count above a ring at the top edge is drawn whole, not cut by the plot's edge
+    return dict(trace, textposition=label_places(ranges, centres, sizes, counts), cliponaxis=False)
 
 
 #: the plot area of a half-width Word senses panel at a laptop's width, in px (where labels would collide)
@@ -185,9 +194,9 @@ _PLACES = ("top center", "middle right", "bottom center", "middle left")
 def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndarray, sizes: Sequence[float],
                  texts: Sequence[str], plot_px: tuple[int, int] = PANEL_PLOT_PX) -> list[str]:
     """A Plotly ``textposition`` for each ring's label (rings in order of preference) that keeps it off the other
-    rings and the labels placed before it, where one of four places around its ring does; else the place that
-    overlaps least. Plotly never moves a label itself: rings a few pixels apart wrote their counts over each
-    other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel scale is
+    rings, the labels placed before it and the plot's edges, where one of four places around its ring does; else
+    the place that overlaps least. Plotly never moves a label itself: rings a few pixels apart wrote their counts
+    over each other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel scale is
     estimated for a panel of ``plot_px``."""
     lo = np.array([ranges[0][0], ranges[1][0]], dtype=float)
     span = np.array([ranges[0][1], ranges[1][1]], dtype=float) - lo
@@ -209,12 +218,16 @@ def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndar
     def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
         return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
+    def outside(b: tuple[float, ...]) -> float:  # the label's area beyond the plot's edges, where it is cut off
+        inside = max(0.0, min(b[2], plot_px[0]) - max(b[0], 0.0)) * max(0.0, min(b[3], plot_px[1]) - max(b[1], 0.0))
+        return (b[2] - b[0]) * (b[3] - b[1]) - inside
+
     ring_boxes = [(cx - r, cy - r, cx + r, cy + r) for (cx, cy), r in zip(centre, radii)]
     placed: list[tuple[float, float, float, float]] = []
     places = []
     for k in range(len(centre)):
         others = ring_boxes[:k] + ring_boxes[k + 1:] + placed
-        cost = {p: sum(overlap(box(k, p), o) for o in others) for p in _PLACES}
+        cost = {p: sum(overlap(box(k, p), o) for o in others) + 2 * outside(box(k, p)) for p in _PLACES}
         best = min(_PLACES, key=lambda p: (cost[p], _PLACES.index(p)))
         places.append(best)
         placed.append(box(k, best))

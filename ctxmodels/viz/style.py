@@ -21,6 +21,13 @@ import plotly.graph_objects as go
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#7f7f7f"]
 UNLABELLED = "(no label)"
+OTHER = "other"  # the senses too rare to keep apart, folded into one group (ctxmodels.analysis.sources.OTHER)
+NEUTRAL = "#9e9e9e"  # what stands for no one sense: unlabelled points, "other", a point every sense shares
+# More groups than PALETTE holds (SemCor's "play": 14 senses): Green-Armytage's 26 colours of maximal contrast,
+# less its greys and its palest, so no two groups share a colour and none looks like NEUTRAL.
+MANY_COLOURS = ["#3283FE", "#F6222E", "#1C8356", "#FEAF16", "#782AB6", "#85660D", "#FC1CBF", "#2ED9FF", "#90AD1C",
+                "#AA0DFE", "#C4451C", "#325A9B", "#1CFFCE", "#B00068", "#16FF32", "#DEA0FD", "#FA0087", "#1CBE4F",
+                "#F8A19F", "#C075A6", "#B10DA1", "#FBE426", "#FE00FA"]
 
 
 def plain(text: object) -> str:
@@ -34,8 +41,14 @@ def plain_all(texts: Sequence[object]) -> list[str]:
 
 
 def sense_colours(labels: Sequence[str | None]) -> dict[str, str]:
+    """A colour per group (sorted, so the same groups get the same colours in every panel): up to 9 from
+    :data:`PALETTE`, more from :data:`MANY_COLOURS`, each its own while there are colours enough (23); the
+    unlabelled points and "other" (the rare senses folded together) in :data:`NEUTRAL` grey, as no one sense."""
     names = sorted({lab or UNLABELLED for lab in labels})
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+    groups = [n for n in names if n not in (UNLABELLED, OTHER)]
+    colours = PALETTE[:9] if len(groups) <= 9 else MANY_COLOURS
+    return {name: NEUTRAL if name in (UNLABELLED, OTHER) else colours[groups.index(name) % len(colours)]
+            for name in names}
 
 
 def highlight(sentence: str, span: tuple[int, int] | None, width: int = 70) -> str:
@@ -154,8 +167,9 @@ def percent(p: float) -> str:
 
 
 def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to: Sequence[str] | None = None,
-                      title: str = "") -> go.Figure:
-    """One attention map: rows attend (from), columns are attended to.
+                      title: str = "", zmax: float | None = None) -> go.Figure:
+    """One attention map: rows attend (from), columns are attended to. ``zmax``: the top of the colour scale, for
+    maps set side by side on one scale (None: this map's largest weight).
 
     Built in one constructor call with plain dicts (plotly validates it once; this runs on every layer or head
     change), and the weights go as float32 (Plotly's typed arrays: 4 bytes a cell, not 8)."""
@@ -166,7 +180,7 @@ def attention_heatmap(matrix: np.ndarray, tokens_from: Sequence[str], tokens_to:
     every = dict(dtick=1) if max(len(xs), len(ys)) <= 80 else {}  # every token labelled while the labels fit
     return go.Figure(dict(
         data=[dict(type="heatmap", z=np.asarray(matrix, dtype=np.float32), x=xs, y=ys, colorscale="Blues", zmin=0,
-                   hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")],
+                   zmax=zmax, hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>")],
         layout=dict(title=dict(text=plain(title)), height=max(300, 16 * len(ys) + 150),
                     margin=dict(l=10, r=10, t=40, b=10), xaxis=every, yaxis=dict(autorange="reversed", **every)),
     ))

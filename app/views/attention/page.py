@@ -33,6 +33,7 @@ from app.views.attention.state import (
     THRESHOLD,
     VIEWS,
     AttentionState,
+    controls_summary,
 )
 from ctxmodels.analysis import attention as att
 from ctxmodels.loading import ATTENTION
@@ -59,7 +60,8 @@ if pick is not None:
     st.session_state["att_layer"], st.session_state["att_head"] = pick
     st.session_state["view"] = "head"
 
-box = controls()  # a collapsed expander in presentation mode: the first screen shows the maps
+box = controls(summary=controls_summary(label(st.session_state["att_model"]), st.session_state["sentence"],
+                                        st.session_state["pair"], st.session_state["view"]))  # folded: maps first
 c1, c2 = box.columns([1, 3])
 model_id = c1.selectbox("Model", ids, key="att_model", persist_state="session", format_func=label)
 sentence = c2.text_input("Sentence A", key="sentence", persist_state="session")
@@ -108,9 +110,6 @@ if shown_input[2]:
         st.caption(f"{md(label(shown_input[0]))} has no next-sentence (NSP) head, so it cannot say whether B "
                    "follows A; its attention over the pair is below.")
 
-with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):
-    st.dataframe(compute.tokens_table(maps), width="stretch")
-
 detail = None
 with guard("Attention"):
     base, detail = compute.detail(maps, s)
@@ -141,6 +140,8 @@ else:
                    "maps themselves, or a layer and head below for one in detail.")
         summary = att.head_summaries(base)
         plot(page_figures.head_summary_grid(summary), "attention-summaries", key="att::grid", data=summary)
+with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):  # under the maps, which come first
+    st.dataframe(compute.tokens_table(maps), width="stretch")
 
 
 # -- one map in detail --------------------------------------------------------------------------------------

@@ -31,3 +31,9 @@ class AttentionState:
     def as_maps(self, n_heads: int) -> bool:
         """Whether the overview tiles every head's map (else it shows head summaries)."""
         return self.overview == "maps" or (self.overview == "auto" and n_heads <= MAP_HEADS)
+
+
+def controls_summary(model: str, sentence: str, pair: str, view: str) -> str:
+    """The settings in a few words, written on the folded controls (drawn before the widgets)."""
+    short = sentence if len(sentence) <= 48 else sentence[:45].rstrip() + " …"
+    return f"{model} · “{short}”" + (" + sentence B" if pair.strip() else "") + f" · detail: {VIEWS.get(view, view)}"

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.kit import limits, memory
 from app.kit.errors import guard
-from app.kit.explanations import FORMULAS, explain, page_header
+from app.kit.explanations import FORMULAS, SYMBOLS, explain, page_header
 from app.kit.inputs import md
 from app.kit.plots import plot
 from app.kit.presentation import controls, is_presenting
@@ -21,9 +21,6 @@ from ctxmodels.analysis import probes
 
 TEXT = page_text(__file__)
 page_header("ELMo layers", TEXT["intro"])
-if not is_presenting():  # in presentation mode the formula and how to read the bars wait in the box below
-    st.latex(FORMULAS["scalar_mix"])
-    st.markdown(TEXT["reading"])
 explain((TEXT["reading"] + "\n\n" if is_presenting() else "") + TEXT["explain"], ["bilm", "scalar_mix"])
 
 ids = require_models(need=lambda m: m.n_layers >= 2, what="layer probes")
@@ -71,6 +68,10 @@ for col, task in zip(cols, probes.TASKS):
         if task == "wsd":
             st.caption(compute.balance_note(r))
 
+if not is_presenting():  # under the figures, which come first; in presentation mode in the box above
+    st.markdown(TEXT["reading"])
+    st.latex(FORMULAS["scalar_mix"])
+    st.caption(SYMBOLS["scalar_mix"])
 st.divider()
 st.subheader("Run a probe")
 with st.form("probe_form"):

@@ -157,3 +157,9 @@ def heads_reading(heads: np.ndarray) -> str:
         return "No head's attention changed."
     return (f"The attention changed most in **layer {int(np.argmax(by_layer)) + 1}** (mean over its heads "
             f"{by_layer.max():.4f}) and least in layer {int(np.argmin(by_layer)) + 1} ({by_layer.min():.4f}).")
+
+
+def shared_top(matrices: list) -> float:
+    """The top of one colour scale for maps set side by side: the largest weight of any (1 when there is none)."""
+    tops = [float(np.nanmax(m)) for m in matrices if np.size(m) and np.isfinite(m).any()]
+    return max(tops, default=1.0) or 1.0

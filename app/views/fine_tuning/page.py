@@ -125,7 +125,10 @@ if not tuned:
     st.stop()
 
 url_state("ft_model", tuned[0], options=tuned, names=label)
-box = controls()
+url_state("ft_split", "dev", options=SPLITS)
+url_state("ft_sentences", 200, kind=int, **SENTENCES)
+box = controls(summary=f"{label(st.session_state['ft_model'])} before and after, on "
+                       f"{st.session_state['ft_sentences']} {st.session_state['ft_split']} sentences")
 c1, c2, c3, c4 = box.columns([2, 2, 1, 1])
 model_id = c1.selectbox("Fine-tuned model", tuned, key="ft_model", format_func=label, persist_state="session")
 after = get_model(model_id)
@@ -135,13 +138,11 @@ url_state("ft_base", AUTO, options=[AUTO] + same_kind, names=label)
 if st.session_state["ft_base"] not in [AUTO] + same_kind:
     st.session_state["ft_base"] = AUTO
 base_id = c2.selectbox("Compared with", [AUTO] + same_kind, key="ft_base", persist_state="session",
-                       format_func=lambda m: m if m == AUTO else label(m),
-                       help="The model it was fine-tuned from (named in its finetune.json), or another model of the "
+                       format_func=lambda m: "the model it was fine-tuned from" if m == AUTO else label(m),
+                       help="The model it was fine-tuned from (its settings name it), or another model of the "
                             "same architecture, chosen by hand.")
-url_state("ft_split", "dev", options=SPLITS)
 split = c3.selectbox("Sentences from", SPLITS, key="ft_split", persist_state="session",
                      help="The task's split the sentences come from (the model was trained on neither).")
-url_state("ft_sentences", 200, kind=int, **SENTENCES)
 n_sentences = c4.number_input("Sentences (at most)", **SENTENCES, step=20, key="ft_sentences",
                               persist_state="session")
 to_url("ft_model", "ft_base", "ft_split", "ft_sentences")
@@ -282,11 +283,12 @@ else:
         with guard("The maps"), limits.heavy("Running the models"):
             maps, d = compute.head_maps(before, after, words, layer, head)
             st.caption(f"Layer {layer}, head {head} on one sentence of the split (Jensen–Shannon divergence on it "
-                       f"{d:.4f}).")
+                       f"{d:.4f}). Both maps share one colour scale: the same shade is the same weight.")
             m1, m2 = st.columns(2)
+            top = compute.shared_top([m.attentions[layer - 1, head - 1] for m in maps])  # one colour scale
             for col, m, who, side in ((m1, maps[0], b_name, "before"), (m2, maps[1], a_name, "after")):
                 with col:
-                    plot(figures.attention_heatmap(m.attentions[layer - 1, head - 1], m.tokens,
+                    plot(figures.attention_heatmap(m.attentions[layer - 1, head - 1], m.tokens, zmax=top,
                                                    title=f"{side}: {who}, layer {layer}, head {head}"),
                          f"attention-{side}-{who}-{layer}-{head}", key=f"ft::att::{side}")
 

@@ -10,7 +10,7 @@ a blank to fill, the blank read layer by layer, and the heads. The lines a step 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import islice
 from urllib.parse import urlencode
 
@@ -203,6 +203,74 @@ def heads_lines(model_id: str | None) -> list[str]:
         f"{h.special} of the {h.n_heads} heads put more than half of their attention on [CLS] or [SEP], the tokens "
         "that mark the sentence's edges",
     ]
+
+
+# -- what each step draws: the same answers as small charts (data here; ``figures.py`` draws them) ---------------
+
+
+def same_word_chart(model_ids: Sequence[str]) -> dict:
+    """Step 1: the word's two vectors' cosine per layer, per model."""
+    return {"kind": "same_word", "results": {label(m): asdict(ws.same_word(get_model(m), SENTENCE_A, SENTENCE_B, WORD))
+                                             for m in model_ids}}
+
+
+def clouds_chart(model_ids: Sequence[str]) -> dict:
+    """Step 3: per layer, the share of occurrences whose nearest other occurrence has their sense."""
+    found = vectors.find_occurrences(preset_sentences(WORD), WORD)
+    rows, majority = [], None
+    for model_id in model_ids:
+        table = ws.measure_word(get_model(model_id), found).table
+        sep = ws.sense_separation(table)
+        majority = sep.majority if sep is not None else majority
+        rows += [{"model": label(model_id), "layer": j, "layer_name": name, "knn1_accuracy": acc}
+                 for j, (name, acc) in enumerate(zip(table["layer"], table["knn1_accuracy"]))]
+    return {"kind": "clouds", "rows": rows, "majority": majority}
+
+
+def layers_chart(model_id: str | None) -> dict:
+    """Step 4: the weights each stored probe gave ELMo's layers, and what each layer alone reads."""
+    probed = []
+    for task in probes.TASKS if model_id is not None else ():
+        r = probes.latest_cached_result(get_model(model_id), task)
+        if r is not None:
+            probed.append({"task": TASK_NAMES[task], "layer_names": list(r.layer_names),
+                           "weights": list(r.mix_weights), "gamma": r.gamma, "alone": list(r.layer_accuracies)})
+    return {"kind": "layers", "probes": probed}
+
+
+def fill_chart(model_ids: Sequence[str]) -> dict:
+    """Step 5: each model's five guesses for the blank and their probabilities."""
+    guesses = {}
+    for model_id in model_ids:
+        model = get_model(model_id)
+        top = fill_in.fill_mask(model, getattr(model, "tokenizer", None), BLANK, top_k=5, whole_words=True)[0]
+        guesses[label(model_id)] = [(g["token"], float(g["prob"])) for g in top]
+    return {"kind": "guesses", "guesses": guesses}
+
+
+def lens_chart(model_ids: Sequence[str]) -> dict:
+    """Step 6: the final answer's rank in each layer."""
+    ranks = {}
+    for model_id in model_ids:
+        model = get_model(model_id)
+        g = fill_in.guesses_by_layer(model, getattr(model, "tokenizer", None), BLANK, top_k=1)
+        ranks[label(model_id)] = {"answer": g.answer, "layer_names": list(g.layer_names),
+                                  "ranks": [int(r) for r in g.answer_ranks]}
+    return {"kind": "ranks", "ranks": ranks}
+
+
+CHARTS: dict[int, Callable[[Cast], dict]] = {
+    1: lambda c: same_word_chart(c.compare), 3: lambda c: clouds_chart(c.compare), 4: lambda c: layers_chart(c.elmo),
+    5: lambda c: fill_chart(fillers(c)), 6: lambda c: lens_chart(fillers(c)[:1]),
+}
+
+
+def chart(k: int, c: Cast) -> dict | None:
+    """Step ``k``'s answer as chart data (None: a step answered in words), cached as its answer is."""
+    if k not in CHARTS:
+        return None
+    step = STEPS[k - 1]
+    return (shared().get(("lesson chart", k, c), lambda: CHARTS[k](c)) if step.once_per_server else CHARTS[k](c))
 
 
 # -- the steps --------------------------------------------------------------------------------------------------

@@ -9,10 +9,12 @@ from app.kit import limits
 from app.kit.errors import guard
 from app.kit.explanations import explain, page_header
 from app.kit.pages import script
+from app.kit.plots import plot
 from app.kit.registry import model_ids, no_models_message
 from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
-from app.views.lesson.compute import STEPS, answer, cast, plan
+from app.views.lesson.compute import STEPS, answer, cast, chart, plan
+from app.views.lesson.figures import draw
 from app.views.lesson.state import LessonState, clamped
 
 TEXT = page_text(__file__)
@@ -75,6 +77,11 @@ link_col.page_link(script(step.page), label=f"Open it on the **{step.page_name}*
 
 if s.reveal:
     with guard(f"Step {n}"), limits.heavy(f"lesson step {n}"), st.spinner("The models are reading the sentences …"):
+        data = chart(s.step, models)  # the answer as small charts first, the numbers under them
+        figs = draw(data) if data is not None else []
+        for i, (col, fig) in enumerate(zip(st.columns(len(figs)) if figs else [], figs)):
+            with col:
+                plot(fig, f"lesson-step{n}-{i + 1}", key=f"lesson::{n}::{i}")
         st.markdown("\n".join(f"- {line}" for line in answer(s.step, models)))
         st.markdown(step.point)
 

@@ -29,7 +29,7 @@ from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
 TEXT = page_text(__file__)
 page_header("Models", TEXT["intro"])
-explain(TEXT["explain"], ["mlm", "bilm", r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)"])
+explain(TEXT["explain"], ["mlm", "bilm", "skipgram"])
 cfg = settings()
 
 

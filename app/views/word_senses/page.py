@@ -21,7 +21,7 @@ from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import last_good, listing, md, quoted, remember
 from app.kit.plots import plot
-from app.kit.presentation import controls, is_presenting
+from app.kit.presentation import controls
 from app.kit.registry import default_models, get_model, label, require_models
 from app.kit.text import page_text
 from app.kit.url_state import from_history, keep, to_url, url_pairs, url_state, url_value, write
@@ -52,7 +52,8 @@ url_state("clusters", "auto", options=state.K_CHOICES)
 url_state("find", "", max_chars=200)
 
 # -- state: the inputs --------------------------------------------------------------------------------------------
-box = controls()  # a collapsed expander in presentation mode: the first screen shows the figures
+occurrence_sources.register_state(occurrence_sources.preset_words())  # read before the summary
+box = controls(summary=state.summary(st.session_state, label))  # folded: the figures come first
 left, right = box.columns([2, 3], gap="large")
 with left:
     spec = occurrence_sources.source_inputs()
@@ -259,9 +260,9 @@ def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, t
         with guard(f"Clusters of {name} · {layer_name}"):
             c = clustered(model_id, sc, s, ov, lay, mix)
         if c is not None:
-            cluster_of = clusters.cluster_label_names(c)
-            groups, colours, legend = cluster_of, figures.sense_colours(cluster_of), "cluster"
-            title += f" · {c.k} clusters" if s.k is None else ""
+            cluster_of, legend = clusters.display_names(c, [o.word for o in sc.found.occurrences])  # or spellings
+            groups, colours = cluster_of, figures.sense_colours(cluster_of)
+            title += f" · {c.k} {legend}s" if s.k is None or legend == "spelling" else ""
     X = ws.layer_vectors(ov.vectors, lay, mix)
     fig = scatter.sense_scatter(xy, groups, sc.hover, title=title, colours=colours, stacks=compute.same_vector(X),
                                 ranges=ranges, legend_title=legend, marked=np.flatnonzero(marked),
@@ -331,8 +332,7 @@ def model_row(model_id: str, s: SensesState, sc: compute.Scene) -> None:
 
 
 models: dict[str, object] = {}
-# On a projector the first screen should show a contextual layer: the static model's single point goes last.
-for model_id in sorted(chosen_models, key=compute.is_static) if is_presenting() else chosen_models:
+for model_id in sorted(chosen_models, key=compute.is_static):  # the first screen shows a contextual layer
     model_row(model_id, s, sc)
     try:
         models[model_id] = get_model(model_id)
