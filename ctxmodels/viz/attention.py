@@ -199,6 +199,12 @@ def attention_maps(model: Model, sentence: str, pair: str | None = None, merge: 
     [CLS]/[SEP] hidden (``hide``)."""
     pair = pair.strip() if pair else None
     maps = att.compute_attention(as_model(model), None, sentence.strip(), pair=pair or None)
+    return read_maps(maps, merge, hide, rollout)
+
+
+def read_maps(maps: att.AttentionMaps, merge: bool, hide: bool, rollout: bool = False) -> att.AttentionMaps:
+    """Maps on word pieces read as the Attention page reads them: rolled out on the full maps first, then merged
+    into words and [CLS]/[SEP] hidden."""
     if rollout:
         maps = att.attention_rollout(maps)
     if merge:

@@ -15,6 +15,7 @@ from app.kit.inputs import check_text, quoted
 from app.kit.registry import get_model
 from app.views.attention.state import SHARES, AttentionState
 from ctxmodels.analysis import attention as att
+from ctxmodels.viz import attention as attention_view
 
 Source = tuple[str, str, str | None]  # model, sentence A, sentence B (checked)
 
@@ -35,14 +36,9 @@ def raw_maps(model_id: str, text: str, pair: str | None) -> tuple[att.AttentionM
 
 
 def shown(maps: att.AttentionMaps, s: AttentionState, rollout: bool) -> att.AttentionMaps:
-    """The maps as the options ask: rolled out on the full piece-level maps first, then merged and hidden."""
-    if rollout:
-        maps = att.attention_rollout(maps)
-    if s.merge:
-        maps = att.merge_word_pieces(maps)
-    if s.hide:
-        maps = att.hide_special(maps)
-    return maps
+    """The maps as the options ask: rolled out on the full piece-level maps first, then merged and hidden (as
+    ctxmodels.viz reads them)."""
+    return attention_view.read_maps(maps, merge=s.merge, hide=s.hide, rollout=rollout)
 
 
 def detail(maps: att.AttentionMaps, s: AttentionState) -> tuple[att.AttentionMaps, att.AttentionMaps]:
