@@ -61,3 +61,12 @@ def test_runs_of_an_installed_app_go_to_the_cache(monkeypatch, tmp_path):
 def test_out_of_range_numbers_are_refused(argv):
     with pytest.raises(SystemExit):
         parsed(*argv)
+
+
+def test_every_file_of_the_app_goes_into_the_wheel():
+    """setup.py ships every package under app/ (a folder with __init__.py) with its *.md files: a file of another
+    kind, or a folder of modules without __init__.py, would be missing from an app installed from a wheel."""
+    files = [p for p in (ROOT / "app").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert [str(p) for p in files if p.suffix not in (".py", ".md")] == []
+    folders = {p.parent for p in files}
+    assert [str(f) for f in folders if not (f / "__init__.py").is_file()] == []
