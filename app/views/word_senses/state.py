@@ -7,6 +7,7 @@ The widgets' ranges live here too: the page gives them to its widgets and to the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ctxmodels.analysis import projections
@@ -63,3 +64,19 @@ def clusters_k(choice: str | int) -> int | None:
 def colourings(has_senses: bool) -> list[str]:
     """How the points can be coloured: by the sense labels only when there are two or more."""
     return (["sense"] if has_senses else []) + ["cluster", "dictionary"]
+
+
+SOURCE_SHORT = {"preset": "preset sentences", "own": "my own sentences", "semcor": "SemCor", "corpus": "a corpus"}
+
+
+def summary(values: Mapping, name: Callable[[str], str] = str) -> str:
+    """The settings in a few words, written on the folded controls (drawn before the widgets, so read from the
+    session's values): the word and where its sentences come from, the models, the projection."""
+    source = values.get("source", "preset")
+    word = {"preset": values.get("preset"), "own": values.get("word"), "corpus": values.get("corpus_word"),
+            "semcor": str(values.get("lemma") or "").rpartition(".")[0]}.get(source) or ""
+    models = [name(m) for m in values.get("models") or ()]
+    shown = ", ".join(models) if len(models) <= 3 else f"{len(models)} models"
+    method = METHOD_NAMES.get(values.get("projection", ""), values.get("projection", ""))
+    return " · ".join(p for p in (f"“{word}” in {SOURCE_SHORT.get(source, source)}" if word else "", shown,
+                                  f"{method}, {values.get('dims', 2)}-D") if p)
