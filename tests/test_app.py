@@ -181,7 +181,8 @@ def test_overview_names_the_dictionary_sense_in_each_sentence(tmp_path, monkeypa
     at.checkbox(key="try_senses").set_value(True).run()
     assert_clean(at)
     [said] = [m for m in texts(at.markdown) if "Which dictionary sense of *bank*" in m]
-    lines = said.splitlines()[1:]
+    lines = said.split("\n\n", 1)[1].splitlines()  # a list under its heading: a line each, not one paragraph
+    assert all(line.startswith("- **") for line in lines), said
     assert [line.split("**")[1] for line in lines] == ["static-eltec", "elmo-eltec", "bert-eltec"]
     assert all(("; B " in line and "of SemCor's *bank* right" in line) for line in lines)
     # one spelling, one static vector: every sense's average is that vector, so the senses tie

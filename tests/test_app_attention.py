@@ -54,7 +54,8 @@ def test_layer_head_and_threshold_from_the_link_reproduce_the_detail_view(tiny_a
     # A visitor moves the detail's controls; the URL follows.
     at = page("attention", merge="0")
     assert_clean(at)
-    assert title(detail_charts(at)[0]) == "layer 1, head 1"
+    opened = (slider(at, "att_layer").value, slider(at, "att_head").value)  # the previous-token head
+    assert title(detail_charts(at)[0]) == "layer {}, head {}".format(*opened)
     at.slider(key="att_layer").set_value(2).run()
     at.slider(key="att_head").set_value(2).run()
     at.slider(key="att_threshold").set_value(0.2).run()
@@ -92,18 +93,24 @@ def test_the_mean_and_the_rollout_read_the_layer_from_the_link():
     assert title(detail_charts(at)[0]) == "rollout up to layer 2"
 
 
+OPENING = None  # the head the page opens on without a link (the previous-token head), read from a plain visit
+
+
 @pytest.mark.parametrize("query, param, layer, head, threshold", [
-    ({"att_layer": "9"}, "att_layer", 2, 1, 0.05),  # above the model's 2 layers: the nearest, 2
-    ({"att_layer": "0"}, "att_layer", 1, 1, 0.05),
-    ({"att_layer": "1.5"}, "att_layer", 1, 1, 0.05),  # not a whole number: the default
-    ({"att_head": "three"}, "att_head", 1, 1, 0.05),
-    ({"att_head": "-4"}, "att_head", 1, 1, 0.05),
-    ({"att_head": "nan"}, "att_head", 1, 1, 0.05),
-    ({"att_threshold": "0.9"}, "att_threshold", 1, 1, 0.5),
-    ({"att_threshold": "inf"}, "att_threshold", 1, 1, 0.05),
-    ({"att_threshold": "-1"}, "att_threshold", 1, 1, 0.0),
+    ({"att_layer": "9"}, "att_layer", 2, OPENING, 0.05),  # above the model's 2 layers: the nearest, 2
+    ({"att_layer": "0"}, "att_layer", 1, OPENING, 0.05),
+    ({"att_layer": "1.5"}, "att_layer", OPENING, OPENING, 0.05),  # not a whole number: the default
+    ({"att_head": "three"}, "att_head", OPENING, OPENING, 0.05),
+    ({"att_head": "-4"}, "att_head", OPENING, 1, 0.05),
+    ({"att_head": "nan"}, "att_head", OPENING, OPENING, 0.05),
+    ({"att_threshold": "0.9"}, "att_threshold", OPENING, OPENING, 0.5),
+    ({"att_threshold": "inf"}, "att_threshold", OPENING, OPENING, 0.05),
+    ({"att_threshold": "-1"}, "att_threshold", OPENING, OPENING, 0.0),
 ])
 def test_bad_detail_values_in_the_link_are_warned_about(query, param, layer, head, threshold):
+    plain = page("attention")
+    layer = slider(plain, "att_layer").value if layer is OPENING else layer
+    head = slider(plain, "att_head").value if head is OPENING else head
     at = page("attention", **query)
     assert not at.exception, texts(at.exception)
     assert warned(at, param), texts(at.warning)
@@ -113,6 +120,20 @@ def test_bad_detail_values_in_the_link_are_warned_about(query, param, layer, hea
     assert title(detail_charts(at)[0]) == f"layer {layer}, head {head}"
 
 
+def test_the_page_opens_on_the_previous_word_head_and_says_why():
+    """Without a link the detail shows the head that looks most at the previous token (its pattern, one line under
+    the diagonal, is the clearest to see), and a caption says so; a link's head is shown without it."""
+    at = page("attention")
+    assert_clean(at)
+    ranked = at.dataframe[-1].value  # ranked by the previous token, highest first, by default
+    top = (int(ranked["layer"].iloc[0]), int(ranked["head"].iloc[0]))
+    assert (slider(at, "att_layer").value, slider(at, "att_head").value) == top
+    assert title(detail_charts(at)[0]) == f"layer {top[0]}, head {top[1]}"
+    assert any("looks most at the previous word" in c for c in texts(at.caption)), texts(at.caption)
+    other = page("attention", att_layer=str(3 - top[0]), att_head=str(top[1]))
+    assert not any("looks most at the previous word" in c for c in texts(other.caption))
+
+
 def test_controls_keep_their_value_while_they_are_not_drawn():
     at = page("attention", att_head="2", att_threshold="0.3")
     # The mean has no head slider; back to one head, the head is still 2.
@@ -120,7 +141,7 @@ def test_controls_keep_their_value_while_they_are_not_drawn():
     assert slider(at, "att_head") is None
     at.radio(key="view").set_value("head").run()
     assert slider(at, "att_head").value == 2
-    assert title(detail_charts(at)[0]) == "layer 1, head 2"
+    assert title(detail_charts(at)[0]) == f"layer {slider(at, 'att_layer').value}, head 2"
     # A long input has no line view (and no threshold); a short one again has it at 0.3.
     at.text_input(key="sentence").set_value(" ".join(["bank", "river"] * 40)).run()
     assert slider(at, "att_threshold") is None and detail_charts(at)[1] is None

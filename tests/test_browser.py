@@ -650,7 +650,7 @@ def test_attention_head_change_updates_the_link_and_the_figure(server, browser):
     """Issue 15: moving the detail's head redraws the heatmap and puts the head in the link; the link, opened in
     another tab, shows the same head."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{server}/attention?merge=0")
+    page.goto(f"{server}/attention?merge=0&att_layer=1&att_head=1")  # not the previous-token head it opens on
     settle(page)
     title, before = detail_heatmap(page)
     assert title == "layer 1, head 1", title
@@ -690,7 +690,7 @@ def test_how_a_head_computes_its_weights(server, browser):
     """The switch under the detail draws the head's query and keys and the weights they make, for the token picked
     in "From the token"; another token redraws it and goes into the link; the bars are the map's row."""
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
-    page.goto(f"{server}/attention?merge=0&sentence=The+bank+was+closed.")
+    page.goto(f"{server}/attention?merge=0&att_layer=1&att_head=1&sentence=The+bank+was+closed.")
     settle(page)
     assert page.evaluate(QK_JS)[0] is None  # off by default
     page.get_by_text("How this head computes its weights").click()
@@ -718,7 +718,7 @@ def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, brow
     """A click on a row's box in "Heads ranked" shows that head in the detail and puts it in the link; moving the
     head slider afterwards is not pulled back to the picked row."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{server}/attention?merge=0&view=mean")
+    page.goto(f"{server}/attention?merge=0&view=mean&att_layer=1&att_head=1")
     settle(page)
     grid = page.locator('[data-testid="stDataFrame"]').last
     grid.scroll_into_view_if_needed()

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app.kit.budget import OverBudget, SaidBefore
 from app.kit.inputs import md, shorten
@@ -62,9 +63,28 @@ def _shown(category: type[Warning]) -> bool:
 
 
 def show_warnings(messages: Iterator[str] | Sequence[str]) -> None:
-    """Warnings from the core (they may quote a visitor's input), as plain text."""
+    """Warnings from the core (they may quote a visitor's input), as plain text; each once per page run, however
+    many parts of the page met it (a model's vectors are read by several)."""
     for msg in dict.fromkeys(messages):
-        st.warning(md(msg))
+        if _first_time(msg):
+            st.warning(md(msg))
+
+
+def _first_time(msg: str) -> bool:
+    """Whether ``msg`` was not yet shown in this run. A fragment's own run redraws only its part, so there every
+    message counts as new."""
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.fragment_ids_this_run:
+        return True
+    run = id(ctx.cursors)  # a new dict each run
+    seen = st.session_state.get("_warned_this_run")
+    if seen is None or seen[0] != run:
+        seen = (run, set())
+        st.session_state["_warned_this_run"] = seen
+    if msg in seen[1]:
+        return False
+    seen[1].add(msg)
+    return True
 
 
 @contextmanager

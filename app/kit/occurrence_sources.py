@@ -154,6 +154,9 @@ def source_inputs() -> Spec | None:
         inflect = st.checkbox("Also find its inflections (bank → banks, run → ran, running)", key="inflect",
                               persist_state="session")
         to_url("sentences", "word", "inflect")
+        if not (st.session_state.sentences or "").strip() and not word.strip():  # nothing typed yet: no error
+            st.info("Type a few sentences above, one a line, and the word to look for in them.")
+            return None
         return Spec("own", word=word, inflect=inflect, lines=(st.session_state.sentences or "",))
     if source == "semcor":
         return _semcor_inputs()

@@ -39,8 +39,10 @@ def concordance(
     labels: Sequence[str | None] | None = None,
     width: int = 60,
     extra: dict[str, Sequence] | None = None,
+    first: int = 0,
 ) -> pd.DataFrame:
-    """One row per occurrence in ``found``: ``occurrence`` (its index), ``left`` (the text before the word, its
+    """One row per occurrence in ``found``: ``occurrence`` (its index, counted from ``first``: 1 where people
+    read the numbers), ``left`` (the text before the word, its
     last ``width`` characters, "…" where cut), ``word`` (as written), ``right`` (the text after it, cut the same
     way at its end), ``label`` (``labels``, default the occurrences' own) and the ``extra`` columns (a document, a
     cluster: one value per occurrence).
@@ -64,7 +66,7 @@ def concordance(
     for i, o in enumerate(found.occurrences):
         text = o.sentence.translate(_FLATTEN)
         start, end = o.char_span
-        rows["occurrence"].append(i)
+        rows["occurrence"].append(i + first)
         rows["left"].append(_left(text[:start], width))
         rows["word"].append(text[start:end])
         rows["right"].append(_right(text[end:], width))

@@ -377,8 +377,12 @@ def occurrence_vectors(
     if cache:
         # Every sentence is embedded (and cached), not only those with the target: the next target word asked
         # for in the same sentences then costs nothing.
-        by_sentence = _in_chunks(found.words, progress,
-                                 lambda part: embed_sentences(model, part, pooling=pooling, batch_size=batch_size))
+        # As in _occurrence_rows, the model's warnings about other words of the sentences (a static model's
+        # punctuation, a long sentence cut) are not said: the check below counts the occurrences left empty. Said
+        # chunk by chunk, they came twice with different counts and listed `` and .45 as words.
+        with caught_warnings():
+            by_sentence = _in_chunks(found.words, progress,
+                                     lambda part: embed_sentences(model, part, pooling=pooling, batch_size=batch_size))
         vectors = np.stack([by_sentence[o.sentence_index][chosen, o.word_index] for o in found.occurrences])
     else:
         vectors = _occurrence_rows(model, found, chosen, pooling, batch_size, progress)

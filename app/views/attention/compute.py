@@ -84,3 +84,20 @@ def ranked(base: att.AttentionMaps, by: str, ascending: bool) -> Ranking:
     top = att.rank_heads(summary, by=by, ascending=ascending, top=12)
     table = top.drop(columns=["head_name"]).assign(**{c: 100 * top[c] for c in SHARES})
     return Ranking(summary, top, table, ["layer", "head", by, *(c for c in att.SUMMARY_COLUMNS if c != by)])
+
+
+class OpeningHead(NamedTuple):
+    layer: int  # from 1, as the sliders count
+    head: int  # from 1
+    share: float  # the share of its rows' attention on the previous token
+
+
+def opening_head(base: att.AttentionMaps) -> OpeningHead:
+    """The head the detail opens on: the one that looks most at the previous token. Such a head draws one bright
+    line just below the diagonal, a pattern a class sees at a glance; the first head of the first layer, the old
+    opening, spreads its attention in a blur that shows nothing clear."""
+    top = att.rank_heads(att.head_summaries(base), by="to_prev", top=1)
+    if top.empty or not np.isfinite(top["to_prev"].iloc[0]):
+        return OpeningHead(1, 1, float("nan"))
+    row = top.iloc[0]
+    return OpeningHead(int(row["layer"]), int(row["head"]), float(row["to_prev"]))

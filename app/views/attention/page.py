@@ -118,8 +118,9 @@ if detail is None:
 
 # The detail's layer and head, from the link on a session's first run (checked against this model's size), kept
 # within the model's size when another model has fewer layers or heads.
-url_state("att_layer", 1, kind=int, min_value=1, max_value=maps.n_layers)
-url_state("att_head", 1, kind=int, min_value=1, max_value=maps.n_heads)
+opening = compute.opening_head(base)  # without a link: the previous-token head, the clearest picture
+url_state("att_layer", opening.layer, kind=int, min_value=1, max_value=maps.n_layers)
+url_state("att_head", opening.head, kind=int, min_value=1, max_value=maps.n_heads)
 url_state("qk", False, kind=bool)
 url_state("qk_from", 1, kind=int, min_value=0, max_value=maps.n_tokens - 1)
 for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
@@ -176,7 +177,7 @@ def query_key_view(source: compute.Source, layer: int, head: int) -> None:
 
 
 @st.fragment
-def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source) -> None:
+def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source, opening: compute.OpeningHead) -> None:
     """The chosen layer and head (or the mean, or the rollout) as a heatmap and as lines: a control here reruns
     only this part of the page."""
     st.subheader("In detail")
@@ -185,6 +186,10 @@ def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source) ->
     head = 0
     if view == "head":
         head = d2.slider("Head", 1, detail.n_heads, key="att_head", persist_state="session") - 1
+        if (layer, head + 1) == opening[:2] and np.isfinite(opening.share):
+            st.caption(f"Layer {layer}, head {head + 1} is the head that looks most at the previous word: "
+                       f"{opening.share:.0%} of each word's attention goes to the word before it, the bright line "
+                       "just below the diagonal. The page opens on it because its pattern is the easiest to see.")
     matrix = detail.attentions[layer - 1, head]
     what = {"head": f"layer {layer}, head {head + 1}", "mean": f"layer {layer}, mean over heads",
             "rollout": f"rollout up to layer {layer}"}[view]
@@ -210,7 +215,7 @@ def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source) ->
         query_key_view(source, layer - 1, head)
 
 
-detail_view(detail, s.view, shown_input)
+detail_view(detail, s.view, shown_input, opening)
 
 
 # -- heads ranked -------------------------------------------------------------------------------------------
@@ -232,19 +237,19 @@ RANK_COLUMNS = {  # the ranking table's columns as a student reads them; shares 
 def ranking(base: att.AttentionMaps) -> None:
     """The heads sorted by one measure; a row picked in the table opens that head in the detail above."""
     st.subheader("Heads ranked")
-    r1, r2 = st.columns([1, 3])
+    r1, r2 = st.columns([1, 1], vertical_alignment="bottom")  # the table below, across the page: no column cut
     by = r1.selectbox("Rank by what a head attends to", list(att.SUMMARY_COLUMNS), key="rank_by",
                       persist_state="session", format_func=page_figures.HEAD_MEASURES.get)
-    ascending = r1.checkbox("lowest first", key="rank_ascending", persist_state="session")
+    ascending = r2.checkbox("lowest first", key="rank_ascending", persist_state="session")
     to_url("rank_by", "rank_ascending")
     with guard("Ranking"):
         r = compute.ranked(base, by, ascending)
-        event = r2.dataframe(r.table, hide_index=True, width="stretch", height=table_height(len(r.table)),
+        event = st.dataframe(r.table, hide_index=True, width="stretch", height=table_height(len(r.table)),
                              column_config=RANK_COLUMNS, column_order=r.order, on_select="rerun",
                              selection_mode="single-row", key="rank_pick")
-        r1.caption("Pick a row (the box at its left) to see that head in detail above.")
+        st.caption("Pick a row (the box at its left) to see that head in detail above.")
         if r.summary[by].isna().all():
-            r2.caption("Nothing to rank by: the tokens it measures are hidden.")
+            st.caption("Nothing to rank by: the tokens it measures are hidden.")
         picked = list(event.selection.rows)
         # A selection stays in the table across reruns: act on it only when it changes, so a head chosen later
         # with the sliders is not pulled back to the picked row.

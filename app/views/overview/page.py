@@ -53,7 +53,7 @@ def name_senses(s: TryState, text_a: str, text_b: str, shown: list[str]) -> None
             lines.append(compute.senses_line(model_id, lemma, text_a, text_b, s.word))
     if lines:
         st.markdown(f"**Which dictionary sense of *{md(lemma)}*** each model reads, in its layer that reads SemCor "
-                    "best:\n" + "\n".join(lines))
+                    "best:\n\n" + "\n".join(f"- {line}" for line in lines))  # a line each
 
 
 # -- a first try: off until asked, so the first page stays light ------------------------------------------------

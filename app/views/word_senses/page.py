@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.kit import background, figures, limits, occurrence_sources, scatter
+from app.kit import background, clicked, figures, limits, occurrence_sources, scatter
 from app.kit.budget import Stopwatch
 from app.kit.dictionary import sense_averages, trust
 from app.kit.errors import guard, show_warnings
@@ -220,7 +220,7 @@ def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[s
     if info is not None and info.gloss:
         st.caption(f"WordNet: {md(info.gloss)}")
     st.markdown(f"**Nearest neighbours** ({md(layer_name)}, cosine in {model.dim} dimensions):")
-    st.dataframe(compute.neighbour_table(sc, X, index, groups, s.colour), hide_index=True, width="stretch")
+    st.table(compute.neighbour_table(sc, X, index, groups, s.colour), hide_index=True)  # whole sentences, wrapped
 
 
 # -- figures: one row of panels per model -------------------------------------------------------------------------
@@ -284,8 +284,9 @@ def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, t
                 st.caption(f"Of the ringed occurrences' {state.NEIGHBOURS_SHOWN} nearest (cosine in {model.dim} "
                            f"dimensions), {together:.0%} are ringed too ({marked.mean():.0%} of all are).")
         picked = compute.selected_point(event, sc.n) if s.dims == 2 else None
-        if picked is not None:
-            show_point(picked, model, X, layer_name, cluster_of, s, sc)
+        point = clicked.linked_point(picked, sc.n, f"{name}:{lay}") if s.dims == 2 else None  # or the link's
+        if point is not None:
+            show_point(point, model, X, layer_name, cluster_of, s, sc)
 
 
 @st.fragment
@@ -586,7 +587,7 @@ def concordance_table() -> None:
     if marked.any():  # a search is on: which rows it rings, and a filter for them
         extra["ringed"] = marked.tolist()
         only_ringed = st.checkbox(f"Only the ringed occurrences ({found_search.name})", key="kwic_ringed")
-    table = concordance.concordance(found, labels=groups, extra=extra or None)
+    table = concordance.concordance(found, labels=groups, extra=extra or None, first=1)  # as the Occurrence list
     table = table[[(g or figures.UNLABELLED) in picked and (ringed or not only_ringed)
                    for g, ringed in zip(groups, marked)]]
     st.dataframe(table, hide_index=True, width="stretch", height=360)
