@@ -103,6 +103,12 @@ def _plain(meaning: str) -> str:
     return re.sub(r"[*_`]", "", meaning)
 
 
+def meaning(name: str) -> str:
+    """What the glossary says ``name`` (any of its spellings) means; "" for a word it does not hold."""
+    owner = _pattern()[1].get(name.lower())
+    return terms()[owner].meaning if owner else ""
+
+
 def words_lines(used: list[Term]) -> str:
     """The words, one Markdown list item each with what it means."""
     return "\n".join(f"- **{t.name}**: {t.meaning}" for t in used)

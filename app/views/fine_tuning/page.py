@@ -15,6 +15,7 @@ import streamlit as st
 from app.kit import background, figures, limits, scatter, training
 from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
+from app.kit.glossary import meaning
 from app.kit.inputs import md
 from app.kit.plots import plot
 from app.kit.presentation import controls
@@ -25,7 +26,7 @@ from app.kit.url_state import to_url, url_state
 from app.kit.warm_up import usable_projection
 from app.views.fine_tuning import compute
 from app.views.fine_tuning import figures as page_figures
-from app.views.fine_tuning.state import AUTO, DETAIL_WORDS, MODES, SENTENCES, SPLITS, TASKS, TuningState
+from app.views.fine_tuning.state import AUTO, DETAIL_WORDS, KINDS, MODES, SENTENCES, SPLITS, TASKS, TuningState
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
 
@@ -154,9 +155,11 @@ metrics = info.get("metrics") if isinstance(info.get("metrics"), dict) else {}
 cols = st.columns(4)
 for col, (where, what) in zip(cols, [(sp, m) for sp in ("test", "dev") for m in ("accuracy", "macro_f1")]):
     value = (metrics.get(where) or {}).get(what) if isinstance(metrics.get(where), dict) else None
-    col.metric(f"{where} {what.replace('_', '-')}", f"{value:.1%}" if isinstance(value, (int, float)) else "—")
-st.caption(f"{md(label(model_id))}: task {md(task or '?')} ({md(info.get('task_kind', '?'))}), mode "
-           f"{md(info.get('mode', '?'))}, {md(info.get('steps', '?'))} steps, from "
+    col.metric(f"{where} {'macro-F1' if what == 'macro_f1' else what}",
+               f"{value:.1%}" if isinstance(value, (int, float)) else "—",
+               help=f"{meaning(f'{where} split')} {meaning('macro-F1' if what == 'macro_f1' else what)}")
+st.caption(f"{md(label(model_id))}: task {md(task or '?')} ({md(KINDS.get(info.get('task_kind'), '?'))}), "
+           f"{md(MODES.get(info.get('mode'), info.get('mode', '?')))}, {md(info.get('steps', '?'))} steps, from "
            f"{md(info.get('base_model') or info.get('base_path') or '?')}. The scores are the model's own, measured "
            "when it was fine-tuned.")
 
@@ -169,7 +172,7 @@ if before is None:
                "or name it when starting the app (`--models`).")
     st.stop()
 if not isinstance(task, str) or not task.strip():
-    st.warning(f"{md(label(model_id))}'s finetune.json names no task, so there are no sentences to compare on; "
+    st.warning(f"{md(label(model_id))}'s saved settings name no task, so there are no sentences to compare on; "
                "fine-tune again with `ctxmodels finetune --task ...`.")
     st.stop()
 

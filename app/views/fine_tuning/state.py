@@ -11,6 +11,8 @@ SENTENCES = dict(min_value=20, max_value=500)
 DETAIL_WORDS = 30  # the head detail runs on one sentence of at most this many words
 TASKS = ["pos", "ner", "wsd:bank", "period"]  # the built-in tasks, when they cannot be listed
 MODES = {"finetune": "fine-tune every weight", "feature": "feature-based (frozen model)"}
+KINDS = {"token": "a label for each word", "word": "a label for one word of each sentence",
+         "sentence": "one label for each sentence"}  # a task's kind, in words
 
 
 @dataclass(frozen=True)
