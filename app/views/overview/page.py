@@ -8,6 +8,7 @@ from app.kit.explanations import explain, page_header
 from app.kit.inputs import MAX_TEXT_CHARS, md
 from app.kit.pages import script
 from app.kit.plots import plot
+from app.kit.presentation import controls
 from app.kit.registry import default_models, label, model_ids, no_models_message
 from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
@@ -18,26 +19,29 @@ from app.views.overview.state import MAX_WORD_CHARS, SENTENCE_A, SENTENCE_B, WOR
 TEXT = page_text(__file__)
 page_header("ctxmodels explorer", TEXT["intro"])
 
-cols = st.columns(3)
-cols[0].page_link(script("word_senses"), label="**Word senses** — watch the senses of a word fall apart into "
-                  "clouds, layer by layer, find the sentences with a word of your choice among them, see which "
-                  "words move them and which dictionary sense each model reads", icon=":material/scatter_plot:")
-cols[1].page_link(script("fill_in"), label="**Fill in the blank** — what BERT and ELMo guess for a [MASK], "
-                  "layer by layer, and which words the guess rests on, by hiding them or by their gradients",
-                  icon=":material/edit_note:")
-cols[2].page_link(script("attention"), label="**Attention** — which words each head looks at, and how its "
-                  "queries and keys decide it",
-                  icon=":material/grid_on:")
-cols[0].page_link(script("elmo_layers"), label="**ELMo layers** — which layers a task wants",
-                  icon=":material/stacked_bar_chart:")
-cols[1].page_link(script("lesson"), label="**Lesson** — seven steps for a class: a question, what the models "
-                  "answer, the page that shows it", icon=":material/school:")
-cols[2].page_link(script("models"), label="**Models** — what is loaded; train a small one",
-                  icon=":material/model_training:")
-cols[1].page_link(script("fine_tuning"), label="**What fine-tuning changes** — a model before and after, layer "
-                  "by layer", icon=":material/tune:")
-
 ids = model_ids()
+
+
+def page_links() -> None:
+    """A link to each page, with what it shows (under the first try, which comes first when it is on)."""
+    cols = st.columns(3)
+    cols[0].page_link(script("word_senses"), label="**Word senses** — watch the senses of a word fall apart into "
+                      "clouds, layer by layer, find the sentences with a word of your choice among them, see which "
+                      "words move them and which dictionary sense each model reads", icon=":material/scatter_plot:")
+    cols[1].page_link(script("fill_in"), label="**Fill in the blank** — what BERT and ELMo guess for a [MASK], "
+                      "layer by layer, and which words the guess rests on, by hiding them or by their gradients",
+                      icon=":material/edit_note:")
+    cols[2].page_link(script("attention"), label="**Attention** — which words each head looks at, and how its "
+                      "queries and keys decide it",
+                      icon=":material/grid_on:")
+    cols[0].page_link(script("elmo_layers"), label="**ELMo layers** — which layers a task wants",
+                      icon=":material/stacked_bar_chart:")
+    cols[1].page_link(script("lesson"), label="**Lesson** — seven steps for a class: a question, what the models "
+                      "answer, the page that shows it", icon=":material/school:")
+    cols[2].page_link(script("models"), label="**Models** — what is loaded; train a small one",
+                      icon=":material/model_training:")
+    cols[1].page_link(script("fine_tuning"), label="**What fine-tuning changes** — a model before and after, layer "
+                      "by layer", icon=":material/tune:")
 
 
 def name_senses(s: TryState, text_a: str, text_b: str, shown: list[str]) -> None:
@@ -69,11 +73,12 @@ if ids and st.toggle("Try it: one word in two sentences", key="try", persist_sta
     a = c1.text_input("Sentence A", key="try_a", persist_state="session")
     b = c2.text_input("Sentence B", key="try_b", persist_state="session")
     word = c3.text_input("The word", key="try_word", persist_state="session")
-    chosen = st.multiselect("Models", ids, key="try_models", persist_state="session", format_func=label)
-    senses = st.checkbox("Name the dictionary sense in each sentence", key="try_senses", persist_state="session",
-                         help="Each model reads the word in A and in B as the WordNet sense whose average over "
-                              "SemCor's tagged occurrences is nearest, in its layer that reads SemCor best (the "
-                              "first time, SemCor is read and the word's occurrences embedded: a few seconds).")
+    box = controls(summary=", ".join(label(m) for m in st.session_state["try_models"]), key="controls_try")
+    chosen = box.multiselect("Models", ids, key="try_models", persist_state="session", format_func=label)
+    senses = box.checkbox("Name the dictionary sense in each sentence", key="try_senses", persist_state="session",
+                          help="Each model reads the word in A and in B as the WordNet sense whose average over "
+                               "SemCor's tagged occurrences is nearest, in its layer that reads SemCor best (the "
+                               "first time, SemCor is read and the word's occurrences embedded: a few seconds).")
     to_url("try", "try_a", "try_b", "try_word", "try_models", "try_senses")
     s = TryState(a, b, word, tuple(chosen), senses)
     if not s.models:
@@ -92,6 +97,7 @@ if ids and st.toggle("Try it: one word in two sentences", key="try", persist_sta
         name_senses(s, *checked, [m for m in s.models if label(m) in results])
     st.divider()
 
+page_links()
 st.subheader("Models available")
 if not ids:
     no_models_message()
