@@ -17,30 +17,33 @@ The modules hold the drawing itself (data in, figure out: what the app's pages c
 family of views. No Streamlit here.
 """
 
-from ctxmodels.viz.attention import (
-    attention_maps,
-    head_lines,
-    head_map,
-    head_query_key,
-    heads_grid,
-    heads_summary,
-    rollout,
-)
-from ctxmodels.viz.blanks import fill_in_guesses, guesses_by_layer
-from ctxmodels.viz.elmo_layers import elmo_layer_weights
-from ctxmodels.viz.finetuning import (
-    finetuning_classes,
-    finetuning_comparison,
-    finetuning_heads,
-    finetuning_layers,
-    finetuning_points,
-)
-from ctxmodels.viz.overview import same_word
-from ctxmodels.viz.senses import layer_measurements, occurrences, preset_sentences, word_senses, word_senses_row
+from __future__ import annotations
 
-__all__ = [
-    "attention_maps", "elmo_layer_weights", "fill_in_guesses", "finetuning_classes", "finetuning_comparison",
-    "finetuning_heads", "finetuning_layers", "finetuning_points", "guesses_by_layer", "head_lines", "head_map",
-    "head_query_key", "heads_grid", "heads_summary", "layer_measurements", "occurrences", "preset_sentences",
-    "rollout", "same_word", "word_senses", "word_senses_row",
-]
+import importlib
+
+# name -> the module that holds it: imported when first asked for (PEP 562), so that the drawing modules the app's
+# pages import (style, scatter, ...) do not load torch and the analysis with them
+_VIEWS = {
+    "attention": ("attention_maps", "head_lines", "head_map", "head_query_key", "heads_grid", "heads_summary",
+                  "rollout"),
+    "blanks": ("fill_in_guesses", "guesses_by_layer"),
+    "elmo_layers": ("elmo_layer_weights",),
+    "finetuning": ("finetuning_classes", "finetuning_comparison", "finetuning_heads", "finetuning_layers",
+                   "finetuning_points"),
+    "overview": ("same_word",),
+    "senses": ("layer_measurements", "occurrences", "preset_sentences", "word_senses", "word_senses_row"),
+}
+_WHERE = {name: module for module, names in _VIEWS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
