@@ -446,3 +446,15 @@ def test_dictionary_sense_map_one_panel_per_model_senses_shared_nearest_outlined
     assert list(marks[1].y) == [rows[1]]  # static's nearest, "river", is its first sense
     assert [t.xaxis for t in heats] == ["x", "x2"] and fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]
     assert fig.layout.xaxis.title.text == "<b>ctx</b>" and fig.layout.coloraxis.cmin == pytest.approx(-0.5)
+
+
+def test_the_drawing_modules_load_no_model_code():
+    """The app's pages import the drawing modules of ctxmodels.viz; the views that run a model load theirs when first
+    asked for (``ctxmodels.viz.__getattr__``), so drawing alone imports neither torch nor the analysis."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ctxmodels.viz.style, ctxmodels.viz.scatter, app.kit.figures, app.kit.scatter; "
+            "print(sorted(m for m in ('torch', 'ctxmodels.analysis', 'ctxmodels.loading') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
