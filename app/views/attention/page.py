@@ -106,6 +106,7 @@ if shown_input[2]:
                        "random sentence otherwise; its next-sentence (NSP) head reads the [CLS] vector of the last "
                        "layer (through the pooler) and says how likely B is the real next sentence. "
                        "A model with random weights gives a meaningless number.")
+        st.caption(TEXT["nsp"])
     else:
         st.caption(f"{md(label(shown_input[0]))} has no next-sentence (NSP) head, so it cannot say whether B "
                    "follows A; its attention over the pair is below.")

@@ -17,6 +17,7 @@ from app.kit import limits
 from app.kit.errors import guard
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import MAX_TEXT_CHARS, last_good, md, quoted, remember
+from app.kit.model_limits import published_offer, read_line
 from app.kit.plots import plot
 from app.kit.presentation import controls
 from app.kit.registry import label, require_models
@@ -302,6 +303,7 @@ def fill_in_view() -> None:
         name = label(model_id)
         with col:
             st.subheader(md(name))
+            st.caption(read_line(model_id))  # what it read, where its guesses show it
             with guard(name), limits.heavy(f"{name}'s guesses"):
                 computed[model_id] = compute.answers(model_id, checked, hidden, s.k, s.whole_words)
     scale = page_figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
@@ -316,6 +318,7 @@ def fill_in_view() -> None:
             places[model_id] = charts(model_id, computed[model_id], scale)
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
+    published_offer("fill")  # models that read today's English, where the operator allows downloads
     if s.compare is not None:
         compare_charts(cols, [m for m in s.models if m in computed], checked, s.compare, s)
     if s.lens:
