@@ -35,9 +35,6 @@ explain(TEXT["explain"], ["mlm", "integrated_gradients"])
 
 ids = require_models(capability=FILL_IN, what="filling in blanks")  # from the files: nothing loaded
 mlm_ids, no_head = compute.fillers(ids)
-if no_head:
-    st.caption("Not offered here (they cannot fill in blanks; their vectors still work): "
-               + "; ".join(f"**{md(label(m))}**: {md(why)}" for m, why in no_head.items()))
 if not mlm_ids:
     st.warning("None of the available models can fill in blanks: "
                + "; ".join(f"{md(label(m))}: {md(why)}" for m, why in no_head.items())
@@ -328,3 +325,6 @@ def fill_in_view() -> None:
 
 
 fill_in_view()
+if no_head:  # under the guesses, which come first
+    st.caption("Not offered here (they cannot fill in blanks; their vectors still work): "
+               + "; ".join(f"**{md(label(m))}**: {md(why)}" for m, why in no_head.items()))

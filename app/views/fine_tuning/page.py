@@ -150,6 +150,7 @@ to_url("ft_model", "ft_base", "ft_split", "ft_sentences")
 s = TuningState(model_id, base_id, split, int(n_sentences))
 
 task = info.get("task")
+first = st.container()  # the first chart, drawn here once computed: above the scores, on the first screen
 # -- what the fine-tuning reached -------------------------------------------------------------------------------
 metrics = info.get("metrics") if isinstance(info.get("metrics"), dict) else {}
 cols = st.columns(4)
@@ -191,10 +192,11 @@ st.caption(f"{result.n_sentences} sentences of the {md(split)} split, {result.n_
            f"{len(result.point_labels):,} labelled points." + notes)
 
 # -- figures: how similar each layer stays --------------------------------------------------------------------------
-st.subheader("How much each layer changed")
 table = result.layers
-plot(page_figures.representation_change(table, b_name, a_name), f"cka-{a_name}", key="ft::cka", data=table)
-st.markdown(compute.reading(table))
+with first:
+    st.subheader("How much each layer changed")
+    plot(page_figures.representation_change(table, b_name, a_name), f"cka-{a_name}", key="ft::cka", data=table)
+    st.markdown(compute.reading(table))
 
 # -- how the classes separate -----------------------------------------------------------------------------------
 st.subheader("How the task's classes separate, before and after")
