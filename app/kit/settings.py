@@ -15,6 +15,9 @@ not reach the teacher's disk).
   example sentences, or on an upload when uploads are allowed too); a job belongs to the session that started it;
 * ``CTXMODELS_HEAVY_PER_SESSION=N`` or ``--heavy-per-session N`` (default 1): heavy computations one session may
   run at once (``app/kit/limits.py``);
+* ``CTXMODELS_VISITOR_SECONDS`` (default 60) and ``CTXMODELS_VISITOR_MB`` (default an eighth of the machine's
+  memory, 512 MB to 4 GB): one visitor's computation may take this long and its worker process this much memory
+  (``app/kit/budget.py``);
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app`` of the checkout;
   for the app installed from a wheel, ``app-runs`` in the cache folder, ``ctxmodels.paths.cache_dir()``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;

@@ -46,17 +46,18 @@ class _Job:
 
 
 def _serve(conn, memory: int, warm: Callable[[], Any] | None) -> None:
-    """The worker process: lower priority, one thread, a memory limit; then run each job sent and send back
-    ``(True, result)`` or ``(False, exception)``."""
+    """The worker process: lower priority, one thread, its imports and warm-up, then a memory limit of ``memory``
+    bytes more than those took; then run each job sent and send back ``(True, result)`` or ``(False, exception)``."""
     import resource
 
     os.nice(NICE)
-    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)  # one core: the other visitors keep the rest
     if warm is not None:
         warm()
+    limit = _data_bytes() + memory  # torch, scikit-learn and UMAP take about 600 MB before any job
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     conn.send("ready")  # a job's time starts now, not while the worker starts and warms up
     while True:
         try:
@@ -72,6 +73,15 @@ def _serve(conn, memory: int, warm: Callable[[], Any] | None) -> None:
                 conn.send((False, e))
             except Exception:  # noqa: BLE001 - an exception that does not pickle: its text does
                 conn.send((False, RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+def _data_bytes() -> int:
+    """The process's data size now (what ``RLIMIT_DATA`` counts: heap and private mappings)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 class Workers:
@@ -168,7 +178,11 @@ class Workers:
                                  name="ctxmodels-worker")
         proc.start()
         child.close()
-        if not parent.poll(STARTUP_S) or parent.recv() != "ready":
+        try:
+            ready = parent.poll(STARTUP_S) and parent.recv() == "ready"
+        except (OSError, EOFError):  # it died starting (the server stops, or it was killed)
+            ready = False
+        if not ready:
             proc.kill()
             proc.join()
             raise OSError(f"the worker process did not start within {STARTUP_S} s")

@@ -151,7 +151,10 @@ def project(model_id: str, sc: Scene, s: SensesState, ov: vectors.OccurrenceVect
     if how == "pca" or not sc.large:
         return Projected(shared().get(key + (how,), lambda: run(how)))
     what = f"The {METHOD_NAMES.get(how, how)} of {sc.n:,} occurrences in {label(model_id)}"
-    job = background.workers().submit(key + (how,), owner, ws.project_layers, ov.vectors, layers, what=what,
+    sent, named = ov.vectors, layers
+    if MIX not in layers:  # only the layers shown go to the worker (a 12-layer model's 5,000 rows are 200 MB)
+        sent, named = ov.vectors[:, list(layers)], tuple(range(len(layers)))
+    job = background.workers().submit(key + (how,), owner, ws.project_layers, sent, named, what=what,
                                       method=how, seed=s.seed, joint=joint, mix=mix, n_components=n_dims,
                                       **dict(s.params))
     if job.done() and not isinstance(job.exception(), OverBudget):
