@@ -187,6 +187,18 @@ def lesson_bank(root: Path) -> str:
     return f"minilm-eltec {cosine[0]:.2f} → {cosine[-1]:.2f}"
 
 
+# bench/results/warm.json: a new visitor's first use, cold and on a warmed server (python bench/bench_warm.py)
+
+
+def warm_table(root: Path) -> str:
+    result = _read(root, "bench/results/warm.json")
+    lines = ["| a new visitor opens | cold server | warmed server |", "|---|---|---|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['view']} | {r['cold_s']:.1f} s | {r['warmed_s']:.1f} s |")
+    return "\n".join(lines + ["", f"Warming took {result['warm_up_s']:.0f} s. `{result['command']}`; "
+                                  f"{result['machine']}; {result['measured']}."])
+
+
 # ----------------------------------------------------------------------------------------------------------
 # bench/results/capacity.json: students served by one server (python bench/bench_capacity.py --results ...)
 
@@ -248,6 +260,7 @@ def render(name: str, root: Path = ROOT) -> str:
     if name not in PARTS:
         raise ValueError(f"no generated part named {name!r}; known: {', '.join(PARTS)}")
     return PARTS[name](root)
+    "warm-table": warm_table,
 
 
 def refreshed(text: str, root: Path = ROOT) -> str:
