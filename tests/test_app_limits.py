@@ -66,3 +66,10 @@ def test_the_next_sentence_score_says_what_it_learned_and_where_it_fails():
     assert_clean(at)
     said = [c for c in texts(at.caption) if "What this number learned" in c]
     assert said and "98%" in said[0] and "Photosynthesis" in said[0]
+
+
+def test_the_lesson_s_fill_in_step_says_what_each_model_read(carded_assets):
+    at = page("lesson", step="5", reveal="1")
+    assert_clean(at)
+    shown = " ".join(texts(at.markdown))
+    assert "(it read English novels of 1840–1920 (ELTeC-eng))" in shown, shown[-800:]

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from app.kit import dictionary
 from app.kit.cache import shared
 from app.kit.inputs import md
+from app.kit.model_limits import what_it_read
 from app.kit.presets import preset_sentences
 from app.kit.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
 from ctxmodels.analysis import attention as att
@@ -151,7 +152,9 @@ def fill_lines(model_ids: Sequence[str]) -> list[str]:
 def _guesses_line(model_id: str) -> str:
     model = get_model(model_id)
     top = fill_in.fill_mask(model, getattr(model, "tokenizer", None), BLANK, top_k=5, whole_words=True)[0]
-    return f"**{md(label(model_id))}**: " + ", ".join(f"{_shown(g['token'])} {g['prob']:.0%}" for g in top)
+    read = what_it_read(model.card or "")  # what its guesses come from, said beside them
+    return (f"**{md(label(model_id))}**: " + ", ".join(f"{_shown(g['token'])} {g['prob']:.0%}" for g in top)
+            + (f" (it read {md(read)})" if read else ""))
 
 
 def lens_lines(model_ids: Sequence[str]) -> list[str]:
