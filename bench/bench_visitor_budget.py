@@ -4,6 +4,8 @@
     python bench/bench_visitor_budget.py                                   # this checkout
     git worktree add /tmp/before b076cc5
     python bench/bench_visitor_budget.py --tree /tmp/before --tree .       # before / after, side by side
+    python bench/bench_visitor_budget.py --tree /tmp/before --label before --tree . --label after \\
+        --results bench/results/visitor_budget.json                       # the docs' table
 
 For each tree (``--tree``, default this checkout) a server runs as the README starts it (``bench_capacity.Server``:
 a snapshot of ``app/``, ``ctxmodels/``, ``assets/`` and ``.streamlit/``), with the operator's defaults. Then:
@@ -29,6 +31,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -183,8 +188,10 @@ def one_tree(tree: Path, args, chromium) -> dict:
         # A' asks for other occurrences (nothing computed yet) and leaves after --leave-after seconds.
         server_idle(server)
         leaves = Heavy()
-        heavy_visitor(server, dict(HEAVY, limit="4900", models=models), leaves, args.leave_after, args.stay,
-                      threading.Event())
+        a = threading.Thread(target=heavy_visitor, daemon=True, args=(  # Playwright's loop runs in this thread
+            server, dict(HEAVY, limit="4900", models=models), leaves, args.leave_after, args.stay, threading.Event()))
+        a.start()
+        a.join()
         row.update(alone=alone.times, beside=beside.times, stays=stays, leaves=leaves, peak_mb=peak[0],
                    limit=args.stay)
         b.context.close()
@@ -221,20 +228,47 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=8, help="B's head changes on an idle server (median)")
     ap.add_argument("--stay", type=float, default=900.0, help="seconds A stays at most, and waits for idle at most")
     ap.add_argument("--leave-after", type=float, default=20.0, help="seconds after which A' leaves")
+    ap.add_argument("--label", action="append", help="a name for each --tree in the table (default: its path)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="also write the table's figures here as JSON (bench/results/visitor_budget.json: the docs' "
+                         "table is generated from it)")
     args = ap.parse_args()
+    args.load = os.getloadavg()[0]
     from playwright.sync_api import sync_playwright
 
     print("uptime at the start:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     rows = []
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for tree in args.tree or [ROOT]:
+        trees = args.tree or [ROOT]
+        labels = args.label or [str(t) for t in trees]
+        for tree, name in zip(trees, labels):
             print(f"serving {tree} …", flush=True)
             rows.append(one_tree(tree.resolve(), args, chromium))
+            rows[-1]["tree"] = name
             show(rows[-1:])
         chromium.close()
     print("\nall trees:")
     show(rows)
+    if args.results:
+        write_results(args.results, rows, args)
+
+
+def write_results(path: Path, rows: list[dict], args) -> None:
+    """The figures of the table, per tree, for the docs (``python -m ctxmodels.release.docs`` renders them)."""
+    out = {"command": "python bench/bench_visitor_budget.py " + shlex.join(sys.argv[1:]),
+           "machine": f"{os.cpu_count()} cores; load at the start: {args.load:.1f}",
+           "rows": []}
+    for r in rows:
+        st_, lv = r["stays"], r["leaves"]
+        out["rows"].append(dict(
+            tree=r["tree"], alone_median=statistics.median(r["alone"]), beside_median=statistics.median(r["beside"]),
+            beside_p90=p90(r["beside"]), beside_changes=len(r["beside"]), heavy_page_s=st_.seconds,
+            held_s=st_.held, held_limit=r["limit"], idle_after_leaving_s=lv.idle_after_leaving,
+            cpu_after_leaving_s=lv.cpu_after_leaving, peak_mb=r["peak_mb"], told=st_.notes))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"written: {path}")
 
 
 if __name__ == "__main__":

@@ -236,6 +236,23 @@ def capacity_30(root: Path) -> str:
     return f"p95 {r['p95_views']:.1f} s, worst {r['worst']:.1f} s"
 
 
+# bench/results/visitor_budget.json: a second visitor beside the heaviest request (python bench/bench_visitor_budget.py)
+
+
+def visitor_budget_table(root: Path) -> str:
+    result = _read(root, "bench/results/visitor_budget.json")
+    head = ("| server | B alone | B beside A (p90) | A's page | A held the server | idle after A' left | CPU-s then "
+            "| peak memory |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        held = (f"over {r['held_limit']:.0f} s" if r["held_s"] >= r["held_limit"] else f"{r['held_s']:.0f} s")
+        lines.append(f"| {r['tree']} | {r['alone_median']:.2f} s | {r['beside_median']:.2f} s "
+                     f"({r['beside_p90']:.2f} s) | {r['heavy_page_s']:.0f} s | {held} | "
+                     f"{r['idle_after_leaving_s']:.0f} s | "
+                     f"{r['cpu_after_leaving_s']:.0f} | {r['peak_mb'] / 1000:.1f} GB |")
+    return "\n".join(lines + ["", f"`{result['command']}`; {result['machine']}."])
+
+
 PARTS: dict[str, Callable[[Path], str]] = {
     "quality-table": quality_table,
     "elmo-cloze": elmo_cloze,
@@ -245,9 +262,11 @@ PARTS: dict[str, Callable[[Path], str]] = {
     "try-it-table": try_it_table,
     "try-it-baselines": try_it_baselines,
     "lesson-bank": lesson_bank,
+    "warm-table": warm_table,
     "capacity-table": capacity_table,
     "capacity-20": capacity_20,
     "capacity-30": capacity_30,
+    "visitor-budget-table": visitor_budget_table,
 }
 
 
@@ -260,7 +279,6 @@ def render(name: str, root: Path = ROOT) -> str:
     if name not in PARTS:
         raise ValueError(f"no generated part named {name!r}; known: {', '.join(PARTS)}")
     return PARTS[name](root)
-    "warm-table": warm_table,
 
 
 def refreshed(text: str, root: Path = ROOT) -> str:
