@@ -456,6 +456,23 @@ def test_every_parameter_of_a_page_at_once(page, value):
     run_query_case(page, {p: value for p in PAGE_PARAMS[page]})
 
 
+def test_hostile_query_parameters_on_a_spent_budget(monkeypatch):
+    """Word senses with a visitor's budget too small for anything (app/kit/budget.py): whatever the link asks, the
+    work it cannot do ends in a warning, never a traceback or a "bug" box."""
+    monkeypatch.setenv("CTXMODELS_VISITOR_SECONDS", "0.001")
+    said: list[str] = []
+
+    @settings(max_examples=n(10), deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(query=query_for("word_senses"))
+    @example(query={"source": "corpus", "corpus_word": "drifted", "limit": "4300"})  # embedded by no other case
+    def case(query):
+        at = run_query_case("word_senses", query)
+        said.extend(w for w in texts(at.warning) if "this server gives one computation" in w)
+
+    case()
+    assert said, "no case went over the budget: the test did not test it"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", ["word_senses", "attention", "fill_in"])
 def test_hostile_query_parameters_more(page):
