@@ -27,7 +27,7 @@ def test_embedding_over_its_time_stops_and_says_what_to_choose_instead(big_corpu
     monkeypatch.setenv("CTXMODELS_VISITOR_SECONDS", "0.001")
     at = page("word_senses", projection="pca", seed="1", **big_corpus)
     assert_clean(at)
-    said = [w for w in texts(at.warning) if "Embedding 700 sentences with bert-eltec" in w]
+    said = [w for w in texts(at.warning) if w.startswith("bert-eltec: Embedding 700 sentences")]
     assert said and "this server gives one computation" in said[0] and "Choose" in said[0], texts(at.warning)
 
 

@@ -293,8 +293,9 @@ def _corpus(spec: Spec, index, word: str) -> Chosen:
     n = len(found.occurrences)
     sampled = (f"; showing {n:,}, drawn evenly across the documents (sample {spec.sample})"
                if n < lookup.total else "")
+    documents = f"{lookup.n_documents:,} document" + ("" if lookup.n_documents == 1 else "s")
     caption = (f"**{md(word)}**{' and its inflections' if spec.inflect else ''} occurs {lookup.total:,} times in "
-               f"{lookup.n_sentences:,} sentences of {lookup.n_documents:,} documents of {md(spec.corpus)}{sampled}. "
+               f"{lookup.n_sentences:,} sentences of {documents} of {md(spec.corpus)}{sampled}. "
                "A corpus has no sense labels: find its senses in the clusters of each layer, or colour the points by "
                "the dictionary sense each layer reads.")
     return Chosen(spec, found, word, caption)

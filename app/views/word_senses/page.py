@@ -165,7 +165,7 @@ def embedded(model_id: str, sc: compute.Scene):
         show_warnings(ready[1])
         return ready[0]
     bar = st.progress(0.0, text=f"Embedding {len(sc.found.sentences):,} sentences with {md(label(model_id))} …")
-    clock = Stopwatch(f"Embedding {len(sc.found.sentences):,} sentences with {label(model_id)}")
+    clock = Stopwatch(f"Embedding {len(sc.found.sentences):,} sentences")  # the warning names the model first
 
     def progress(done: int, total: int) -> None:
         clock.check(done, total)  # over budget: stop (the bar below is where a visitor who left stops the run)
