@@ -43,6 +43,7 @@ class _Job:
     future: Future = field(default_factory=Future)
     owners: set[str] = field(default_factory=set)
     what: str = "This computation"
+    instead: str = "Choose fewer occurrences, or PCA."  # what the visitor may ask for that fits the budget
 
 
 def _serve(conn, memory: int, warm: Callable[[], Any] | None) -> None:
@@ -105,7 +106,7 @@ class Workers:
     # -- the pages' side -------------------------------------------------------------------------------------
 
     def submit(self, key: Hashable, owner: str, fn: Callable[..., Any], *args: Any, what: str = "This computation",
-               **kwargs: Any) -> Future:
+               instead: str = "Choose fewer occurrences, or PCA.", **kwargs: Any) -> Future:
         """The job under ``key``, queued unless it is queued, running or done (a failed one runs again)."""
         with self._cv:
             job = self._jobs.get(key)
@@ -113,7 +114,7 @@ class Workers:
                 job.owners.add(owner)
                 self._jobs.move_to_end(key)
                 return job.future
-            job = _Job(key, fn, args, kwargs, owners={owner}, what=what)
+            job = _Job(key, fn, args, kwargs, owners={owner}, what=what, instead=instead)
             self._jobs[key] = job
             self._queue.append(job)
             self._forget_old()
@@ -225,9 +226,8 @@ class Workers:
             if not proc.is_alive():  # killed by the kernel or from outside
                 return self._over_memory(job), "over_memory"
             if time.monotonic() > deadline:
-                return OverBudget(
-                    f"{job.what} took longer than the {seconds_text(self.budget.seconds)} this server gives one "
-                    "computation, and was stopped. Choose fewer occurrences, a lower perplexity, or PCA."), "over_time"
+                return OverBudget(f"{job.what} took longer than the {seconds_text(self.budget.seconds)} this server "
+                                  f"gives one computation, and was stopped. {job.instead}"), "over_time"
             with self._cv:
                 here = any(self.alive(o) for o in job.owners)
             if not here:
@@ -235,4 +235,4 @@ class Workers:
 
     def _over_memory(self, job: _Job) -> OverBudget:
         return OverBudget(f"{job.what} needed more than the {self.budget.memory / 2**30:.1f} GB of memory this server "
-                          "gives one computation, and was stopped. Choose fewer occurrences, or PCA.")
+                          f"gives one computation, and was stopped. {job.instead}")

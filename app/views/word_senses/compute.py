@@ -154,9 +154,11 @@ def project(model_id: str, sc: Scene, s: SensesState, ov: vectors.OccurrenceVect
     sent, named = ov.vectors, layers
     if MIX not in layers:  # only the layers shown go to the worker (a 12-layer model's 5,000 rows are 200 MB)
         sent, named = ov.vectors[:, list(layers)], tuple(range(len(layers)))
+    instead = {"tsne": "Choose fewer occurrences, a lower perplexity, UMAP or PCA.",
+               "umap": "Choose fewer occurrences, fewer UMAP neighbours, or PCA."}.get(how)
     job = background.workers().submit(key + (how,), owner, ws.project_layers, sent, named, what=what,
-                                      method=how, seed=s.seed, joint=joint, mix=mix, n_components=n_dims,
-                                      **dict(s.params))
+                                      instead=instead or "Choose fewer occurrences, or PCA.", method=how,
+                                      seed=s.seed, joint=joint, mix=mix, n_components=n_dims, **dict(s.params))
     if job.done() and not isinstance(job.exception(), OverBudget):
         return Projected(job.result())
     stand_in = shared().get(key + ("pca",), lambda: run("pca"))
