@@ -68,13 +68,15 @@ class Training:
     """How ``ctxmodels train KIND`` trains the kind: ``module`` (training layer) has ``build_task(settings, out,
     **extras)`` and the :class:`~ctxmodels.training.settings.RunSettings` subclass named ``settings``; ``options``
     (``"module:function"``, commands layer) adds the kind's own command-line options; ``extras`` are the parsed
-    options handed to ``build_task`` by name."""
+    options handed to ``build_task`` by name; ``command`` is the word after ``ctxmodels train`` when it is not the
+    kind's name (``roberta``: a RoBERTa trained here is read as a ``transformers`` encoder)."""
 
     module: str
     settings: str
     help: str
     options: str = ""
     extras: tuple[str, ...] = ()
+    command: str = ""
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,11 @@ def with_capability(capability: str) -> tuple[str, ...]:
     return tuple(k.name for k in _KINDS.values() if capability in k.capabilities)
 
 
+def training_commands() -> dict[str, ModelKind]:
+    """``ctxmodels train COMMAND``'s words, each with the kind it trains (in registration order)."""
+    return {(k.training.command or k.name): k for k in _KINDS.values() if k.training is not None}
+
+
 def backends() -> tuple[str, ...]:
     """The kinds that read other kinds' checkpoints when asked (``load(..., backend=NAME)``)."""
     return tuple(k.name for k in _KINDS.values() if k.reads)
@@ -278,6 +285,9 @@ register(ModelKind(
                 "when asked)",
     reads=("bert",),
     declared=frozenset({CONTEXTUAL, ATTENTION, MASKED_LM}),
+    training=Training("ctxmodels.training.roberta_task", "RobertaSettings",
+                      "RoBERTa: masked LM only, sentences packed across documents, dynamic masking",
+                      options="ctxmodels.commands.train:roberta_options", extras=("resume",), command="roberta"),
     finetune="ctxmodels.training.finetune_backends:TransformersEncoder",
 ))
 register(ModelKind(

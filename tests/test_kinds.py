@@ -140,7 +140,10 @@ def test_every_name_a_shipped_kind_gives_resolves():
 def test_capabilities_of_the_shipped_kinds():
     assert kinds.with_capability(kinds.ATTENTION) == ("bert", "transformers")
     assert kinds.with_capability(kinds.FILL_IN) == ("bert", "transformers", "elmo")
-    assert kinds.with_capability(kinds.TRAIN) == ("bert", "elmo", "static")
+    assert kinds.with_capability(kinds.TRAIN) == ("bert", "transformers", "elmo", "static")
+    # a RoBERTa trained here is read back as a transformers encoder: its command is `train roberta`
+    assert tuple(kinds.training_commands()) == ("bert", "roberta", "elmo", "static")
+    assert kinds.training_commands()["roberta"].name == "transformers"
     assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo")
     assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo")
     assert kinds.backends() == ("transformers",) and kinds.get("transformers").reads == ("bert",)

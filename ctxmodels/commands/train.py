@@ -1,8 +1,9 @@
 """``ctxmodels train KIND``: each kind's options, turned into its run settings, trained by the one trainer.
 
 The kinds that train, their task modules, settings classes, option functions and ``build_task`` extras are what
-their registry entries declare (:class:`ctxmodels.kinds.Training`): ``bert``, ``elmo`` and ``static`` today, whose
-options are :func:`bert_options`, :func:`elmo_options` and :func:`static_options` here.
+their registry entries declare (:class:`ctxmodels.kinds.Training`): ``bert``, ``roberta`` (read back as a
+``transformers`` encoder), ``elmo`` and ``static`` today, whose options are :func:`bert_options`,
+:func:`roberta_options`, :func:`elmo_options` and :func:`static_options` here.
 
 Every option that is a run setting (:mod:`ctxmodels.training.settings`) defaults to None here, meaning "not
 given", so that a new run can take the kind's defaults and a resumed run its stored values; the help shows
@@ -31,12 +32,14 @@ STOP_AT = int_range(1, 1_000_000_000)
 DATA_WORKERS = int_range(0, 64)
 
 def training(kind: str) -> kinds.Training:
-    """How the registry says ``kind`` trains; ValueError for a kind that does not."""
-    spec = kinds.get(kind).training
-    if spec is None:
+    """How the registry says ``ctxmodels train KIND`` trains (``kind``: the word after ``train``, the kind's name
+    unless its entry names another); ValueError for one that does not train."""
+    found = kinds.training_commands().get(kind)
+    if found is None or found.training is None:
+        kinds.get(kind)  # "no model kind ..." for a word that is no kind at all
         raise ValueError(f"a {kind} model is not trained with `ctxmodels train`; the kinds that are: "
-                         f"{', '.join(kinds.with_capability(kinds.TRAIN))}")
-    return spec
+                         f"{', '.join(kinds.training_commands())}")
+    return found.training
 
 
 def settings_class(kind: str) -> Any:
@@ -142,6 +145,45 @@ def bert_options(p: argparse.ArgumentParser) -> None:
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 
 
+def roberta_options(p: argparse.ArgumentParser) -> None:
+    from ..training.bert_task import DEFAULT_LR
+
+    S = settings_class("roberta")
+    T = _typer(S)
+    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
+    add_common_arguments(p, "roberta", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    piece_options(p, "roberta")
+    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
+                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+    p.add_argument("--whole-word-masking", action="store_true", default=None,
+                   help="mask all pieces of a word together")
+    p.add_argument("--static-masking", type=T("static_masking"), default=None, metavar="N",
+                   help="draw each sequence's masks once and reuse them for N epochs, as the original BERT data "
+                        "did (default 0: dynamic masking, a new draw every time a sequence is seen)")
+
+
+def piece_options(p: argparse.ArgumentParser, kind: str) -> None:
+    """The model size, word-piece vocabulary and batch options that BERT's successors share with ``train bert``."""
+    from ..training.bert_task import DEFAULT_LR
+
+    S = settings_class(kind)
+    T = _typer(S)
+    p.add_argument("--preset", default=None, choices=list(DEFAULT_LR),
+                   help="model size, as BERT's presets (default mini)")
+    p.add_argument("--vocab-size", type=T("vocab_size"), default=None,
+                   help="WordPiece vocabulary to train" + _default(S, "vocab_size", {}))
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="use this tokenizer (tokenizer.json or vocab.txt) instead of training one")
+    p.add_argument("--max-seq-len", type=T("max_seq_len"), default=None,
+                   help="pieces per sequence with [CLS]/[SEP]" + _default(S, "max_seq_len", {}))
+    p.add_argument("--batch-size", type=T("batch_size"), default=None,
+                   help="sequences per step" + _default(S, "batch_size", {}))
+    p.add_argument("--dropout", type=T("dropout"), default=None,
+                   help="dropout while training" + _default(S, "dropout", {}))
+    p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
+                   help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
+
+
 def elmo_options(p: argparse.ArgumentParser) -> None:
     from ..elmo import PRESETS
     from ..training.elmo_task import DEFAULT_PRESET, DEFAULT_VOCAB_SIZE
@@ -213,7 +255,7 @@ def add_kind_arguments(p: argparse.ArgumentParser, kind: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="kind", required=True)
-    for kind in kinds.with_capability(kinds.TRAIN):
+    for kind in kinds.training_commands():
         help_ = training(kind).help
         add_kind_arguments(sub.add_parser(kind, help=help_, description=help_), kind)
 
