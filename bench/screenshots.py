@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-# path -> query of the view shown (the defaults a teacher opens on, with the projection that needs no warm-up)
-PAGES = {"overview": "", "lesson": "step=1&reveal=1", "word_senses": "projection=pca", "elmo_layers": "",
+# path -> query of the view shown (the defaults a teacher opens on, with the projection that needs no warm-up; the
+# Overview with its Try it on, so that it has its figure)
+PAGES = {"overview": "try=1", "lesson": "step=1&reveal=1", "word_senses": "projection=pca", "elmo_layers": "",
          "attention": "", "fine_tuning": "", "fill_in": "", "models": ""}
 MODES = {"normal": "", "present": "present=1"}
 

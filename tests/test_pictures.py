@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ctxmodels.analysis import clusters
-from ctxmodels.viz.scatter import PANEL_PLOT_PX, label_places, sense_scatter
+from ctxmodels.viz.scatter import PANEL_PLOT_PX, label_layout, label_places, sense_scatter
 from ctxmodels.viz.style import NEUTRAL, OTHER, PALETTE, UNLABELLED, attention_heatmap, sense_colours
 
 
@@ -18,13 +18,15 @@ def test_a_point_every_sense_shares_is_neutral_in_3d():
     labels = ["money"] * 16 + ["river"] * 16
     fig = sense_scatter(coords, labels, [""] * 32, stacks=[list(range(32))], ranges=([-1, 1], [-1, 1], [-1, 1]))
     senses = [t for t in fig.data if t.name in ("money", "river")]
-    assert {t.name for t in senses} == {"money", "river"} and all(len(t.x) == 0 for t in senses)
+    assert {t.name for t in senses} == {"money", "river"}  # both keep their legend entries ...
+    assert all(len(t.x) == 16 and not np.any(t.marker.size) for t in senses)  # ... but draw no dot there
     [shared] = [t for t in fig.data if t.name.startswith("shared points")]
     assert shared.marker.color == NEUTRAL and list(shared.text) == ["×32"]
     # one sense only: the point is that sense's, drawn in its colour
     fig = sense_scatter(coords, ["money"] * 32, [""] * 32, stacks=[list(range(32))],
                         ranges=([-1, 1], [-1, 1], [-1, 1]))
-    assert len(next(t for t in fig.data if t.name == "money").x) == 32
+    money = next(t for t in fig.data if t.name == "money")
+    assert len(money.x) == 32 and money.marker.size == 9
 
 
 def test_every_group_gets_its_own_colour_and_other_is_neutral():
@@ -61,6 +63,16 @@ def test_ring_labels_stay_inside_the_plot_and_off_each_other():
     fig = sense_scatter(np.zeros((4, 2)), ["a", "a", "b", "b"], [""] * 4, stacks=[[0, 1, 2, 3]])
     [shared] = [t for t in fig.data if t.name == "shared points"]
     assert shared.cliponaxis is False  # a count drawn whole even where the ring touches an edge
+    # a heap of rings a pixel apart (BERT's input layer on SemCor's play): the largest keeps its count, the counts
+    # that would land on another are left to the hover, so no two labels overlap
+    heap = np.array([[0.5 + 0.001 * k, 0.5] for k in range(6)])
+    layout = label_layout(ranges, heap, [30] * 6, [f"×{9 - k}" for k in range(6)])
+    assert layout[0][1] and sum(clear for _, clear in layout) < 6
+    coords = np.repeat(heap, 2, axis=0)
+    fig = sense_scatter(coords, ["a", "b"] * 6, [""] * 12, stacks=[[2 * k, 2 * k + 1] for k in range(6)],
+                        ranges=ranges)
+    [shared] = [t for t in fig.data if t.name == "shared points"]
+    assert shared.text[0] == "×2" and "" in shared.text and len(shared.hovertext) == 6
 
 
 def test_maps_side_by_side_share_one_colour_scale():

@@ -49,21 +49,19 @@ h1 { font-size: 2.3rem !important; padding-top: 0.2rem !important; padding-botto
 /* inputs side by side wrap onto a new line rather than squeezing a label to a letter a line */
 [class*="st-key-controls"] [data-testid="stHorizontalBlock"] { flex-wrap: wrap; }
 [class*="st-key-controls"] [data-testid="stColumn"] { min-width: min(9.5rem, 100%); }
-/* a checkbox's long label wraps inside its column instead of running into the next one */
-[class*="st-key-controls"] [data-testid="stCheckbox"] label,
-[class*="st-key-controls"] [data-testid="stCheckbox"] label * {
-  white-space: normal !important; overflow-wrap: break-word; }
 /* a divider between sections takes a line's height, not three */
 hr { margin-top: 0.6rem !important; margin-bottom: 0.6rem !important; }
 /* figures side by side stack when each would be narrower than a readable plot */
 [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .js-plotly-plot) { flex-wrap: wrap; }
 [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .js-plotly-plot) > [data-testid="stColumn"] {
   min-width: min(300px, 100%); }
+/* a checkbox's or a toggle's label wraps in a narrow column, inside it rather than over the next one */
+[data-testid="stCheckbox"] .stMarkdownEllipsis, [data-testid="stCheckbox"] .stMarkdownEllipsis p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+[data-testid="stCheckbox"] label { max-width: 100%; }
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] { min-width: 0; }
 /* a glossary word: hover help (app/kit/glossary.py) */
 abbr.gloss { text-decoration: underline dotted; text-underline-offset: 0.2em; cursor: help; }
-/* so does a checkbox's label in a narrow column */
-[data-testid="stCheckbox"] .stMarkdownEllipsis {
-  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 </style>
 """
 

@@ -68,20 +68,21 @@ def sense_scatter(
     traces = []
     spread = any(spreads)
     # In 3-D a point that occurrences of several senses share stays one point (no sunflower): drawn in one sense's
-    # colour it would claim that sense, so it is left to the ring's neutral dot, which stands for all of them.
+    # colour it would claim that sense, so its dots are drawn at size 0 (the sense keeps its legend entry, which an
+    # empty trace would lose) and the ring's neutral dot stands for all of them.
     shared = np.zeros(len(coords), dtype=bool)
     if three_d:
         for st in stacks:
             shared[st] = len(set(names[st].tolist())) > 1
     for name in sorted(set(names)):
-        idx = np.flatnonzero((names == name) & ~shared)
+        idx = np.flatnonzero(names == name)
         trace = dict(
             type=kind, name=plain(name), mode="markers", customdata=idx,
             text=text[idx], x=coords[idx, 0], y=coords[idx, 1],
             hovertemplate="%{text}<extra>" + plain(name) + "</extra>",
             # opacity: Plotly draws markers with sizes per point ("bubbles") at 0.7 unless told
-            marker=dict(size=dot_sizes[idx] if spread else marker_size, color=colours.get(name, "#333"),
-                        line=outline, opacity=1),
+            marker=dict(size=dot_sizes[idx] if spread else np.where(shared[idx], 0, marker_size) if shared.any()
+                        else marker_size, color=colours.get(name, "#333"), line=outline, opacity=1),
         )
         if three_d:
             trace["z"] = coords[idx, 2]
@@ -182,8 +183,11 @@ def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence
         return dict(trace, type="scatter3d", z=centres[:, 2], textposition="top center",
                     marker=dict(size=[max(8.0, s / 2) for s in sizes], symbol="circle", color=NEUTRAL,
                                 line=dict(width=2, color="#222")))
-    # cliponaxis off: a count above a ring at the top edge is drawn whole, not cut by the plot's edge
-    return dict(trace, textposition=label_places(ranges, centres, sizes, counts), cliponaxis=False)
+    # cliponaxis off: a count above a ring at the top edge is drawn whole, not cut by the plot's edge; a count that
+    # would land on another count is left to the ring's hover (rings packed tight wrote unreadable heaps of counts)
+    layout = label_layout(ranges, centres, sizes, counts)
+    return dict(trace, text=[t if drawn else "" for t, (_, drawn) in zip(counts, layout)],
+                textposition=[place for place, _ in layout], cliponaxis=False)
 
 
 #: the plot area of a half-width Word senses panel at a laptop's width, in px (where labels would collide)
@@ -193,11 +197,18 @@ _PLACES = ("top center", "middle right", "bottom center", "middle left")
 
 def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndarray, sizes: Sequence[float],
                  texts: Sequence[str], plot_px: tuple[int, int] = PANEL_PLOT_PX) -> list[str]:
-    """A Plotly ``textposition`` for each ring's label (rings in order of preference) that keeps it off the other
-    rings, the labels placed before it and the plot's edges, where one of four places around its ring does; else
-    the place that overlaps least. Plotly never moves a label itself: rings a few pixels apart wrote their counts
-    over each other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel scale is
-    estimated for a panel of ``plot_px``."""
+    """Where each ring's label goes (:func:`label_layout`'s places)."""
+    return [place for place, _ in label_layout(ranges, rings, sizes, texts, plot_px)]
+
+
+def label_layout(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndarray, sizes: Sequence[float],
+                 texts: Sequence[str], plot_px: tuple[int, int] = PANEL_PLOT_PX) -> list[tuple[str, bool]]:
+    """For each ring's label (rings in order of preference), a Plotly ``textposition`` that keeps it off the other
+    rings, the labels placed before it and the plot's edges, where one of four places around its ring does, else
+    the place that overlaps least; and whether it is clear (on no label placed before it and inside the plot: a
+    label that is not is better left out). Plotly never moves a label itself: rings a few pixels apart wrote their
+    counts over each other's rings. ``ranges``: the x and y axis ranges; sizes are ring diameters in px. The pixel
+    scale is estimated for a panel of ``plot_px``."""
     lo = np.array([ranges[0][0], ranges[1][0]], dtype=float)
     span = np.array([ranges[0][1], ranges[1][1]], dtype=float) - lo
     span = np.where(span > 0, span, 1.0)
@@ -229,8 +240,10 @@ def label_places(ranges: tuple[Sequence[float], Sequence[float]], rings: np.ndar
         others = ring_boxes[:k] + ring_boxes[k + 1:] + placed
         cost = {p: sum(overlap(box(k, p), o) for o in others) + 2 * outside(box(k, p)) for p in _PLACES}
         best = min(_PLACES, key=lambda p: (cost[p], _PLACES.index(p)))
-        places.append(best)
-        placed.append(box(k, best))
+        clear = outside(box(k, best)) == 0 and not any(overlap(box(k, best), o) for o in placed)
+        places.append((best, clear))
+        if clear:
+            placed.append(box(k, best))
     return places
 
 
