@@ -10,8 +10,9 @@ Each kind is one :class:`ModelKind` entry, declared data only:
 - whether and how it is **trained** (``ctxmodels train KIND``): :class:`Training`;
 - how it is **fine-tuned** (``ctxmodels finetune``): ``finetune``, its fine-tuning backend;
 - how it is **shipped** (``ctxmodels quality`` and the measured model cards): :class:`Release`;
-- its **capabilities** (:data:`CONTEXTUAL`, :data:`ATTENTION`, :data:`MASKED_LM`, :data:`LANGUAGE_MODEL`, and the
-  derived :data:`FILL_IN`, :data:`TRAIN`, :data:`FINETUNE`): which analyses, commands and app views apply to it.
+- its **capabilities** (:data:`CONTEXTUAL`, :data:`ATTENTION`, :data:`MASKED_LM`, :data:`LANGUAGE_MODEL`,
+  :data:`LEFT_TO_RIGHT`, and the derived :data:`FILL_IN`, :data:`TRAIN`, :data:`FINETUNE`): which analyses,
+  commands and app views apply to it.
 
 Everything else asks this module (:func:`get`, :func:`kind_of`, :func:`declares`, :func:`supports`,
 :func:`with_capability`, :func:`detect_kind`) instead of comparing kind strings or probing a model's attributes.
@@ -48,7 +49,10 @@ ATTENTION = "attention"
 MASKED_LM = "masked_lm"
 #: forward and backward language models: blanks read from both sides, perplexity (a loaded model: ``has_lm``)
 LANGUAGE_MODEL = "language_model"
-#: fills in blanks either way (derived: :data:`MASKED_LM` or :data:`LANGUAGE_MODEL`)
+#: reads only the words before each position (a GPT's causal attention): next-word guesses, no blanks filled in
+LEFT_TO_RIGHT = "left_to_right"
+#: fills in blanks either way (derived: :data:`MASKED_LM`, or :data:`LANGUAGE_MODEL` read from both sides, i.e.
+#: without :data:`LEFT_TO_RIGHT`)
 FILL_IN = "fill_in"
 #: ``ctxmodels train KIND`` trains it from text (derived: the entry has :class:`Training`)
 TRAIN = "train"
@@ -115,7 +119,8 @@ class ModelKind:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        derived = {FILL_IN} if self.declared & {MASKED_LM, LANGUAGE_MODEL} else set()
+        both_ways_lm = LANGUAGE_MODEL in self.declared and LEFT_TO_RIGHT not in self.declared
+        derived = {FILL_IN} if MASKED_LM in self.declared or both_ways_lm else set()
         derived |= {TRAIN} if self.training is not None else set()
         derived |= {FINETUNE} if self.finetune else set()
         return self.declared | derived
@@ -312,4 +317,12 @@ register(ModelKind(
                       "static word vectors: skip-gram with negative sampling",
                       options="ctxmodels.commands.train:static_options"),
     release=Release(measure="ctxmodels.release.quality:static_neighbours"),
+))
+register(ModelKind(
+    name="gpt", title="GPT", adapter="ctxmodels.loading.gpt:GptLoaded",
+    description="left-to-right GPT-2 language models (model_type gpt2, as ctxmodels train gpt writes them)",
+    declared=frozenset({CONTEXTUAL, ATTENTION, LANGUAGE_MODEL, LEFT_TO_RIGHT}),
+    training=Training("ctxmodels.training.gpt_task", "GptSettings",
+                      "GPT: a left-to-right language model (next-word loss, causal attention)",
+                      options="ctxmodels.commands.train:gpt_options", extras=("resume",)),
 ))

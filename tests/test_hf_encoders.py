@@ -247,10 +247,10 @@ def test_damaged_and_mismatched_files_give_one_clear_error(folders, tmp_path):
     with pytest.raises(CheckpointError, match="num_hidden_layers 1000000000 is not a layer count"):
         ctxmodels.load(huge)
 
-    other = tmp_path / "gpt2"
+    other = tmp_path / "t5"  # a model type no kind reads (gpt2 is the gpt kind's)
     other.mkdir()
-    (other / "config.json").write_text('{"model_type": "gpt2"}')
-    with pytest.raises(CheckpointError, match="model_type 'gpt2' is not supported"):
+    (other / "config.json").write_text('{"model_type": "t5"}')
+    with pytest.raises(CheckpointError, match="model_type 't5' is not supported"):
         ctxmodels.load(other)
     clear_cache()
 

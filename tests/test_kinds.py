@@ -97,9 +97,9 @@ def test_capability_queries_answer_for_a_registered_kind(toy_kind, toy_folder):
 
 
 def test_an_unregistered_kind_is_refused_again(toy_folder, tmp_path):
-    other = tmp_path / "gpt2"
+    other = tmp_path / "t5"  # a model type no kind reads (gpt2 is the gpt kind's)
     other.mkdir()
-    (other / "config.json").write_text('{"model_type": "gpt2"}')
+    (other / "config.json").write_text('{"model_type": "t5"}')
     kinds.register(TOY)
     try:
         with pytest.raises(CheckpointError, match="toy vectors"):  # a refusal lists what is read, the toy too
@@ -117,7 +117,7 @@ def test_names_and_layouts_are_unique():
         kinds.register(kinds.ModelKind(name="bert", title="again", adapter="x:y"))
     with pytest.raises(ValueError, match="already registered"):
         kinds.register(kinds.ModelKind(name="elmo2", title="again", adapter="x:y", layouts=("elmo-published",)))
-    assert kinds.names() == ("bert", "transformers", "elmo", "static")
+    assert kinds.names() == ("bert", "transformers", "elmo", "static", "gpt")
     assert kinds.for_layout("static-text").name == "static" and kinds.for_layout("elmo-published").name == "elmo"
 
 
@@ -138,14 +138,16 @@ def test_every_name_a_shipped_kind_gives_resolves():
 
 
 def test_capabilities_of_the_shipped_kinds():
-    assert kinds.with_capability(kinds.ATTENTION) == ("bert", "transformers")
-    assert kinds.with_capability(kinds.FILL_IN) == ("bert", "transformers", "elmo")
-    assert kinds.with_capability(kinds.TRAIN) == ("bert", "transformers", "elmo", "static")
+    assert kinds.with_capability(kinds.ATTENTION) == ("bert", "transformers", "gpt")
+    assert kinds.with_capability(kinds.FILL_IN) == ("bert", "transformers", "elmo")  # a GPT reads one way only
+    assert kinds.with_capability(kinds.LANGUAGE_MODEL) == ("elmo", "gpt")
+    assert kinds.with_capability(kinds.LEFT_TO_RIGHT) == ("gpt",)
+    assert kinds.with_capability(kinds.TRAIN) == ("bert", "transformers", "elmo", "static", "gpt")
     # a RoBERTa trained here is read back as a transformers encoder: its command is `train roberta`
-    assert tuple(kinds.training_commands()) == ("bert", "roberta", "elmo", "static")
+    assert tuple(kinds.training_commands()) == ("bert", "roberta", "elmo", "static", "gpt")
     assert kinds.training_commands()["roberta"].name == "transformers"
     assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo")
-    assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo")
+    assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo", "gpt")
     assert kinds.backends() == ("transformers",) and kinds.get("transformers").reads == ("bert",)
     with pytest.raises(ValueError, match="no model kind 'gpt2'"):
         kinds.get("gpt2")

@@ -312,8 +312,8 @@ def test_corrupt_files_are_clear_errors(tmp_path):
     (d / "config.json").write_text("{ not json")
     with pytest.raises(CheckpointError, match=r"config.json: not valid JSON"):
         load(d)
-    (d / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2}))
-    with pytest.raises(CheckpointError, match="model_type 'gpt2' is not supported"):
+    (d / "config.json").write_text(json.dumps({"model_type": "t5", "num_layers": 2}))  # gpt2: the gpt kind's
+    with pytest.raises(CheckpointError, match="model_type 't5' is not supported"):
         load(d)
     e = make_elmo_dir(tmp_path)
     (e / "model.safetensors").write_bytes(b"\x00" * 20)

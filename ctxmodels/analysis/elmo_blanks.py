@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ..char_ids import batch_to_char_ids
-from ..kinds import LANGUAGE_MODEL, supports
+from ..kinds import LANGUAGE_MODEL, LEFT_TO_RIGHT, declares, supports
 from ..text import tokenize
 from ..tokenization import MASK
 from .blanks import (
@@ -49,7 +49,7 @@ _INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LM module -> 
 
 def can_fill(model: Any) -> bool:
     """An ELMo with its language models' softmax (published ELMo files carry none)."""
-    return supports(model, LANGUAGE_MODEL)
+    return supports(model, LANGUAGE_MODEL) and not declares(model, LEFT_TO_RIGHT)
 
 
 def _require_lm(model: Any) -> Any:

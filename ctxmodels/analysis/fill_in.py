@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from ..bert import BertForPreTraining
-from ..kinds import ATTENTION, FILL_IN, LANGUAGE_MODEL, MASKED_LM, declares, supports
+from ..kinds import ATTENTION, FILL_IN, LANGUAGE_MODEL, LEFT_TO_RIGHT, MASKED_LM, declares, supports
 from ..tokenization import MASK, Encoded, WordPieceTokenizer
 from . import elmo_blanks
 from .blanks import (
@@ -80,7 +80,7 @@ def _allowed_ids(tokenizer: WordPieceTokenizer, size: int, kind: str) -> torch.T
 def _elmo(model: Any) -> Any | None:
     """:mod:`.elmo_blanks` when ``model`` is a loaded model whose kind fills in blanks with language models read
     from both sides (ELMo), else None."""
-    return elmo_blanks if declares(model, LANGUAGE_MODEL) else None
+    return elmo_blanks if declares(model, LANGUAGE_MODEL) and not declares(model, LEFT_TO_RIGHT) else None
 
 
 def fills_blanks(model: Any) -> bool:

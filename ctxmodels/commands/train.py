@@ -2,8 +2,8 @@
 
 The kinds that train, their task modules, settings classes, option functions and ``build_task`` extras are what
 their registry entries declare (:class:`ctxmodels.kinds.Training`): ``bert``, ``roberta`` (read back as a
-``transformers`` encoder), ``elmo`` and ``static`` today, whose options are :func:`bert_options`,
-:func:`roberta_options`, :func:`elmo_options` and :func:`static_options` here.
+``transformers`` encoder), ``elmo``, ``static`` and ``gpt`` today, whose options are :func:`bert_options`,
+:func:`roberta_options`, :func:`elmo_options`, :func:`static_options` and :func:`gpt_options` here.
 
 Every option that is a run setting (:mod:`ctxmodels.training.settings`) defaults to None here, meaning "not
 given", so that a new run can take the kind's defaults and a resumed run its stored values; the help shows
@@ -160,6 +160,32 @@ def roberta_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--static-masking", type=T("static_masking"), default=None, metavar="N",
                    help="draw each sequence's masks once and reuse them for N epochs, as the original BERT data "
                         "did (default 0: dynamic masking, a new draw every time a sequence is seen)")
+
+
+def gpt_options(p: argparse.ArgumentParser) -> None:
+    from ..training.bert_task import DEFAULT_LR
+
+    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
+    add_common_arguments(p, "gpt", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    piece_options(p, "gpt")
+    masked = "a GPT predicts every next word from the words before it: nothing is masked"
+    for option, reason in (("--embedding-size", "factorised embeddings are ALBERT's; a GPT's word vectors have the "
+                                                "hidden size of its preset"),
+                           ("--max-predictions", masked), ("--whole-word-masking", masked),
+                           ("--static-masking", masked),
+                           ("--nsp", "a GPT has no next-sentence prediction; train bert has it"),
+                           ("--sop", "a GPT has no sentence-order prediction")):
+        p.add_argument(option, nargs="?", action=_refused(reason), help=argparse.SUPPRESS)
+
+
+def _refused(reason: str) -> type[argparse.Action]:
+    """An option that does not fit the kind: one clear line saying why, instead of "unrecognized arguments"."""
+
+    class Refused(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            parser.error(f"{option_string} does not fit this model: {reason}")
+
+    return Refused
 
 
 def piece_options(p: argparse.ArgumentParser, kind: str) -> None:

@@ -39,6 +39,7 @@ from ..kinds import (
     FILL_IN,
     FINETUNE,
     LANGUAGE_MODEL,
+    LEFT_TO_RIGHT,
     MASKED_LM,
     TRAIN,
     ModelNotFoundError,
@@ -56,6 +57,7 @@ from .cards import card_licence
 from .discovery import found_models, hf_cache_models, project_cache_models
 from .elmo import ElmoLoaded
 from .encoders import EncoderLoaded, pool_pieces
+from .gpt import GptLoaded
 from .names import PACKAGED_MODELS, SHORT_NAMES, packaged_model_dir, packaged_models, resolve
 from .static import StaticLoaded
 from .transformers_encoders import TransformersLoaded
@@ -63,11 +65,12 @@ from .transformers_encoders import TransformersLoaded
 #: the kinds with attention maps (the BERT family), as the registry declares them
 ENCODER_KINDS = with_capability(ATTENTION)
 #: the registry's questions, for the app (which imports the public API: ctxmodels.loading)
-CAPABILITIES = (ATTENTION, CONTEXTUAL, FILL_IN, FINETUNE, LANGUAGE_MODEL, MASKED_LM, TRAIN)
+CAPABILITIES = (ATTENTION, CONTEXTUAL, FILL_IN, FINETUNE, LANGUAGE_MODEL, LEFT_TO_RIGHT, MASKED_LM, TRAIN)
 
 __all__ = [
     "ATTENTION", "BertLoaded", "CAPABILITIES", "CONTEXTUAL", "ENCODER_KINDS", "ElmoLoaded", "EncoderLoaded",
-    "FILL_IN", "FINETUNE", "LANGUAGE_MODEL", "LoadedModel", "MASKED_LM", "MAX_MESSAGE", "ModelNotFoundError",
+    "FILL_IN", "FINETUNE", "GptLoaded", "LANGUAGE_MODEL", "LEFT_TO_RIGHT",
+    "LoadedModel", "MASKED_LM", "MAX_MESSAGE", "ModelNotFoundError",
     "PACKAGED_MODELS", "POOLINGS", "PROBE_SENTENCE", "SHORT_NAMES", "StaticLoaded", "TRAIN", "TransformersLoaded",
     "assets_dir", "card_licence", "clear_cache", "declares", "detect_kind", "found_models", "hf_cache_dirs",
     "hf_cache_models", "hf_snapshot", "kind_of", "load", "packaged_model_dir", "packaged_models", "peek_kind",

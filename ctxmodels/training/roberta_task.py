@@ -59,7 +59,7 @@ def lm_model_config(settings: BertSettings, tok: Any, architecture: str) -> Any:
     size = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size)
     if architecture == "gpt2":
         return transformers.GPT2Config(
-            vocab_size=tok.vocab_size, n_positions=settings.max_seq_len, n_embd=size.hidden_size,
+            vocab_size=tok.vocab_size, n_positions=size.max_position_embeddings, n_embd=size.hidden_size,
             n_layer=size.num_hidden_layers, n_head=size.num_attention_heads, n_inner=size.intermediate_size,
             resid_pdrop=settings.dropout, embd_pdrop=settings.dropout, attn_pdrop=settings.dropout,
             bos_token_id=tok.cls_id, eos_token_id=tok.sep_id, pad_token_id=tok.pad_id,
