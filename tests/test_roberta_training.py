@@ -113,7 +113,7 @@ def test_saved_folder_loads_in_transformers_and_ctxmodels(tmp_path, corpus_file,
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
     ours = transformers.RobertaForMaskedLM(model.config)
     load_weights = __import__("ctxmodels.training.roberta_task", fromlist=["x"]).RobertaTask.load_weights
-    holder = type("H", (), {"model": ours})()
+    holder = type("H", (), {"lm": ours})()
     load_weights(holder, out)
     ids = torch.tensor([[2, 10, 11, 12, 4, 13, 3]])
     model.eval(), ours.eval()
@@ -164,5 +164,5 @@ def test_checkpoint_weights_are_plain_state_dict_minus_the_tied_output(tmp_path)
     with pytest.raises(Exception, match="lm_head.decoder.weight|missing"):
         load_model_weights(transformers.RobertaForMaskedLM(config), tmp_path / "model.safetensors")
     other = transformers.RobertaForMaskedLM(config)
-    RobertaTask.load_weights(type("H", (), {"model": other})(), tmp_path)
+    RobertaTask.load_weights(type("H", (), {"lm": other})(), tmp_path)
     assert torch.equal(other.lm_head.decoder.weight, model.lm_head.decoder.weight)

@@ -49,8 +49,9 @@ class GptTask(LanguageModelTask):
     def objective(self) -> str:
         return "the next piece at every position (cross-entropy), each position reading only the pieces before it"
 
-    def losses(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    @staticmethod
+    def score(lm: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        logits = lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         guesses, targets = logits[:, :-1].float(), batch["labels"][:, 1:]  # bf16 cross-entropy is too coarse
         chosen = targets != IGNORE_INDEX
         total = F.cross_entropy(guesses[chosen], targets[chosen], reduction="sum")

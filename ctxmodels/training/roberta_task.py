@@ -10,6 +10,7 @@ bert``: ``[CLS]``/``[SEP]`` play RoBERTa's ``<s>``/``</s>``. The model folder is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -81,9 +82,23 @@ def position_limit(config: Any) -> int:
     return config.n_positions
 
 
+class ScoredModel(nn.Module):
+    """A transformers language model and its loss in one forward. The trainer wraps the task's model in DDP, which
+    synchronises the gradients of what the wrapped forward ran: the loss's own use of the model's parts (RoBERTa's
+    head on the masked positions only) must happen inside it."""
+
+    def __init__(self, lm: nn.Module, score: Callable[[nn.Module, Batch], tuple[torch.Tensor, ...]]):
+        super().__init__()
+        self.lm, self.score = lm, score
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        return self.score(self.lm, batch)
+
+
 class LanguageModelTask(TrainTask):
     """The trainer's side of a transformers language model on :class:`PackedData`: batches, loss, held-out
-    figures, the model folder. Subclasses say how a batch is scored (:meth:`losses`) and describe the model."""
+    figures, the model folder. Subclasses say how a batch is scored (:meth:`score`) and describe the model;
+    ``lm`` is the transformers model, ``model`` the same with its loss (:class:`ScoredModel`)."""
 
     TITLE = ""
     ARCHITECTURE = ""
@@ -91,7 +106,7 @@ class LanguageModelTask(TrainTask):
 
     def __init__(self, model: nn.Module, tokenizer: Any, train_data: PackedData, eval_data: PackedData | None,
                  settings: BertSettings, data_meta: dict[str, Any]):
-        self.model, self.tokenizer = model, tokenizer
+        self.lm, self.model, self.tokenizer = model, ScoredModel(model, self.score), tokenizer
         self.train_data, self.eval_data = train_data, eval_data
         self.settings, self.data_meta = settings, data_meta
         self._eval_batches: list[Batch] | None = None
@@ -102,7 +117,8 @@ class LanguageModelTask(TrainTask):
     def get_batch(self, epoch: int, index: int) -> Batch:
         return self.train_data.batch(epoch, index)
 
-    def losses(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    @staticmethod
+    def score(lm: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(summed cross-entropy over the predicted positions, their number, correct top-1 guesses there)."""
         raise NotImplementedError
 
@@ -111,7 +127,7 @@ class LanguageModelTask(TrainTask):
         return ""
 
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        total, n, _ = self.losses(model, batch)
+        total, n, _ = model(batch)
         loss = total / n.clamp(min=1)
         return loss, {"tokens": int(batch["attention_mask"].sum()), self.LOSS_NAME: loss.item()}
 
@@ -127,33 +143,36 @@ class LanguageModelTask(TrainTask):
         device = next(model.parameters()).device
         total, count, right = 0.0, 0, 0
         for batch in self._eval_batches:
-            s, n, r = self.losses(model, {k: v.to(device) for k, v in batch.items()})
+            s, n, r = model({k: v.to(device) for k, v in batch.items()})
             total, count, right = total + s.item(), count + int(n), right + int(r)
         model.train(was)
         return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1)))}
 
     def save_model(self, directory: Path) -> None:
+        from ..formats.transformers_models import _quiet
+
         directory = Path(directory)
-        self.model.save_pretrained(directory, safe_serialization=True)
+        with _quiet():  # no "Writing model shards" bar in the run's output
+            self.lm.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save(directory)
         tok_config = read_json(directory / "tokenizer_config.json")
-        tok_config["model_max_length"] = position_limit(self.model.config)
+        tok_config["model_max_length"] = position_limit(self.lm.config)
         write_json(directory / "tokenizer_config.json", tok_config)
 
     def load_weights(self, directory: Path) -> None:
         """Restore what :meth:`save_model` wrote (the output layer tied to the input embeddings is written once)."""
         path = Path(directory) / "model.safetensors"
-        missing, unexpected = self.model.load_state_dict(load_tensors(path), strict=False)
-        tied = set(getattr(self.model, "_tied_weights_keys", None) or ())
+        missing, unexpected = self.lm.load_state_dict(load_tensors(path), strict=False)
+        tied = set(getattr(self.lm, "_tied_weights_keys", None) or ())
         if unexpected or set(missing) - tied:
             wrong = sorted(set(missing) - tied) + list(unexpected)
             raise CheckpointError(f"{path}: does not fit this model ({', '.join(wrong[:5])})")
-        self.model.tie_weights()
+        self.lm.tie_weights()
 
     def model_card(self, info: dict[str, Any]) -> str:
-        s, m, cfg = self.settings, self.data_meta, self.model.config
+        s, m, cfg = self.settings, self.data_meta, self.lm.config
         card = default_model_card(self.TITLE, info)
-        n_params = sum(p.numel() for p in self.model.parameters())
+        n_params = sum(p.numel() for p in self.lm.parameters())
         return card + f"""
 ## Model
 
@@ -163,7 +182,7 @@ class LanguageModelTask(TrainTask):
 | size | {s.preset}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, \
 dropout {s.dropout:g} while training |
 | parameters | {n_params:,} |
-| tokenizer | {m['tokenizer']}; {m['vocab_size']:,} WordPiece pieces ([CLS]/[SEP] as start and end) |
+| tokenizer | {m['tokenizer']}; {m['vocab_size']:,} pieces ([CLS]/[SEP] as start and end) |
 
 ## Training data
 
@@ -188,12 +207,12 @@ class RobertaTask(LanguageModelTask):
                else "dynamic: a new draw every time a sequence is seen")
         return f"15% of pieces masked (80% [MASK] / 10% random / 10% kept, at most {s.max_predictions}); {how}"
 
-    def losses(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    @staticmethod
+    def score(lm: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         # The vocabulary projection only at the masked positions: 15% of the cost of scoring every position.
-        bare = getattr(model, "module", model)
-        hidden = bare.roberta(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        hidden = lm.roberta(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         chosen = batch["labels"] != IGNORE_INDEX
-        logits = bare.lm_head(hidden[chosen]).float()  # bf16 cross-entropy is too coarse
+        logits = lm.lm_head(hidden[chosen]).float()  # bf16 cross-entropy is too coarse
         labels = batch["labels"][chosen]
         total = F.cross_entropy(logits, labels, reduction="sum")
         return total, chosen.sum(), (logits.argmax(-1) == labels).sum()
