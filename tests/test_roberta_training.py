@@ -123,6 +123,10 @@ def test_saved_folder_loads_in_transformers_and_ctxmodels(tmp_path, corpus_file,
     assert loaded.model_type == "roberta" and loaded.can_fill_mask and loaded.has_attention
     vectors = loaded.embed([["the", "old", "bank"]])[0]
     assert vectors.shape[0] == loaded.n_layers == 3 and np.isfinite(vectors).all()
+    from ctxmodels.analysis.fill_in import fill_mask
+
+    guesses = fill_mask(loaded, None, "the old [MASK] by the river")
+    assert len(guesses) == 1 and len(guesses[0]) == 5 and all(0 <= g["prob"] <= 1 for g in guesses[0])
     assert "RobertaForMaskedLM" in (out / "README.md").read_text()
 
 
@@ -166,3 +170,30 @@ def test_checkpoint_weights_are_plain_state_dict_minus_the_tied_output(tmp_path)
     other = transformers.RobertaForMaskedLM(config)
     RobertaTask.load_weights(type("H", (), {"lm": other})(), tmp_path)
     assert torch.equal(other.lm_head.decoder.weight, model.lm_head.decoder.weight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["roberta", "gpt"])
+def test_two_process_training_ends_with_identical_weights(tmp_path, corpus_file, kind):
+    """Under torchrun (2 processes, gloo on CPU) both ranks end with the same weights: the loss runs inside the
+    model DDP wraps, so every gradient is averaged."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import RANK_SCRIPT
+
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    out = tmp_path / "run"
+    env = dict(os.environ, HASH_DIR=str(tmp_path), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
+           "train", kind, "--corpus", str(corpus_file), "--out", str(out), "--vocab-size", "120", "--steps", "3",
+           "--preset", "tiny", "--max-seq-len", "32", "--batch-size", "4", "--eval-sequences", "4", "--no-progress",
+           "--log-every", "1"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    reports = [(tmp_path / f"rank{r}.txt").read_text().split() for r in range(2)]
+    assert reports[0][0] == reports[1][0] == "2" and reports[0][1] == reports[1][1]
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if "loss" in r] == [1, 2, 3]
