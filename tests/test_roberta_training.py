@@ -14,6 +14,7 @@ from ctxmodels import cli
 from ctxmodels.training.bert_corpus import TokenizedDocuments
 from ctxmodels.training.bert_data import IGNORE_INDEX, VocabInfo
 from ctxmodels.training.lm_data import PackedData
+from ctxmodels.training.roberta_task import RobertaTask
 from ctxmodels.training.task import load_model_weights
 from tests.helpers import synthetic_corpus
 
@@ -112,9 +113,7 @@ def test_saved_folder_loads_in_transformers_and_ctxmodels(tmp_path, corpus_file,
     model, info = transformers.RobertaForMaskedLM.from_pretrained(out, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
     ours = transformers.RobertaForMaskedLM(model.config)
-    load_weights = __import__("ctxmodels.training.roberta_task", fromlist=["x"]).RobertaTask.load_weights
-    holder = type("H", (), {"lm": ours})()
-    load_weights(holder, out)
+    RobertaTask.load_weights(type("H", (), {"lm": ours})(), out)  # what --resume reads
     ids = torch.tensor([[2, 10, 11, 12, 4, 13, 3]])
     model.eval(), ours.eval()
     assert torch.equal(model(ids).logits, ours(ids).logits)
@@ -158,8 +157,6 @@ def test_bad_input_is_one_clear_line(tmp_path, corpus_file, capsys):
 def test_checkpoint_weights_are_plain_state_dict_minus_the_tied_output(tmp_path):
     """What resume reads: transformers' own file, the tied output layer written once."""
     import transformers
-
-    from ctxmodels.training.roberta_task import RobertaTask
 
     config = transformers.RobertaConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                         intermediate_size=32, max_position_embeddings=20, pad_token_id=0)

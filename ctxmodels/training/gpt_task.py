@@ -5,7 +5,7 @@ across documents (:mod:`.lm_data`, unmasked).
 The folder is transformers' GPT-2 layout (config.json with model_type gpt2, model.safetensors, the run's WordPiece
 tokenizer), which ``GPT2LMHeadModel.from_pretrained`` reads with nothing missing and ``ctxmodels.load`` opens as
 the ``gpt`` kind (:mod:`ctxmodels.loading.gpt`). What it shares with ``train roberta`` (data, the task's loop
-side, saving) is :class:`.roberta_task.LanguageModelTask`.
+side, saving) is :mod:`.lm_task`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from torch import nn
 
 from ..bounds import Bound
 from .bert_data import IGNORE_INDEX
-from .roberta_task import LanguageModelTask, RobertaSettings, build_lm_task
+from .lm_task import LanguageModelTask, PackedSettings, build_lm_task
 from .trainer import Batch, TrainConfig
 
 
 @dataclass
-class GptSettings(RobertaSettings):
+class GptSettings(PackedSettings):
     """A GPT run: the model size, vocabulary, sequences and schedule of ``train roberta``; nothing is masked."""
 
     KIND: ClassVar[str] = "gpt"
@@ -33,10 +33,9 @@ class GptSettings(RobertaSettings):
     BOUNDS: ClassVar[dict[str, Bound]] = {}
 
     def check(self) -> None:
-        for name in ("whole_word_masking", "static_masking"):
-            if getattr(self, name):
-                raise ValueError(f"--{name.replace('_', '-')} does not fit a GPT: it predicts every next word, "
-                                 "nothing is masked")
+        if self.whole_word_masking:
+            raise ValueError("--whole-word-masking does not fit a GPT: it predicts every next word, nothing is "
+                             "masked")
         super().check()
 
 

@@ -1,6 +1,6 @@
 """``ctxmodels train roberta``: transformers' ``RobertaForMaskedLM`` trained by the shared trainer on a masked LM
 alone (no next-sentence prediction), whole sentences packed across documents, dynamic or static masking
-(:mod:`.lm_data`).
+(:mod:`.lm_data`; what it shares with ``train gpt`` is :mod:`.lm_task`).
 
 The word pieces are the run's WordPiece vocabulary (trained on the corpus, or ``--tokenizer``), as for ``train
 bert``: ``[CLS]``/``[SEP]`` play RoBERTa's ``<s>``/``</s>``. The model folder is transformers' own layout
@@ -10,189 +10,30 @@ bert``: ``[CLS]``/``[SEP]`` play RoBERTa's ``<s>``/``</s>``. The model folder is
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..bounds import Bound, int_range
-from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
-from .bert_corpus import prepare_data
-from .bert_data import IGNORE_INDEX, VocabInfo
-from .bert_task import BertSettings
-from .lm_data import PackedData
-from .trainer import Batch, TrainConfig, TrainTask, default_model_card, setup_distributed
+from .bert_data import IGNORE_INDEX
+from .lm_task import LanguageModelTask, PackedSettings, build_lm_task
+from .trainer import Batch, TrainConfig
 
 
 @dataclass
-class RobertaSettings(BertSettings):
-    """A RoBERTa run: BERT's settings (model sizes by preset, vocabulary, masking budget) without next-sentence
-    pairs, plus ``static_masking``: 0 = a new mask every epoch, N = masks drawn once and kept N epochs."""
+class RobertaSettings(PackedSettings):
+    """A RoBERTa run: ``static_masking`` 0 = a new mask every time a sequence is seen, N = masks drawn once and kept
+    N epochs."""
 
     KIND: ClassVar[str] = "roberta"
     TITLE: ClassVar[str] = "RoBERTa"
     BOUNDS: ClassVar[dict[str, Bound]] = {"static_masking": int_range(0, 10_000)}
 
     static_masking: int = 0
-
-    def check(self) -> None:
-        for name in ("init_from", "sinusoidal_positions"):
-            if getattr(self, name):
-                raise ValueError(f"--{name.replace('_', '-')} is not an option of a {self.TITLE} run")
-        super().check()
-
-    @classmethod
-    def legacy(cls, out: Path) -> dict[str, Any] | None:
-        return None
-
-
-def lm_model_config(settings: BertSettings, tok: Any, architecture: str) -> Any:
-    """A transformers config of ``architecture`` ("roberta" or "gpt2") at the size of BERT's ``--preset``."""
-    import transformers
-
-    from ..bert import BertConfig
-
-    size = BertConfig.preset(settings.preset, vocab_size=tok.vocab_size)
-    if architecture == "gpt2":
-        return transformers.GPT2Config(
-            vocab_size=tok.vocab_size, n_positions=size.max_position_embeddings, n_embd=size.hidden_size,
-            n_layer=size.num_hidden_layers, n_head=size.num_attention_heads, n_inner=size.intermediate_size,
-            resid_pdrop=settings.dropout, embd_pdrop=settings.dropout, attn_pdrop=settings.dropout,
-            bos_token_id=tok.cls_id, eos_token_id=tok.sep_id, pad_token_id=tok.pad_id,
-            architectures=["GPT2LMHeadModel"])
-    # RoBERTa counts positions from pad_token_id + 1 (514 rows for 512 pieces when [PAD] is 0)
-    return transformers.RobertaConfig(
-        vocab_size=tok.vocab_size, hidden_size=size.hidden_size, num_hidden_layers=size.num_hidden_layers,
-        num_attention_heads=size.num_attention_heads, intermediate_size=size.intermediate_size,
-        max_position_embeddings=size.max_position_embeddings + tok.pad_id + 1, type_vocab_size=1,
-        hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout,
-        pad_token_id=tok.pad_id, bos_token_id=tok.cls_id, eos_token_id=tok.sep_id,
-        architectures=["RobertaForMaskedLM"])
-
-
-def position_limit(config: Any) -> int:
-    """Pieces a sequence may hold in this model (RoBERTa's table starts after pad_token_id)."""
-    if config.model_type == "roberta":
-        return config.max_position_embeddings - config.pad_token_id - 1
-    return config.n_positions
-
-
-class ScoredModel(nn.Module):
-    """A transformers language model and its loss in one forward. The trainer wraps the task's model in DDP, which
-    synchronises the gradients of what the wrapped forward ran: the loss's own use of the model's parts (RoBERTa's
-    head on the masked positions only) must happen inside it."""
-
-    def __init__(self, lm: nn.Module, score: Callable[[nn.Module, Batch], tuple[torch.Tensor, ...]]):
-        super().__init__()
-        self.lm, self.score = lm, score
-
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, ...]:
-        return self.score(self.lm, batch)
-
-
-class LanguageModelTask(TrainTask):
-    """The trainer's side of a transformers language model on :class:`PackedData`: batches, loss, held-out
-    figures, the model folder. Subclasses say how a batch is scored (:meth:`score`) and describe the model;
-    ``lm`` is the transformers model, ``model`` the same with its loss (:class:`ScoredModel`)."""
-
-    TITLE = ""
-    ARCHITECTURE = ""
-    LOSS_NAME = "loss"
-
-    def __init__(self, model: nn.Module, tokenizer: Any, train_data: PackedData, eval_data: PackedData | None,
-                 settings: BertSettings, data_meta: dict[str, Any]):
-        self.lm, self.model, self.tokenizer = model, ScoredModel(model, self.score), tokenizer
-        self.train_data, self.eval_data = train_data, eval_data
-        self.settings, self.data_meta = settings, data_meta
-        self._eval_batches: list[Batch] | None = None
-
-    def num_batches(self, epoch: int) -> int:
-        return self.train_data.num_batches
-
-    def get_batch(self, epoch: int, index: int) -> Batch:
-        return self.train_data.batch(epoch, index)
-
-    @staticmethod
-    def score(lm: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(summed cross-entropy over the predicted positions, their number, correct top-1 guesses there)."""
-        raise NotImplementedError
-
-    def objective(self) -> str:
-        """The training objective in words, for the card."""
-        return ""
-
-    def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        total, n, _ = model(batch)
-        loss = total / n.clamp(min=1)
-        return loss, {"tokens": int(batch["attention_mask"].sum()), self.LOSS_NAME: loss.item()}
-
-    @torch.no_grad()
-    def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Held-out top-1 accuracy and perplexity of the predicted pieces on a fixed set."""
-        if self.eval_data is None or self.settings.eval_sequences == 0:
-            return {}
-        if self._eval_batches is None:
-            self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
-        was = model.training
-        model.eval()
-        device = next(model.parameters()).device
-        total, count, right = 0.0, 0, 0
-        for batch in self._eval_batches:
-            s, n, r = model({k: v.to(device) for k, v in batch.items()})
-            total, count, right = total + s.item(), count + int(n), right + int(r)
-        model.train(was)
-        return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1)))}
-
-    def save_model(self, directory: Path) -> None:
-        from ..formats.transformers_models import _quiet
-
-        directory = Path(directory)
-        with _quiet():  # no "Writing model shards" bar in the run's output
-            self.lm.save_pretrained(directory, safe_serialization=True)
-        self.tokenizer.save(directory)
-        tok_config = read_json(directory / "tokenizer_config.json")
-        tok_config["model_max_length"] = position_limit(self.lm.config)
-        write_json(directory / "tokenizer_config.json", tok_config)
-
-    def load_weights(self, directory: Path) -> None:
-        """Restore what :meth:`save_model` wrote (the output layer tied to the input embeddings is written once)."""
-        path = Path(directory) / "model.safetensors"
-        missing, unexpected = self.lm.load_state_dict(load_tensors(path), strict=False)
-        tied = set(getattr(self.lm, "_tied_weights_keys", None) or ())
-        if unexpected or set(missing) - tied:
-            wrong = sorted(set(missing) - tied) + list(unexpected)
-            raise CheckpointError(f"{path}: does not fit this model ({', '.join(wrong[:5])})")
-        self.lm.tie_weights()
-
-    def model_card(self, info: dict[str, Any]) -> str:
-        s, m, cfg = self.settings, self.data_meta, self.lm.config
-        card = default_model_card(self.TITLE, info)
-        n_params = sum(p.numel() for p in self.lm.parameters())
-        return card + f"""
-## Model
-
-| | |
-|---|---|
-| architecture | {self.ARCHITECTURE} |
-| size | {s.preset}: {cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, \
-dropout {s.dropout:g} while training |
-| parameters | {n_params:,} |
-| tokenizer | {m['tokenizer']}; {m['vocab_size']:,} pieces ([CLS]/[SEP] as start and end) |
-
-## Training data
-
-| | |
-|---|---|
-| corpus | `{m['corpus']}` ({m['documents']} documents, blank-line separated) |
-| held-out documents | {', '.join(map(str, m['heldout_indices'])) or 'none'} (0-based, in corpus order) |
-| sequences | whole sentences packed across documents up to {s.max_seq_len} pieces, batch {s.batch_size} |
-| objective | {self.objective()} |
-"""
 
 
 class RobertaTask(LanguageModelTask):
@@ -216,45 +57,6 @@ class RobertaTask(LanguageModelTask):
         labels = batch["labels"][chosen]
         total = F.cross_entropy(logits, labels, reduction="sum")
         return total, chosen.sum(), (logits.argmax(-1) == labels).sum()
-
-
-def build_lm_task(task_class: type[LanguageModelTask], settings: BertSettings, out: str | Path, resume: bool,
-                  mlm: bool) -> tuple[LanguageModelTask, TrainConfig]:
-    """The task and trainer settings of a run in ``out``: data prepared (and cached) as for BERT, the model
-    built at the preset's size."""
-    import transformers
-
-    out = Path(out)
-    info = setup_distributed()
-    data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
-                         heldout_docs=settings.heldout_docs, add_text=settings.add_text, resume=resume)
-    if info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
-        settings.heldout_docs = len(data.meta["heldout_indices"])
-        settings.save(out)
-    if info.world_size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()  # the other ranks load what rank 0 prepared
-    if not info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
-    tok = data.tokenizer
-    config = lm_model_config(settings, tok, "roberta" if mlm else "gpt2")
-    if settings.max_seq_len > position_limit(config):
-        raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's {position_limit(config)} "
-                         "positions")
-    vocab = VocabInfo.from_tokenizer(tok)
-    common = dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
-                  max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
-                  static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
-    train = PackedData(data.train, vocab, data_seed=settings.data_seed,
-                       name=f"{Path(settings.corpus).name} (training documents)", **common)
-    eval_data = (PackedData(data.heldout, vocab, name=f"{Path(settings.corpus).name} (held-out documents)",
-                            **common) if data.heldout.n_tokens and settings.eval_sequences else None)
-    torch.manual_seed(settings.seed)  # the same initial weights on every rank and every re-run
-    model_class = transformers.RobertaForMaskedLM if mlm else transformers.GPT2LMHeadModel
-    model = model_class(config)
-    return task_class(model, tok, train, eval_data, settings, data.meta), settings.train_config()
 
 
 def build_task(settings: RobertaSettings, out: str | Path, resume: bool = False
