@@ -17,9 +17,12 @@ def test_a_point_every_sense_shares_is_neutral_in_3d():
     coords = np.zeros((32, 3))
     labels = ["money"] * 16 + ["river"] * 16
     fig = sense_scatter(coords, labels, [""] * 32, stacks=[list(range(32))], ranges=([-1, 1], [-1, 1], [-1, 1]))
-    senses = [t for t in fig.data if t.name in ("money", "river")]
-    assert {t.name for t in senses} == {"money", "river"}  # both keep their legend entries ...
-    assert all(len(t.x) == 16 and not np.any(t.marker.size) for t in senses)  # ... but draw no dot there
+    senses = [t for t in fig.data if t.name in ("money", "river") and len(t.x) == 16]
+    assert {t.name for t in senses} == {"money", "river"} and not any(np.any(t.marker.size) for t in senses)
+    entries = [t for t in fig.data if t.name in ("money", "river") and t.showlegend is not False]
+    assert [(t.name, t.marker.size, t.marker.color) for t in entries] == [("money", 9, PALETTE[0]),
+                                                                          ("river", 9, PALETTE[1])]
+    assert all(np.isnan(t.x[0]) and t.legendgroup == t.name for t in entries)  # the legend keeps both, undrawn
     [shared] = [t for t in fig.data if t.name.startswith("shared points")]
     assert shared.marker.color == NEUTRAL and list(shared.text) == ["×32"]
     # one sense only: the point is that sense's, drawn in its colour

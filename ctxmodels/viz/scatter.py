@@ -68,8 +68,9 @@ def sense_scatter(
     traces = []
     spread = any(spreads)
     # In 3-D a point that occurrences of several senses share stays one point (no sunflower): drawn in one sense's
-    # colour it would claim that sense, so its dots are drawn at size 0 (the sense keeps its legend entry, which an
-    # empty trace would lose) and the ring's neutral dot stands for all of them.
+    # colour it would claim that sense, so its dots are drawn at size 0 and the ring's neutral dot stands for all of
+    # them. Plotly sizes a 3-D legend entry by its trace's mean size, so each sense's entry is then a trace of its
+    # own: one undrawn (NaN) dot of the usual size, in the sense's legend group (a click still hides the sense).
     shared = np.zeros(len(coords), dtype=bool)
     if three_d:
         for st in stacks:
@@ -86,6 +87,11 @@ def sense_scatter(
         )
         if three_d:
             trace["z"] = coords[idx, 2]
+        if shared.any():
+            trace.update(legendgroup=plain(name), showlegend=False)
+            traces.append(dict(type=kind, name=plain(name), mode="markers", x=[np.nan], y=[np.nan], z=[np.nan],
+                               legendgroup=plain(name), hoverinfo="skip",
+                               marker=dict(size=marker_size, color=colours.get(name, "#333"), opacity=1)))
         traces.append(trace)
     if stacks and not three_d:
         traces.append(_stack_trace(np.array(centres), stacks, spreads, names, panel))
