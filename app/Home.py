@@ -30,13 +30,14 @@ from app.kit.presentation import (  # noqa: E402
     start_presenting,
 )
 from app.kit.url_state import flush, history_steps, url_state  # noqa: E402
-from app.kit.warm_up import serving_threads, umap_warm_up  # noqa: E402
+from app.kit.warm_up import lesson_warm_up, serving_threads, umap_warm_up  # noqa: E402
 
 present = presenting()
 st.set_page_config(page_title="ctxmodels explorer", page_icon="🔎", layout="wide",
                    initial_sidebar_state="collapsed" if present else "auto")
 serving_threads()  # once per server: one torch thread per model call (app/kit/warm_up.py says why)
 umap_warm_up()  # once per server, in the background: the first UMAP then takes a second, not half a minute
+lesson_warm_up()  # with --warm-lesson: the lesson's pages visited once per server, in the background
 
 # The default page is served at the root ("/"): Streamlit gives it the url_path "" whatever it is told, so
 # "/overview" found no page. A hidden second entry for the same file answers there. (Streamlit tells pages apart

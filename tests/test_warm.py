@@ -46,3 +46,32 @@ def test_warming_visits_every_lesson_step_and_the_pages_it_links_to(server, caps
 def test_an_unreachable_server_is_one_line(capsys):
     assert warm.main(["http://127.0.0.1:9"]) == 1
     assert "cannot reach the app" in capsys.readouterr().err
+
+
+def test_the_start_up_option_warms_the_lesson_once_per_server(tmp_path_factory):
+    """``CTXMODELS_WARM_LESSON=1`` (``--warm-lesson``): the server's first visit starts the same visits in the
+    background, inside the server; its console says when they are done."""
+    import time
+
+    assets = build_tiny_assets(tmp_path_factory.mktemp("tiny-assets-warm"))
+    base = tmp_path_factory.getbasetemp()
+    logs_before = set(base.glob("**/server.log"))
+    served = start_server(tmp_path_factory, assets, CTXMODELS_WARM_LESSON="1",
+                          CTXMODELS_CACHE=str(tmp_path_factory.mktemp("cache-warm")))
+    url = next(served)
+    try:
+        log = max(set(base.glob("**/server.log")) - logs_before, key=lambda p: p.stat().st_mtime)
+        warm.visit(url, "models")  # the first visitor
+        deadline = time.time() + 600
+        while time.time() < deadline and "views warmed" not in log.read_text():  # done, or the deadline
+            time.sleep(1)
+        text = log.read_text()
+        # inside the server: at least the first step visited (on a machine busy with other suites the whole
+        # warm-up may take longer than the wait; test_warming_visits_every_lesson_step checks the whole of it)
+        assert "lesson warm-up: " in text and "/lesson?step=1&reveal=1" in text, text[-2000:]
+        assert text.count("views warmed") <= 1
+        warm.visit(url, "models")  # a second visitor starts nothing more
+        time.sleep(2)
+        assert log.read_text().count("lesson warm-up:") == text.count("lesson warm-up:")
+    finally:
+        next(served, None)

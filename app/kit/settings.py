@@ -21,6 +21,8 @@ not reach the teacher's disk).
 * ``CTXMODELS_APP_RUNS``: where models trained from the app are written (default ``runs/app`` of the checkout;
   for the app installed from a wheel, ``app-runs`` in the cache folder, ``ctxmodels.paths.cache_dir()``);
 * ``CTXMODELS_APP_WARMUP=0``: do not warm UMAP up at start-up;
+* ``CTXMODELS_WARM_LESSON=1`` or ``--warm-lesson``: warm the lesson once per server, in the background from the
+  first visit on (what ``python -m app.warm`` does from outside: ``app/kit/warm_up.py``);
 * ``CTXMODELS_APP_PACKAGED=0``: leave the installed model packages (``minilm``) out of the model lists;
 * ``CTXMODELS_TORCH_THREADS=N`` (default 1): torch threads per model call while serving (``app/kit/warm_up.py``).
 """
@@ -57,6 +59,7 @@ class Settings:
     upload_mb: float = 5.0
     runs_dir: Path = ROOT / "runs" / "app"
     warm_up: bool = True
+    warm_lesson: bool = False
     packaged: bool = True
 
 
@@ -83,6 +86,7 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
     p.add_argument("--allow-training", action="store_true")
     p.add_argument("--allow-downloads", action="store_true")
     p.add_argument("--heavy-per-session", default=None)
+    p.add_argument("--warm-lesson", action="store_true")
     args, _ = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     models = [m.strip() for m in os.environ.get("CTXMODELS_APP_MODELS", "").split(",") if m.strip()]
     models += [m.strip() for chunk in args.models for m in chunk.split(",") if m.strip()]
@@ -106,5 +110,6 @@ def settings(argv: Sequence[str] | None = None) -> Settings:
         upload_mb=upload_mb,
         runs_dir=Path(os.environ.get("CTXMODELS_APP_RUNS") or default_runs_dir()),
         warm_up=os.environ.get("CTXMODELS_APP_WARMUP", "1") != "0",
+        warm_lesson=args.warm_lesson or _flag("CTXMODELS_WARM_LESSON"),
         packaged=os.environ.get("CTXMODELS_APP_PACKAGED", "1") != "0",
     )

@@ -46,6 +46,37 @@ def serving_threads() -> int:
     return n
 
 
+@st.cache_resource
+def lesson_warm_up() -> threading.Thread | None:
+    """With ``--warm-lesson``: ``python -m app.warm``'s visits, once per server, in the background from the first
+    visit on (a page run cannot warm the caches of pages it does not run; these visits run them, in this process,
+    through the server's own address)."""
+    if not settings().warm_lesson:
+        return None
+    address = st.get_option("server.address") or "127.0.0.1"
+    host = "127.0.0.1" if address in ("0.0.0.0", "::", "") else address
+    base = (st.get_option("server.baseUrlPath") or "").strip("/")
+    url = f"http://{host}:{st.get_option('server.port')}" + (f"/{base}" if base else "")
+    thread = threading.Thread(target=_warm_lesson, args=(url,), name="lesson-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_lesson(url: str) -> None:
+    """The visits, each line printed to the server's console (the operator's terminal) as it ends."""
+    import time
+
+    from app.warm import warm
+
+    start = time.monotonic()
+    try:
+        done = warm(url, report=lambda v: print(f"lesson warm-up: {v.seconds:6.1f} s  /{v.page}?{v.query}"[:140],
+                                                flush=True))
+        print(f"lesson warm-up: {len(done)} views warmed in {time.monotonic() - start:.0f} s", flush=True)
+    except Exception as e:  # noqa: BLE001 - a warm-up that cannot reach the server leaves the app as it was
+        print(f"lesson warm-up stopped: {e}", flush=True)
+
+
 def umap_ready() -> bool:
     thread = umap_warm_up()
     return thread is None or not thread.is_alive()
