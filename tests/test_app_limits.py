@@ -64,7 +64,7 @@ def test_the_operator_who_allows_downloads_gets_a_button_per_published_model(mon
 def test_the_next_sentence_score_says_what_it_learned_and_where_it_fails():
     at = page("attention", pair="The cat sat on the mat.")
     assert_clean(at)
-    said = [c for c in texts(at.caption) if "What this number learned" in c]
+    said = [m for m in texts(at.markdown) if "What this number learned" in m]
     assert said and "98%" in said[0] and "Photosynthesis" in said[0]
 
 

@@ -106,7 +106,8 @@ if shown_input[2]:
                        "random sentence otherwise; its next-sentence (NSP) head reads the [CLS] vector of the last "
                        "layer (through the pooler) and says how likely B is the real next sentence. "
                        "A model with random weights gives a meaningless number.")
-        st.caption(TEXT["nsp"])
+        with st.expander("What this number learned, and a pair it gets wrong", icon=":material/help:"):
+            st.markdown(TEXT["nsp"])  # folded: the maps stay on the first screen
     else:
         st.caption(f"{md(label(shown_input[0]))} has no next-sentence (NSP) head, so it cannot say whether B "
                    "follows A; its attention over the pair is below.")
