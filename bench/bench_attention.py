@@ -228,6 +228,9 @@ def redraws(b: Page, server, texts: list[str], n: int, action: Change) -> None:
     and Enter (the page runs the model once and
     draws every head again: overview, detail and ranking), each until the detail heatmap has changed and the page
     is idle."""
+    summary = b.page.locator('[data-testid="stExpander"] summary').filter(has_text="Controls").first
+    if summary.count() and summary.locator("xpath=..").get_attribute("open") is None:
+        summary.click()  # the page's inputs are folded under "Controls" (the maps come first); opening runs nothing
     box = b.page.get_by_label("Sentence A")
     for i in range(n):
         server_idle(server)

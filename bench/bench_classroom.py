@@ -97,7 +97,16 @@ def switch(b: Browser, server, do, done, action: Action, plot: int) -> None:
     b.settle()
 
 
+def open_controls(b: Browser) -> None:
+    """Open the page's folded "Controls" box once (a page opens on its figure, its inputs folded); opening it runs
+    nothing on the server."""
+    summary = b.page.locator('[data-testid="stExpander"] summary').filter(has_text="Controls").first
+    if summary.count() and summary.locator("xpath=..").get_attribute("open") is None:
+        summary.click()
+
+
 def choose(b: Browser, label: str, option: str) -> None:
+    open_controls(b)
     box = b.page.get_by_role("combobox", name=label, exact=True)
     box.click()
     box.fill(option)  # Streamlit's selectbox filters its options as one types
@@ -145,6 +154,7 @@ def one_visitor(server, repeat: int, cpu: list, page: str = PAGE) -> tuple[list[
         if b.state()["methods"][0] != "UMAP":
             choose(b, "Projection", "UMAP")
             b.settle()
+        open_controls(b)
         for i in range(repeat + 1):
             dims = "3-D" if i % 2 == 0 else "2-D"
             name = "view switch to 3-D, first (UMAP in 3-D)" if i == 0 else "view switch, cached (2-D <-> 3-D)"

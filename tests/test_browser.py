@@ -144,6 +144,14 @@ def screenshot(page, name: str) -> None:
     page.set_viewport_size({"width": width, "height": 1000})
 
 
+def open_controls(page) -> None:
+    """Open the page's folded *Controls* box (a page opens on its figure, its inputs folded), unless it is open."""
+    summary = page.locator('[data-testid="stExpander"] summary').filter(has_text="Controls").first
+    if summary.locator("xpath=..").get_attribute("open") is None:
+        summary.click()
+        settle(page, 60)
+
+
 def no_traceback(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
         '[data-testid="stException"]').first.inner_text()
@@ -264,6 +272,7 @@ def test_fill_in_shows_which_words_a_guess_rests_on(server, browser):
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     settle(page)
     assert page.locator(".js-plotly-plot").count() == 1
+    open_controls(page)
     page.get_by_text("Show which words it rests on").click()
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2", timeout=60_000)
     settle(page)
@@ -304,6 +313,7 @@ def test_fill_in_shows_the_guesses_layer_by_layer(server, browser):
     page.goto(f"{server}/fill_in?text=She+deposited+the+money+in+the+%5BMASK%5D.")
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     settle(page)
+    open_controls(page)
     page.get_by_text("Show the guesses layer by layer").click()
     grid = "[...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data[0].type === 'heatmap')"
     page.wait_for_function(f"() => {grid}.length === 1", timeout=60_000)
@@ -332,6 +342,7 @@ def test_fill_in_compares_two_sentences(server, browser):
     page.goto(f"{server}/fill_in?text=The+boat+drifted+towards+the+%5BMASK%5D+of+the+river.")
     page.wait_for_selector(".js-plotly-plot", timeout=60_000)
     settle(page)
+    open_controls(page)
     box = page.get_by_role("textbox", name="Compare with sentence B")
     box.fill("The boat drifted towards the [MASK] of the sea.")
     box.press("Enter")
@@ -380,6 +391,7 @@ def test_word_senses_rings_the_occurrences_with_the_words_typed(server, browser)
     rings = ("() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.data.some(t => "
              "(t.name || '').startsWith('with '))).length")
     assert page.evaluate(rings) == 0
+    open_controls(page)
     box = page.get_by_role("textbox", name="Ring the occurrences with these words around them")
     box.fill("river")
     box.press("Enter")
@@ -529,6 +541,7 @@ def test_word_senses_turns_to_three_dimensions(server, browser):
     page.goto(f"{server}/word_senses?projection=pca&models=elmo-eltec")
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     settle(page)
+    open_controls(page)
     page.get_by_text("3-D", exact=True).click()
     page.wait_for_function("() => { const g = document.querySelectorAll('.js-plotly-plot');"
                            " return g.length >= 2 && Array.from(g).slice(0, 2).every("
@@ -600,6 +613,7 @@ def test_word_senses_layer_survives_rows_that_were_not_drawn(server, browser):
     settle(page)
     assert "layer 1" in layer_title(page) and "layer 1" in slider_value(page)
     # Remove the model (no row, no slider), then add it back.
+    open_controls(page)
     page.get_by_role("button", name="Clear all").first.click()
     settle(page)
     assert page.get_by_role("slider").count() == 0
@@ -740,6 +754,7 @@ def test_a_row_picked_in_the_head_ranking_opens_that_head_in_detail(server, brow
     deadline = time.time() + 60
     while time.time() < deadline and detail_heatmap(page)[0] != f"layer {layer}, head {moved}":
         time.sleep(0.2)
+    open_controls(page)
     page.get_by_text("Hide [CLS] and [SEP]").click()  # a whole-page rerun with the row still ticked
     settle(page)
     assert detail_heatmap(page)[0] == f"layer {layer}, head {moved}"
@@ -811,6 +826,7 @@ def test_word_senses_in_an_uploaded_corpus(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(f"{server}/word_senses?source=corpus&corpus=banks.txt&corpus_word=bank&projection=pca&models=bert-eltec")
     settle(page)
+    open_controls(page)
     page.get_by_role("combobox", name="Corpus").click()
     page.get_by_role("option", name="my upload").click()
     settle(page)

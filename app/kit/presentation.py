@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.kit.inputs import md
 from app.kit.url_state import url_state, write
 
 LEAVE_KEY = "leave_present"
@@ -145,5 +146,5 @@ def controls(label: str = "Controls", summary: str = "", key: str = "controls"):
     ``summary``, the current settings in a few words, is written on it, so what is shown is said without opening
     it. Use as ``with controls(): ...`` or ``box = controls()``; the widgets inside keep their keys, values and URL
     parameters. ``key`` (starting with "controls") names the box for the styles that let its columns wrap."""
-    title = f"{label}: {summary}" if summary else label
+    title = f"{label}: {md(summary)}" if summary else label  # a visitor's words in it show as typed
     return st.expander(title, expanded=False, icon=":material/tune:", key=key)
