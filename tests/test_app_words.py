@@ -11,9 +11,11 @@ import pytest
 
 from app.kit import glossary
 from app.kit.explanations import FORMULAS, SYMBOLS
+from tests import test_app_fine_tuning
 from tests.app_fixtures import assert_clean, open_explanation, page, unglossed
 
 pytestmark = pytest.mark.usefixtures("app_env")
+tuned = test_app_fine_tuning.tuned  # a tiny BERT fine-tuned for a few steps (a fixture)
 
 PAGES = {"overview": {"try": "1"}, "lesson": {"step": "1", "reveal": "1"}, "word_senses": {"projection": "pca"},
          "elmo_layers": {}, "attention": {}, "fine_tuning": {}, "fill_in": {}, "models": {}}
@@ -23,7 +25,7 @@ INTERNAL = [
     re.compile(r"\b[\w-]+\.(?:json|jsonl|py|safetensors|pt|bin|npz)\b"),
     re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\.[a-z_]+\b"),  # OccurrenceVectors.finite
     re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),  # snake_case
-    re.compile(r"\b\d+\.\d{3,}\b"),  # a number printed as Python prints it: clipped from 30 to 10.6667
+    re.compile(r"\b\d+\.\d{4,}\b"),  # a number printed as Python prints it: clipped from 30 to 10.6667
 ]
 _CODE = re.compile(r"<(style|script)>.*?</\1>|`[^`]*`|\]\([^)]*\)|<[^>]+>|\$\$.*?\$\$|\$[^$]*\$", re.S)
 # Visible text in the proto of an element: its body, label, help, placeholder, options, value, caption.
@@ -69,7 +71,7 @@ def _strings(proto, out: list[str]) -> None:
 def _figure_words(spec: dict) -> list[str]:
     layout = spec.get("layout", {})
     words = [str(t.get("name", "")) for t in spec.get("data", [])]
-    for key, value in layout.items():
+    for value in layout.values():
         if isinstance(value, dict):
             title = value.get("title")
             words.append(str(title.get("text", "")) if isinstance(title, dict) else str(title or ""))
@@ -87,6 +89,16 @@ def test_no_page_shows_an_internal_name(name):
     at = page(name, **PAGES[name])
     assert_clean(at)
     at = open_explanation(at)
+    found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
+    assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
+
+
+def test_the_fine_tuning_page_of_a_fine_tuned_model_shows_no_internal_name(tuned, monkeypatch):
+    """With a fine-tuned model, whose saved settings file the page reads: its scores, the comparison, the heads."""
+    folder, _ = tuned
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
+    at = open_explanation(page("fine_tuning", ft_att_layer="2", ft_att_head="1"))
+    assert_clean(at)
     found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
     assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
 

@@ -156,10 +156,15 @@ def heads_reading(heads: np.ndarray) -> str:
     if by_layer.max() < 1e-6:
         return "No head's attention changed."
     return (f"The attention changed most in **layer {int(np.argmax(by_layer)) + 1}** (mean over its heads "
-            f"{by_layer.max():.4f}) and least in layer {int(np.argmin(by_layer)) + 1} ({by_layer.min():.4f}).")
+            f"{small(by_layer.max())}) and least in layer {int(np.argmin(by_layer)) + 1} ({small(by_layer.min())}).")
 
 
 def shared_top(matrices: list) -> float:
     """The top of one colour scale for maps set side by side: the largest weight of any (1 when there is none)."""
     tops = [float(np.nanmax(m)) for m in matrices if np.size(m) and np.isfinite(m).any()]
     return max(tops, default=1.0) or 1.0
+
+
+def small(x: float) -> str:
+    """A divergence as a student reads it: three decimals, or "under 0.001" (not 0.000481)."""
+    return "under 0.001" if 0 <= x < 0.0005 else f"{x:.3f}"

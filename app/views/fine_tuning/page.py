@@ -288,7 +288,7 @@ else:
         with guard("The maps"), limits.heavy("Running the models"):
             maps, d = compute.head_maps(before, after, words, layer, head)
             st.caption(f"Layer {layer}, head {head} on one sentence of the split (Jensen–Shannon divergence on it "
-                       f"{d:.4f}). Both maps share one colour scale: the same shade is the same weight.")
+                       f"{compute.small(d)}). Both maps share one colour scale: the same shade is the same weight.")
             m1, m2 = st.columns(2)
             top = compute.shared_top([m.attentions[layer - 1, head - 1] for m in maps])  # one colour scale
             for col, m, who, side in ((m1, maps[0], b_name, "before"), (m2, maps[1], a_name, "after")):
