@@ -71,9 +71,9 @@ else:
                  help="The camera icon above each figure downloads it in this format.")
         glossary_panel()  # every word the pages use, explained
 
+history_steps()  # one browser-history entry per step, not per parameter written
 present_to_url()
 try:
     page.run()
 finally:
     flush()  # the run's URL changes as one address (one history entry at most)
-history_steps()  # one browser-history entry per step, not per parameter written
