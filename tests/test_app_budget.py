@@ -181,3 +181,19 @@ def test_a_long_job_in_a_page_run_lowers_its_threads_priority_and_only_its_own()
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert seen == {"short": base, "long": max(base, NICE)}
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # this thread kept its own
+
+
+def test_a_worker_does_not_run_the_servers_main_script(tmp_path, monkeypatch):
+    """Under Streamlit, ``sys.modules["__main__"]`` is the app's script; a spawned worker must not run it."""
+    import sys
+    import types
+
+    marker = tmp_path / "ran"
+    script = tmp_path / "home.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    fake = types.ModuleType("__main__")
+    fake.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    assert pool().submit("nap", "a", nap, 0, "done").result(timeout=120) == "done"
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake  # put back

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
+import types
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +77,26 @@ def _serve(conn, memory: int, warm: Callable[[], Any] | None) -> None:
                 conn.send((False, e))
             except Exception:  # noqa: BLE001 - an exception that does not pickle: its text does
                 conn.send((False, RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+_main_lock = threading.Lock()
+
+
+@contextmanager
+def _no_main_script() -> Iterator[None]:
+    """Start a process without the server's ``__main__``: Streamlit runs each page run in a module it installs as
+    ``sys.modules["__main__"]`` (the app's script), and a spawned child imports the parent's main module first, so it
+    would run the whole app, bare, before its first job. For the moment of the start, ``__main__`` is an empty module;
+    it is put back unless a page run installed its own meanwhile."""
+    blank = types.ModuleType("__main__")
+    with _main_lock:
+        before = sys.modules.get("__main__")
+        sys.modules["__main__"] = blank
+        try:
+            yield
+        finally:
+            if sys.modules.get("__main__") is blank:
+                sys.modules["__main__"] = before
 
 
 def _data_bytes() -> int:
@@ -177,7 +200,8 @@ class Workers:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_serve, args=(child, self.budget.memory, self.warm), daemon=True,
                                  name="ctxmodels-worker")
-        proc.start()
+        with _no_main_script():
+            proc.start()
         child.close()
         try:
             ready = parent.poll(STARTUP_S) and parent.recv() == "ready"
