@@ -96,6 +96,6 @@ def test_closing_the_tab_kills_the_projection_it_asked_for(big_server):
         assert page.get_by_text("running in the background").count()  # still at work when the visitor leaves
         browser.close()
     left = time.time()
-    while time.time() - left < 30 and worker in workers_of(pid):
+    while time.time() - left < 40 and worker in workers_of(pid):  # the worker waits 10 s for a reload
         time.sleep(0.25)
     assert worker not in workers_of(pid), "the projection went on after its only visitor left"

@@ -30,6 +30,7 @@ from app.kit.budget import NICE, Budget, OverBudget, seconds_text
 
 KEEP = 64  # finished jobs kept for later visitors (each holds a few coordinate arrays)
 _POLL_S = 0.25
+GRACE_S = 10.0  # a running job whose visitors have all gone is stopped after this long (they may reload)
 STARTUP_S = 300  # a worker's start: python, numpy, and UMAP's warm-up (half a minute on a busy machine)
 
 
@@ -239,6 +240,7 @@ class Workers:
 
     def _wait(self, job: _Job, proc, conn) -> tuple[Any, str]:
         deadline = time.monotonic() + self.budget.seconds
+        gone_since = None  # when the last visitor who asked for the job was last seen
         while True:
             if conn.poll(_POLL_S):
                 ok, value = conn.recv()
@@ -254,7 +256,11 @@ class Workers:
                                   f"gives one computation, and was stopped. {job.instead}"), "over_time"
             with self._cv:
                 here = any(self.alive(o) for o in job.owners)
-            if not here:
+            if here:
+                gone_since = None
+            elif gone_since is None:
+                gone_since = time.monotonic()
+            elif time.monotonic() - gone_since > GRACE_S:  # a reload, or a page polling anew, comes back sooner
                 return Left("stopped: everybody who asked for it left the page"), "left"
 
     def _over_memory(self, job: _Job) -> OverBudget:
