@@ -324,3 +324,21 @@ def _tokenizer(out: Path, tokenizer: str | Path | None, vocab_size: int, resume:
     log(f"training a WordPiece tokenizer (vocabulary {vocab_size}) on {len(train_docs)} training documents")
     tok = WordPieceTokenizer.train((p for d in train_docs for p in d), vocab_size=vocab_size)
     return tok, f"WordPiece trained on the {len(train_docs)} training documents"
+
+
+def prepare_on_every_rank(out: Path, settings: Any, resume: bool, info: Any) -> PreparedData:
+    """:func:`prepare_data` for a run (``settings``: a BERT-family run's settings): rank 0 tokenises and writes the
+    run's settings with the held-out count it chose, the other ranks load what it prepared once it is done."""
+    data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
+                         heldout_docs=settings.heldout_docs, add_text=settings.add_text, resume=resume)
+    if info.is_main:
+        data = prepare_data(out, settings.corpus, **data_settings)
+        settings.heldout_docs = len(data.meta["heldout_indices"])
+        settings.save(out)
+    if info.world_size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # the other ranks load what rank 0 prepared
+    if not info.is_main:
+        data = prepare_data(out, settings.corpus, **data_settings)
+    return data

@@ -22,7 +22,7 @@ from ..bounds import Bound, float_range, int_range
 from ..checkpoint import CheckpointError, load_tensors, read_json
 from ..text import CorpusError
 from ..tokenization import SPECIAL_TOKENS
-from .bert_corpus import batch_encoder, prepare_data, tokenize_documents
+from .bert_corpus import batch_encoder, prepare_on_every_rank, tokenize_documents
 from .bert_data import IGNORE_INDEX, MLM_PROBABILITY, PretrainingData, VocabInfo
 from .corpus import heldout_documents
 from .settings import RunSettings
@@ -338,18 +338,7 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     start = Path(settings.init_from) if settings.init_from else None
     if start is not None and settings.tokenizer is None and any((start / f).is_file() for f in TOKENIZER_FILES):
         settings.tokenizer = str(start)  # a pre-trained start is tied to its own vocabulary
-    data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
-                         heldout_docs=settings.heldout_docs, add_text=settings.add_text, resume=resume)
-    if info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
-        settings.heldout_docs = len(data.meta["heldout_indices"])
-        settings.save(out)
-    if info.world_size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()  # the other ranks load what rank 0 prepared
-    if not info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
+    data = prepare_on_every_rank(out, settings, resume, info)
 
     tok = data.tokenizer
     vocab = VocabInfo.from_tokenizer(tok)

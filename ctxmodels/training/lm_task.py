@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
-from .bert_corpus import prepare_data
+from .bert_corpus import prepare_on_every_rank
 from .bert_data import VocabInfo
 from .bert_task import BertSettings
 from .lm_data import PackedData
@@ -197,18 +197,7 @@ def build_lm_task(task_class: type[LanguageModelTask], settings: BertSettings, o
 
     out = Path(out)
     info = setup_distributed()
-    data_settings = dict(tokenizer=settings.tokenizer, vocab_size=settings.vocab_size, seed=settings.seed,
-                         heldout_docs=settings.heldout_docs, add_text=settings.add_text, resume=resume)
-    if info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
-        settings.heldout_docs = len(data.meta["heldout_indices"])
-        settings.save(out)
-    if info.world_size > 1:
-        import torch.distributed as dist
-
-        dist.barrier()  # the other ranks load what rank 0 prepared
-    if not info.is_main:
-        data = prepare_data(out, settings.corpus, **data_settings)
+    data = prepare_on_every_rank(out, settings, resume, info)
     tok = data.tokenizer
     config = lm_model_config(settings, tok, "roberta" if mlm else "gpt2")
     if settings.max_seq_len > position_limit(config):
