@@ -110,6 +110,9 @@ class ModelKind:
     loose: tuple[str, ...] = ()  # layouts found from one loose file: no evidence of a model when scanning folders
     declared: frozenset[str] = frozenset()  # capabilities (the derived ones are added by ``capabilities``)
     training: Training | None = None
+    #: more ``ctxmodels train`` commands whose models are read back as this kind, each naming its ``command``
+    #: (``train roberta`` and ``train electra`` both write folders the transformers kind reads)
+    more_training: tuple[Training, ...] = ()
     finetune: str = ""  # "module:Class", the fine-tuning backend (training layer)
     release: Release | None = None
 
@@ -121,9 +124,14 @@ class ModelKind:
     def capabilities(self) -> frozenset[str]:
         both_ways_lm = LANGUAGE_MODEL in self.declared and LEFT_TO_RIGHT not in self.declared
         derived = {FILL_IN} if MASKED_LM in self.declared or both_ways_lm else set()
-        derived |= {TRAIN} if self.training is not None else set()
+        derived |= {TRAIN} if self.trainings else set()
         derived |= {FINETUNE} if self.finetune else set()
         return self.declared | derived
+
+    @property
+    def trainings(self) -> tuple[Training, ...]:
+        """Every way ``ctxmodels train`` trains the kind: :attr:`training`, then :attr:`more_training`."""
+        return ((self.training,) if self.training is not None else ()) + self.more_training
 
     def adapter_class(self) -> Any:
         return named(self.adapter)
@@ -197,7 +205,13 @@ def with_capability(capability: str) -> tuple[str, ...]:
 
 def training_commands() -> dict[str, ModelKind]:
     """``ctxmodels train COMMAND``'s words, each with the kind it trains (in registration order)."""
-    return {(k.training.command or k.name): k for k in _KINDS.values() if k.training is not None}
+    return {(t.command or k.name): k for k in _KINDS.values() for t in k.trainings}
+
+
+def training_for(command: str) -> Training | None:
+    """How ``ctxmodels train COMMAND`` trains (None for a word that is no training command)."""
+    kind = training_commands().get(command)
+    return None if kind is None else next(t for t in kind.trainings if (t.command or kind.name) == command)
 
 
 def backends() -> tuple[str, ...]:

@@ -127,10 +127,10 @@ def test_every_name_a_shipped_kind_gives_resolves():
     for kind in kinds.kinds():
         adapter = kind.adapter_class()
         assert issubclass(adapter, LoadedModel) and adapter.kind == kind.name
-        if kind.training is not None:
-            module = kinds.named(kind.training.module)
-            assert callable(module.build_task) and kinds.named(f"{kind.training.module}:{kind.training.settings}")
-            assert not kind.training.options or callable(kinds.named(kind.training.options))
+        for training in kind.trainings:
+            module = kinds.named(training.module)
+            assert callable(module.build_task) and kinds.named(f"{training.module}:{training.settings}")
+            assert not training.options or callable(kinds.named(training.options))
         assert not kind.finetune or callable(kinds.named(kind.finetune))
         if kind.release is not None:
             for name in (kind.release.measure, kind.release.card):

@@ -34,12 +34,12 @@ DATA_WORKERS = int_range(0, 64)
 def training(kind: str) -> kinds.Training:
     """How the registry says ``ctxmodels train KIND`` trains (``kind``: the word after ``train``, the kind's name
     unless its entry names another); ValueError for one that does not train."""
-    found = kinds.training_commands().get(kind)
-    if found is None or found.training is None:
+    found = kinds.training_for(kind)
+    if found is None:
         kinds.get(kind)  # "no model kind ..." for a word that is no kind at all
         raise ValueError(f"a {kind} model is not trained with `ctxmodels train`; the kinds that are: "
                          f"{', '.join(kinds.training_commands())}")
-    return found.training
+    return found
 
 
 def settings_class(kind: str) -> Any:
