@@ -189,6 +189,20 @@ dropout {s.dropout:g} while training |
 """
 
 
+def packed_datasets(settings: BertSettings, data: Any, mlm: bool) -> tuple[PackedData, PackedData | None]:
+    """The training sequences of the prepared ``data`` (:func:`prepare_on_every_rank`), and the held-out ones
+    (None without held-out text or evaluation)."""
+    vocab = VocabInfo.from_tokenizer(data.tokenizer)
+    common = dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
+                  max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
+                  static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
+    train = PackedData(data.train, vocab, data_seed=settings.data_seed,
+                       name=f"{Path(settings.corpus).name} (training documents)", **common)
+    eval_data = (PackedData(data.heldout, vocab, name=f"{Path(settings.corpus).name} (held-out documents)",
+                            **common) if data.heldout.n_tokens and settings.eval_sequences else None)
+    return train, eval_data
+
+
 def build_lm_task(task_class: type[LanguageModelTask], settings: BertSettings, out: str | Path, resume: bool,
                   mlm: bool) -> tuple[LanguageModelTask, TrainConfig]:
     """The task and trainer settings of a run in ``out``: data prepared (and cached) as for BERT, the model
@@ -203,14 +217,7 @@ def build_lm_task(task_class: type[LanguageModelTask], settings: BertSettings, o
     if settings.max_seq_len > position_limit(config):
         raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's {position_limit(config)} "
                          "positions")
-    vocab = VocabInfo.from_tokenizer(tok)
-    common = dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
-                  max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
-                  static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
-    train = PackedData(data.train, vocab, data_seed=settings.data_seed,
-                       name=f"{Path(settings.corpus).name} (training documents)", **common)
-    eval_data = (PackedData(data.heldout, vocab, name=f"{Path(settings.corpus).name} (held-out documents)",
-                            **common) if data.heldout.n_tokens and settings.eval_sequences else None)
+    train, eval_data = packed_datasets(settings, data, mlm)
     torch.manual_seed(settings.seed)  # the same initial weights on every rank and every re-run
     model_class = transformers.RobertaForMaskedLM if mlm else transformers.GPT2LMHeadModel
     model = model_class(config)
