@@ -73,7 +73,34 @@ def position_limit(config: Any) -> int:
     """Pieces a sequence may hold in this model (RoBERTa's table starts after pad_token_id)."""
     if config.model_type == "roberta":
         return config.max_position_embeddings - config.pad_token_id - 1
-    return config.n_positions
+    if config.model_type == "gpt2":
+        return config.n_positions
+    return config.max_position_embeddings
+
+
+def save_pretrained_folder(lm: Any, tokenizer: Any, directory: str | Path) -> None:
+    """``lm`` in transformers' layout in ``directory``, with the run's tokenizer (its length: the positions)."""
+    from ..formats.transformers_models import _quiet
+
+    directory = Path(directory)
+    with _quiet():  # no "Writing model shards" bar in the run's output
+        lm.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save(directory)
+    tok_config = read_json(directory / "tokenizer_config.json")
+    tok_config["model_max_length"] = position_limit(lm.config)
+    write_json(directory / "tokenizer_config.json", tok_config)
+
+
+def load_pretrained_weights(lm: Any, directory: str | Path) -> None:
+    """Restore what :func:`save_pretrained_folder` wrote into ``lm`` (the output layer tied to the input
+    embeddings is written once)."""
+    path = Path(directory) / "model.safetensors"
+    missing, unexpected = lm.load_state_dict(load_tensors(path), strict=False)
+    tied = set(getattr(lm, "_tied_weights_keys", None) or ())
+    if unexpected or set(missing) - tied:
+        wrong = sorted(set(missing) - tied) + list(unexpected)
+        raise CheckpointError(f"{path}: does not fit this model ({', '.join(wrong[:5])})")
+    lm.tie_weights()
 
 
 class ScoredModel(nn.Module):
@@ -143,25 +170,10 @@ class LanguageModelTask(TrainTask):
         return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1)))}
 
     def save_model(self, directory: Path) -> None:
-        from ..formats.transformers_models import _quiet
-
-        directory = Path(directory)
-        with _quiet():  # no "Writing model shards" bar in the run's output
-            self.lm.save_pretrained(directory, safe_serialization=True)
-        self.tokenizer.save(directory)
-        tok_config = read_json(directory / "tokenizer_config.json")
-        tok_config["model_max_length"] = position_limit(self.lm.config)
-        write_json(directory / "tokenizer_config.json", tok_config)
+        save_pretrained_folder(self.lm, self.tokenizer, directory)
 
     def load_weights(self, directory: Path) -> None:
-        """Restore what :meth:`save_model` wrote (the output layer tied to the input embeddings is written once)."""
-        path = Path(directory) / "model.safetensors"
-        missing, unexpected = self.lm.load_state_dict(load_tensors(path), strict=False)
-        tied = set(getattr(self.lm, "_tied_weights_keys", None) or ())
-        if unexpected or set(missing) - tied:
-            wrong = sorted(set(missing) - tied) + list(unexpected)
-            raise CheckpointError(f"{path}: does not fit this model ({', '.join(wrong[:5])})")
-        self.lm.tie_weights()
+        load_pretrained_weights(self.lm, directory)
 
     def model_card(self, info: dict[str, Any]) -> str:
         s, m, cfg = self.settings, self.data_meta, self.lm.config
