@@ -78,6 +78,14 @@ def position_limit(config: Any) -> int:
     return config.max_position_embeddings
 
 
+def check_sequence_length(max_seq_len: int, config: Any) -> None:
+    """ValueError when ``--max-seq-len`` is longer than the model's position table."""
+    limit = position_limit(config)
+    if max_seq_len > limit:
+        raise ValueError(f"--max-seq-len {max_seq_len} exceeds the model's {limit} positions; give --max-seq-len "
+                         f"{limit} or less")
+
+
 def save_pretrained_folder(lm: Any, tokenizer: Any, directory: str | Path) -> None:
     """``lm`` in transformers' layout in ``directory``, with the run's tokenizer (its length: the positions)."""
     from ..formats.transformers_models import _quiet
@@ -147,6 +155,10 @@ class LanguageModelTask(TrainTask):
         """The training objective in words, for the card."""
         return ""
 
+    def sequences(self) -> str:
+        """What a training sequence is, for the card."""
+        return f"whole sentences packed across documents up to {self.settings.max_seq_len} pieces"
+
     def loss(self, model: nn.Module, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         total, n, _ = model(batch)
         loss = total / n.clamp(min=1)
@@ -196,7 +208,7 @@ dropout {s.dropout:g} while training |
 |---|---|
 | corpus | `{m['corpus']}` ({m['documents']} documents, blank-line separated) |
 | held-out documents | {', '.join(map(str, m['heldout_indices'])) or 'none'} (0-based, in corpus order) |
-| sequences | whole sentences packed across documents up to {s.max_seq_len} pieces, batch {s.batch_size} |
+| sequences | {self.sequences()}, batch {s.batch_size} |
 | objective | {self.objective()} |
 """
 
@@ -226,9 +238,7 @@ def build_lm_task(task_class: type[LanguageModelTask], settings: BertSettings, o
     data = prepare_on_every_rank(out, settings, resume, info)
     tok = data.tokenizer
     config = lm_model_config(settings, tok, "roberta" if mlm else "gpt2")
-    if settings.max_seq_len > position_limit(config):
-        raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's {position_limit(config)} "
-                         "positions")
+    check_sequence_length(settings.max_seq_len, config)
     train, eval_data = packed_datasets(settings, data, mlm)
     torch.manual_seed(settings.seed)  # the same initial weights on every rank and every re-run
     model_class = transformers.RobertaForMaskedLM if mlm else transformers.GPT2LMHeadModel
