@@ -307,6 +307,11 @@ register(ModelKind(
     training=Training("ctxmodels.training.roberta_task", "RobertaSettings",
                       "RoBERTa: masked LM only, sentences packed across documents, dynamic masking",
                       options="ctxmodels.commands.train:roberta_options", extras=("resume",), command="roberta"),
+    more_training=(
+        Training("ctxmodels.training.electra_task", "ElectraSettings",
+                 "ELECTRA: a small generator fills in masked words, a discriminator spots the replaced ones",
+                 options="ctxmodels.commands.train:electra_options", extras=("resume",), command="electra"),
+    ),
     finetune="ctxmodels.training.finetune_backends:TransformersEncoder",
 ))
 register(ModelKind(

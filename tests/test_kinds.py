@@ -143,9 +143,10 @@ def test_capabilities_of_the_shipped_kinds():
     assert kinds.with_capability(kinds.LANGUAGE_MODEL) == ("elmo", "gpt")
     assert kinds.with_capability(kinds.LEFT_TO_RIGHT) == ("gpt",)
     assert kinds.with_capability(kinds.TRAIN) == ("bert", "transformers", "elmo", "static", "gpt")
-    # a RoBERTa trained here is read back as a transformers encoder: its command is `train roberta`
-    assert tuple(kinds.training_commands()) == ("bert", "roberta", "elmo", "static", "gpt")
-    assert kinds.training_commands()["roberta"].name == "transformers"
+    # a RoBERTa or an ELECTRA trained here is read back as a transformers encoder: `train roberta`, `train electra`
+    assert tuple(kinds.training_commands()) == ("bert", "roberta", "electra", "elmo", "static", "gpt")
+    assert kinds.training_commands()["roberta"].name == kinds.training_commands()["electra"].name == "transformers"
+    assert kinds.training_for("electra").settings == "ElectraSettings" and kinds.training_for("bart") is None
     assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo")
     assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo", "gpt")
     assert kinds.backends() == ("transformers",) and kinds.get("transformers").reads == ("bert",)

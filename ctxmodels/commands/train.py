@@ -162,6 +162,39 @@ def roberta_options(p: argparse.ArgumentParser) -> None:
                         "did (default 0: dynamic masking, a new draw every time a sequence is seen)")
 
 
+def electra_options(p: argparse.ArgumentParser) -> None:
+    from ..training.bert_task import DEFAULT_LR
+    from ..training.electra_task import FRACTION, ElectraSettings, fraction_problem
+
+    T = _typer(ElectraSettings)
+    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
+    add_common_arguments(p, "electra", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    piece_options(p, "electra")
+    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
+                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+    p.add_argument("--whole-word-masking", action="store_true", default=None,
+                   help="mask all pieces of a word together")
+
+    def fraction(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        problem = fraction_problem(value, name="")
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return float(value)
+
+    fraction.bound = FRACTION  # type: ignore[attr-defined]  # its range in --help
+    p.add_argument("--generator-fraction", type=fraction, default=None, metavar="F",
+                   help="the generator's width (hidden size, feed-forward size, heads) as a fraction of the "
+                        f"discriminator's (default {ElectraSettings.generator_fraction:g}; the paper found 1/4 to "
+                        "1/2 best; at 1 it is as wide)")
+    p.add_argument("--disc-weight", type=T("disc_weight"), default=None, metavar="LAMBDA",
+                   help="λ: the loss is the generator's masked-LM loss + λ x the discriminator's"
+                        + _default(ElectraSettings, "disc_weight", {}))
+
+
 def gpt_options(p: argparse.ArgumentParser) -> None:
     from ..training.bert_task import DEFAULT_LR
 

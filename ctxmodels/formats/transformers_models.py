@@ -182,7 +182,8 @@ def _head_reason(model_type: str, architectures: Sequence[str], missing: Sequenc
                 "head with a task head; its base model fills in blanks")
     if model_type == "electra" and any("Discriminator" in a or "PreTraining" in a for a in architectures):
         return ("it is an ELECTRA discriminator: its head tells replaced words from original ones and does not "
-                "guess words; the ELECTRA generator (…-generator) fills in blanks")
+                "guess words; the ELECTRA generator (…-generator, or the generator/ folder of a `ctxmodels train "
+                "electra` run) fills in blanks")
     saved = f" (saved as {architectures[0]})" if architectures else ""
     return (f"its weights hold no masked-LM head{saved}: it was published as an encoder only, e.g. for sentence "
             f"embeddings; missing {', '.join(missing[:3])}")

@@ -139,18 +139,24 @@ def _read_state(path: Path, world_size: int) -> dict[str, Any]:
 
 def clean_run_dir(out: str | Path) -> None:
     """Finish a checkpoint swap a kill interrupted, and remove the temporaries killed writes left in a run's
-    folder and its data caches (``data/``, ``data_cache/``). A shared ELMo ``--data-cache`` elsewhere is left
-    alone."""
+    folder, its data caches (``data/``, ``data_cache/``) and the model folders published from the checkpoint's
+    (ELECTRA's ``generator/``). A shared ELMo ``--data-cache`` elsewhere is left alone."""
     out = Path(out)
     recover_dir(out / "checkpoint")
-    for folder in (out, out / "data", out / "data_cache"):
+    saved = (out / "checkpoint").iterdir() if (out / "checkpoint").is_dir() else ()
+    published = [out / d.name for d in saved if d.is_dir()]
+    for folder in (out, out / "data", out / "data_cache", *published):
         remove_stale_temps(folder)
 
 
 def publish_files(source: Path, target: Path, skip: frozenset[str] = frozenset()) -> None:
     """Replace ``target``'s copies of the files in ``source`` (but ``skip``), one atomic rename each: hard links
-    where the file system allows (no extra space: checkpoint files are never changed in place), else copies."""
+    where the file system allows (no extra space: checkpoint files are never changed in place), else copies. A
+    folder in ``source`` (a second model, as ELECTRA's generator) is published the same way into its namesake."""
     for f in sorted(source.iterdir()):
+        if f.is_dir() and f.name not in skip:
+            (target / f.name).mkdir(exist_ok=True)
+            publish_files(f, target / f.name)
         if f.name in skip or not f.is_file():
             continue
         with atomic_file(target / f.name, size=f.stat().st_size) as tmp:

@@ -222,7 +222,7 @@ class RunSettings:
 RUN_OUTPUTS = frozenset({
     RUN_FILE, "checkpoint", "metrics.jsonl", "README.md", "config.json", "model.safetensors", "vocab.txt",
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "data", "data_cache", "static-data.npz",
-    "train_args.json", "elmo_run.json",
+    "train_args.json", "elmo_run.json", "generator",
 })
 
 
