@@ -1,0 +1,49 @@
+"""Pre-training objectives compared per unit of compute: each measure of ``bench/bench_objectives.py``'s results
+(held-out guessing accuracy, part-of-speech accuracy after fine-tuning, word senses' best layer) against the
+operations spent training, one line per objective. Data in (the results' rows), figure out; no Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import PALETTE, plain
+
+#: the objectives in the order the bench trains them, with the words a legend shows
+OBJECTIVES = {"bert": "BERT (masked words + next sentence)", "roberta": "RoBERTa (masked words only)",
+              "albert": "ALBERT (shared layers + sentence order)", "electra": "ELECTRA (replaced words)",
+              "gpt": "GPT (next word, left to right)"}
+
+#: (title, the row's value) for each panel
+PANELS = (
+    ("Held-out guesses right", lambda r: r.get("guess_accuracy")),
+    ("Part of speech after fine-tuning", lambda r: r["pos"]["test"]["accuracy"]),
+    ("Word senses, best layer (macro-F1)", lambda r: r["senses"]["best_macro_f1"]),
+)
+
+
+def objectives_by_compute(rows: Sequence[dict], height: int = 360) -> go.Figure:
+    """One panel per measure, x = training operations (PFLOP), one line per objective (rows: ``kind``, ``flops``,
+    ``guess_accuracy``, ``pos``, ``senses``, as the bench writes them)."""
+    fig = make_subplots(rows=1, cols=len(PANELS), subplot_titles=[title for title, _ in PANELS],
+                        horizontal_spacing=0.07)
+    kinds = [k for k in OBJECTIVES if any(r["kind"] == k for r in rows)]
+    for colour, kind in zip(PALETTE, kinds):
+        mine = sorted((r for r in rows if r["kind"] == kind), key=lambda r: r["flops"])
+        for col, (title, value) in enumerate(PANELS, 1):
+            points = [(r["flops"] / 1e15, value(r)) for r in mine if value(r) is not None]
+            if not points:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers",
+                name=plain(OBJECTIVES[kind]), legendgroup=kind, showlegend=col == 1,
+                line={"color": colour}, marker={"color": colour, "size": 7},
+                hovertemplate=f"{plain(OBJECTIVES[kind])}<br>%{{x:.2f}} PFLOP: %{{y:.1f}}%<extra>{title}</extra>"),
+                row=1, col=col)
+    fig.update_xaxes(title_text="training compute (PFLOP)", rangemode="tozero")
+    fig.update_yaxes(ticksuffix="%")
+    fig.update_layout(height=height, margin={"l": 40, "r": 20, "t": 40, "b": 40},
+                      legend={"orientation": "h", "y": -0.25})
+    return fig
