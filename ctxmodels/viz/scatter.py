@@ -6,7 +6,7 @@ panels fitted jointly. Pure (no Streamlit).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,6 +29,10 @@ def sense_scatter(
     ranges: tuple[list[float], ...] | None = None,
     marked: Sequence[int] = (),
     marked_name: str = "",
+    point_labels: Mapping[int, str] | None = None,
+    focus: Sequence[int] = (),
+    focus_name: str = "",
+    picked: int | None = None,
 ) -> go.Figure:
     """Scatter of projected occurrences (2-D or 3-D), one trace per sense so the legend toggles senses.
 
@@ -40,6 +44,10 @@ def sense_scatter(
     down to a crawl at a few thousand points, and the markers shrink so that the crowd stays readable.
     ``ranges`` (x, y and for 3-D z, as :func:`shared_ranges` gives them) fixes the axes, so that panels fitted
     jointly share them.
+
+    The Embedding Projector's tools: ``point_labels`` writes a short text beside those occurrences (a few, or it is a
+    wall of text); ``focus`` (an occurrence, then its neighbours) draws the others faded (in 3-D, small) and the
+    first as a star named ``focus_name``; ``picked`` (the clicked occurrence) gets a red ring.
     """
     coords = np.asarray(coords, dtype=float)
     if coords.ndim != 2 or coords.shape[1] not in (2, 3):
@@ -85,6 +93,8 @@ def sense_scatter(
             marker=dict(size=dot_sizes[idx] if spread else np.where(shared[idx], 0, marker_size) if shared.any()
                         else marker_size, color=colours.get(name, "#333"), line=outline, opacity=1),
         )
+        if len(focus):
+            _fade(trace["marker"], np.isin(idx, np.asarray(focus, dtype=int)), three_d)
         if three_d:
             trace["z"] = coords[idx, 2]
         if shared.any():
@@ -107,6 +117,7 @@ def sense_scatter(
         if three_d:
             ring["z"] = coords[idx, 2]
         traces.append(ring)
+    traces += _tool_traces(kind, coords, text, marker_size, point_labels, focus, focus_name, picked)
     axis = dict(showticklabels=False, title=None, zeroline=False)
     fixed = [dict(axis, range=r, autorange=False) for r in ranges] if ranges is not None else [axis] * 3
     xaxis, yaxis = (axis, axis) if three_d else fixed[:2]
@@ -115,7 +126,7 @@ def sense_scatter(
     title_text, title_lines = wrapped_title(title)
     # constant: the legend's dots keep their size when a sunflower's dots are smaller
     legend, below = dict(title=dict(text=plain(legend_title)), itemsizing="constant"), 0
-    entries = [plain(t["name"]) for t in traces]
+    entries = [plain(t["name"]) for t in traces if t.get("showlegend", True)]
     if max((len(e) for e in entries), default=0) > LEGEND_BESIDE_CHARS:
         # Long names (SemCor's senses are WordNet glosses) beside the plot squeezed it to a sliver of a
         # half-width panel: below it, one entry a line, they take height instead.
@@ -135,6 +146,64 @@ def sense_scatter(
         layout["scene"] = dict(zip(("xaxis", "yaxis", "zaxis"), untitled), aspectmode="cube", dragmode="turntable")
         layout["margin"] = dict(layout["margin"], t=layout["margin"]["t"] + 10)
     return go.Figure(dict(data=traces, layout=layout))
+
+
+FADED = 0.12  # the opacity of the occurrences outside a focus
+PICKED = "#d62728"  # the ring around a clicked occurrence
+
+
+def _fade(marker: dict, inside: np.ndarray, three_d: bool) -> None:
+    """Fade the dots outside a focus (in place): WebGL and SVG take an opacity per point, a 3-D trace does not, so
+    there they shrink to a speck instead."""
+    if three_d:
+        marker["size"] = np.where(inside, marker["size"], 2)
+    else:
+        marker["opacity"] = np.where(inside, 1.0, FADED)
+
+
+def _tool_traces(kind: str, coords: np.ndarray, text: np.ndarray, size: int, point_labels: Mapping[int, str] | None,
+                 focus: Sequence[int], focus_name: str, picked: int | None) -> list[dict]:
+    """The Projector's additions on top of the dots: a focus' star, a clicked occurrence's ring, the labels."""
+    three_d = coords.shape[1] == 3
+    out = []
+
+    def at(idx: Sequence[int], **trace) -> dict:
+        idx = np.asarray(idx, dtype=int)
+        placed = dict(type=kind, x=coords[idx, 0], y=coords[idx, 1], customdata=idx, **trace)
+        if three_d:
+            placed["z"] = coords[idx, 2]
+        return placed
+
+    if len(focus):
+        out.append(at(focus[:1], name=plain(focus_name) or "the chosen occurrence", mode="markers",
+                      text=text[focus[:1]], hovertemplate="%{text}<extra></extra>",
+                      marker=dict(symbol="diamond" if three_d else "star", size=size + 9, color="#111",
+                                  line=dict(width=1, color="white"))))
+    if picked is not None and 0 <= picked < len(coords):
+        out.append(at([picked], name="the clicked occurrence", mode="markers", hoverinfo="skip", showlegend=False,
+                      marker=dict(symbol="circle-open", size=size + 14, color=PICKED, line=dict(width=3))))
+    if point_labels:
+        idx = [i for i in point_labels if 0 <= i < len(coords)]
+        # SVG text (WebGL text needs fonts the page may not serve); never over the plot's edge
+        out.append(dict(at(idx, name="labels", mode="text", text=[plain(point_labels[i]) for i in idx],
+                           textposition="top center", textfont=dict(size=11), hoverinfo="skip", showlegend=False),
+                        type="scatter3d" if three_d else "scatter", **({} if three_d else {"cliponaxis": False})))
+    return out
+
+
+def word_axis(fig: go.Figure, word_a: str, word_b: str) -> go.Figure:
+    """Name a custom axis' ends (``ctxmodels.analysis.projector``): the x axis runs from ``word_a`` at 0 to ``word_b``
+    at 1, each end marked with a dotted line; up is the rest of the spread (PCA)."""
+    a, b = plain(word_a), plain(word_b)
+    ticks = dict(showticklabels=True, tickvals=[0, 1], ticktext=[f"<b>{a}</b>", f"<b>{b}</b>"])
+    if any(t.type == "scatter3d" for t in fig.data):
+        fig.update_scenes(xaxis=dict(ticks, title=dict(text=f"{a} → {b}")))
+        return fig
+    fig.update_xaxes(ticks, automargin=True, title=dict(text=f"from {a} (0) to {b} (1)", standoff=2))
+    fig.update_yaxes(automargin=True, title=dict(text="the rest of the spread (PCA)", font=dict(size=11)))
+    for x in (0, 1):
+        fig.add_vline(x=x, line=dict(dash="dot", width=1, color="#888"))
+    return fig
 
 
 SPREAD_MAX_PX = 16  # the largest sunflower's radius

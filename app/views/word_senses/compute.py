@@ -26,15 +26,17 @@ from app.kit.figures import UNLABELLED, highlight
 from app.kit.inputs import md
 from app.kit.occurrence_sources import Chosen, Spec
 from app.kit.registry import get_model, label
+from app.kit.scatter import RING_MARGIN_PX, shared_ranges
 from app.views.word_senses.state import (
     LARGE,
+    MAX_LABELS,
     METHOD_NAMES,
     MIX,
     NEIGHBOURS_SHOWN,
     NO_READING,
     SensesState,
 )
-from ctxmodels.analysis import clusters, vectors
+from ctxmodels.analysis import clusters, projector, vectors
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import token_search as ts
 from ctxmodels.analysis import word_senses as ws
@@ -206,6 +208,74 @@ def dictionary_readings(sc: Scene, av: ds.SenseAverages, ov: vectors.OccurrenceV
     names_of = [ds.sense_name(info) for info in av.senses]
     read = ds.read_each(av, ov.vectors, layer, keys=sc.keys, mix=mix if layer == MIX else None)
     return names_of, [names_of[r] if r >= 0 else NO_READING for r in read]
+
+
+# -- the Embedding Projector's tools -------------------------------------------------------------------------------
+
+
+def focused(X: np.ndarray, s: SensesState) -> list[int]:
+    """The occurrence ``s.focus`` and its ``s.focus_k`` nearest in ``X`` (the layer's own vectors), or []."""
+    if s.focus is None or not 0 <= s.focus < len(X) or not np.isfinite(X[s.focus]).all():
+        return []
+    return projector.isolated(X, s.focus, s.focus_k)
+
+
+def focus_note(sc: Scene, near: list[int], dim: int) -> str:
+    """What a focus shows, in Markdown: the star, its nearest, where they were found, and how many share its sense."""
+    share = projector.same_label_share(sc.labels, near)
+    same = (f"; {round(share * (len(near) - 1))} of them have its sense, *{md(sc.labels[near[0]] or '')}*"
+            if share is not None else "")
+    return (f"The star: occurrence {near[0] + 1}; in full colour, its {len(near) - 1} nearest in this layer (cosine "
+            f"in all {dim} dimensions of the layer's vectors, not the distance on this picture){same}.")
+
+
+def point_labels(sc: Scene, how: str, shown: list[int]) -> dict[int, str]:
+    """Short labels for at most :data:`MAX_LABELS` points: ``shown`` (a focus) if any, else the ringed occurrences,
+    else all of them or, beyond that many, an even spread by number. ``how``: "number" or "words" (two words
+    either side of the word); "off": none."""
+    if how == "off":
+        return {}
+    if shown:
+        picked = shown[:MAX_LABELS]
+    elif sc.search.marked.any():
+        picked = np.flatnonzero(sc.search.marked)[:MAX_LABELS].tolist()
+    else:
+        picked = sorted(set(np.linspace(0, sc.n - 1, min(sc.n, MAX_LABELS)).round().astype(int).tolist()))
+    if how == "number":
+        return {i: str(i + 1) for i in picked}
+    return {i: _snippet(sc, i) for i in picked}
+
+
+def _snippet(sc: Scene, i: int) -> str:
+    occ = sc.found.occurrences[i]
+    words, j = sc.found.words[occ.sentence_index], occ.word_index
+    short = [w if len(w) <= 12 else w[:11] + "…" for w in words[max(0, j - 2): j + 3]]
+    return " ".join(short)
+
+
+def anchor(model_id: str, word: str) -> np.ndarray:
+    """The model's vector of ``word`` at every layer, as an axis' end (``projector.word_anchor``), once per server."""
+    return shared().get(("anchor", model_id, word.casefold()),
+                        lambda: projector.word_anchor(get_model(model_id), word.casefold()))
+
+
+def on_axis(model_id: str, ov: vectors.OccurrenceVectors, layers: tuple, mix: ws.LearnedMix | None,
+            s: SensesState) -> ws.LayerProjection:
+    """Each layer's occurrences placed on the axis from ``s.axis[0]`` (0) to ``s.axis[1]`` (1) across and the rest of
+    their spread up (``s.dims`` coordinates), as the projection's result is (ValueError: a word without a vector)."""
+    ends = [anchor(model_id, w) for w in s.axis]
+    coords = []
+    for layer in layers:
+        a, b = (ws.layer_vectors(e[None], layer, mix)[0] for e in ends)
+        coords.append(projector.axis_coords(ws.layer_vectors(ov.vectors, layer, mix), a, b, n_dims=s.dims))
+    return ws.LayerProjection(coords, "axis", True)
+
+
+def axis_ranges(coords: list[np.ndarray]) -> tuple[list[float], ...] | None:
+    """Axes shared by a row's panels on a custom axis, wide enough to show both words' ends (0 and 1)."""
+    ends = np.zeros((2, coords[0].shape[1]))
+    ends[1, 0] = 1.0
+    return shared_ranges(coords + [ends], margin_px=RING_MARGIN_PX)
 
 
 # -- one occurrence ----------------------------------------------------------------------------------------------

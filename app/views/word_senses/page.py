@@ -14,17 +14,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.kit import background, clicked, figures, limits, occurrence_sources, scatter
+from app.kit import background, clicked, figures, limits, occurrence_sources, projector_tools, scatter
 from app.kit.budget import Stopwatch
 from app.kit.dictionary import sense_averages, trust
 from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import last_good, listing, md, quoted, remember
+from app.kit.layer_links import LayerLinks
 from app.kit.plots import plot
 from app.kit.presentation import controls
 from app.kit.registry import default_models, get_model, label, require_models
 from app.kit.text import page_text
-from app.kit.url_state import from_history, keep, to_url, url_pairs, url_state, url_value, write
+from app.kit.url_state import to_url, url_state
 from app.kit.warm_up import usable_projection
 from app.views.word_senses import compute, state
 from app.views.word_senses import figures as page_figures
@@ -137,6 +138,8 @@ if query:
                        f"sentence has {named} (in any form).")
         else:
             st.caption(f"No occurrence's sentence has {named} (in any form); nothing is ringed.")
+tools = projector_tools.tool_inputs(box, [o.sentence for o in found.occurrences], state.FOCUS_K, state.AXIS_CHARS,
+                                   state.MAX_LABELS)
 sc = compute.scene(chosen, found_search)
 marked = found_search.marked
 labels = sc.labels
@@ -153,7 +156,8 @@ if colour_by == "dictionary":
         colour_by = "cluster"
 s = SensesState(models=tuple(chosen_models), method=usable_projection(method), dims=dims, seed=seed, joint=joint,
                 neighbors=neighbors, min_dist=min_dist, perplexity=perplexity, colour=colour_by,
-                k=state.clusters_k(k_choice), find=found_search.words, lemma=reading_lemma)
+                k=state.clusters_k(k_choice), find=found_search.words, lemma=reading_lemma, labels=tools.labels,
+                focus=tools.focus, focus_k=tools.focus_k, axis=tools.axis)
 
 
 # -- compute, with what the visitor sees while it runs -----------------------------------------------------------
@@ -198,19 +202,11 @@ def clustered(model_id: str, sc: compute.Scene, s: SensesState, ov, layer, mix) 
         return compute.clustered(model_id, sc.chosen, s, ov, layer, mix)
 
 
-url_layers = (url_pairs("layer") if from_history() or not any(k.startswith("layer::") for k in st.session_state)
-              else {})
-
-
-def sync_layers_to_url() -> None:
-    """The layer of every shown model, in the link (``layer=2:bert-eltec``)."""
-    entries = [f"{st.session_state[f'layer::{m}']}:{label(m)}" for m in chosen_models
-               if f"layer::{m}" in st.session_state]
-    write("layer", entries or None)
+layer_links = LayerLinks(chosen_models, label)
 
 
 def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[str], s: SensesState,
-               sc: compute.Scene) -> None:
+               sc: compute.Scene, panel_key: str) -> None:
     occ, chosen, labels = sc.found.occurrences[index], sc.chosen, sc.labels
     where = f" — {md(chosen.documents[index])}" if chosen.documents else ""
     sense = f" · sense: *{md(labels[index])}*" if labels[index] else ""
@@ -221,26 +217,10 @@ def show_point(index: int, model, X: np.ndarray, layer_name: str, groups: list[s
         st.caption(f"WordNet: {md(info.gloss)}")
     st.markdown(f"**Nearest neighbours** ({md(layer_name)}, cosine in {model.dim} dimensions):")
     st.table(compute.neighbour_table(sc, X, index, groups, s.colour), hide_index=True)  # whole sentences, wrapped
+    projector_tools.point_buttons(index, panel_key)
 
 
 # -- figures: one row of panels per model -------------------------------------------------------------------------
-def layer_choice(model_id: str, model, slider, names: dict, mix) -> int | str:
-    """The row's layer slider (a session's first run starts from the link's layer for this model, checked)."""
-    key = f"layer::{model_id}"
-    options = list(range(model.n_layers)) + ([MIX] if mix else [])
-    if key not in st.session_state or from_history():
-        st.session_state[key] = url_value(key, model.n_layers - 1, options=options, raw=url_layers.get(label(model_id)),
-                                          param="layer", names=names.get)
-    layer = slider.select_slider("Layer", options=options, key=key, persist_state="session",
-                                 format_func=lambda o, names=names: md(names[o]))
-    keep(key, layer)  # kept across page switches, like the other settings
-    if layer == MIX:
-        slider.caption("v = γ Σ s_j h_j with " + ", ".join(f"s_{j} = {w:.2f}" for j, w in enumerate(mix.weights))
-                       + f", γ = {mix.gamma:.2f} (see *ELMo layers*)")
-    sync_layers_to_url()
-    return layer
-
-
 def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, title: str, mix, ranges,
           s: SensesState, sc: compute.Scene) -> None:
     """One panel of a row, in ``col``: the scatter of one layer, its captions, and the occurrence a click picks (what
@@ -264,16 +244,25 @@ def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, t
             groups, colours = cluster_of, figures.sense_colours(cluster_of)
             title += f" · {c.k} {legend}s" if s.k is None or legend == "spelling" else ""
     X = ws.layer_vectors(ov.vectors, lay, mix)
+    key = f"scatter::{model_id}::{lay}::{s.dims}d"
+    point = None  # the clicked point, read before drawing so that it is ringed
+    if s.dims == 2:
+        point = clicked.linked_point(compute.selected_point(clicked.clicked_in(key), sc.n), sc.n, f"{name}:{lay}")
+    near = compute.focused(X, s)
     fig = scatter.sense_scatter(xy, groups, sc.hover, title=title, colours=colours, stacks=compute.same_vector(X),
                                 ranges=ranges, legend_title=legend, marked=np.flatnonzero(marked),
-                                marked_name=sc.search.name)
+                                marked_name=sc.search.name, point_labels=compute.point_labels(sc, s.labels, near),
+                                focus=near, focus_name=f"occurrence {near[0] + 1}" if near else "", picked=point)
+    if s.axis:
+        scatter.word_axis(fig, *s.axis)
 
     def data(xy=xy, cluster_of=cluster_of, read_as=read_as) -> pd.DataFrame:
         return compute.points_frame(sc, xy, name, layer_name, cluster_of, read_as)
 
     with col:
-        event = plot(fig, f"{name}-{layer_name}-{sc.chosen.target}", key=f"scatter::{model_id}::{lay}::{s.dims}d",
-                     data=data, selectable=s.dims == 2)
+        plot(fig, f"{name}-{layer_name}-{sc.chosen.target}", key=key, data=data, selectable=s.dims == 2)
+        if near:
+            st.caption(compute.focus_note(sc, near, model.dim))
         if s.colour == "dictionary" and lay != MIX and any(read_as):
             st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer: "
                        f"{trust(av, lay)}.")
@@ -283,10 +272,8 @@ def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, t
             if together is not None:
                 st.caption(f"Of the ringed occurrences' {state.NEIGHBOURS_SHOWN} nearest (cosine in {model.dim} "
                            f"dimensions), {together:.0%} are ringed too ({marked.mean():.0%} of all are).")
-        picked = compute.selected_point(event, sc.n) if s.dims == 2 else None
-        point = clicked.linked_point(picked, sc.n, f"{name}:{lay}") if s.dims == 2 else None  # or the link's
         if point is not None:
-            show_point(point, model, X, layer_name, cluster_of, s, sc)
+            show_point(point, model, X, layer_name, cluster_of, s, sc, key)
 
 
 @st.fragment
@@ -306,18 +293,22 @@ def model_row(model_id: str, s: SensesState, sc: compute.Scene) -> None:
     # ELMo's learned scalar mix joins the layers when a word-sense probe has been run on this model.
     mix = ws.learned_mix(model) if model.kind == "elmo" else None
     names = {i: n for i, n in enumerate(model.layer_names)} | {MIX: "scalar mix (word-sense probe)"}
-    layer = layer_choice(model_id, model, slider, names, mix) if model.n_layers > 1 else static
+    layer = layer_links.slider(model_id, model, slider, names, mix) if model.n_layers > 1 else static
     layers = (static,) if layer == static else (static, layer)
     result = ov = None
     with guard(name), st.spinner(f"Projecting {name} …"):
         ov = embedded(model_id, sc)
-        result, standing_in = projection(model_id, sc, s, ov, layers, s.joint, mix if layer == MIX else None, s.dims)
+        result, standing_in = projector_tools.on_axis(compute.on_axis, model_id, ov, layers, mix, s), False
+        if result is None:
+            result, standing_in = projection(model_id, sc, s, ov, layers, s.joint, mix if layer == MIX else None,
+                                             s.dims)
     if result is None or ov is None:
         return
     if standing_in:
         st.info(f"{state.METHOD_NAMES.get(s.method, s.method)} of {sc.n:,} points is running in the background; "
                 "showing PCA until it is ready (the panels switch by themselves).")
-    ranges = (scatter.shared_ranges(result.coords, margin_px=scatter.RING_MARGIN_PX) if result.joint else None)
+    ranges = (compute.axis_ranges(result.coords) if result.method == "axis" else
+              scatter.shared_ranges(result.coords, margin_px=scatter.RING_MARGIN_PX) if result.joint else None)
     cols = st.columns(2)
     for col, lay, xy in zip(cols, layers, result.coords):
         title = f"{name} · {names[lay]}" + (compute.context_free_note(model) if lay == static else "")
@@ -325,6 +316,9 @@ def model_row(model_id: str, s: SensesState, sc: compute.Scene) -> None:
     if len(layers) == 1:
         cols[1].info("This model has only its context-free layer." if model.n_layers == 1 else
                      "Move the slider to a contextual layer to compare it with the context-free one.")
+    if result.method == "axis":
+        st.caption(TEXT["axis"].format(a=md(s.axis[0]), b=md(s.axis[1]), name=md(name)))
+        return
     shown_method = state.METHOD_NAMES.get(result.method, result.method)
     notes = "; ".join(result.notes)
     fitted = ", fitted jointly (each layer centred)" if result.joint else ""
@@ -339,7 +333,7 @@ for model_id in sorted(chosen_models, key=compute.is_static):  # the first scree
         models[model_id] = get_model(model_id)
     except Exception:  # noqa: BLE001 - the row above said what went wrong
         continue
-sync_layers_to_url()
+layer_links.sync()
 
 # -- one occurrence: its path through the layers, and the words that shape it -------------------------------------
 st.divider()

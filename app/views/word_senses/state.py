@@ -31,6 +31,10 @@ PERPLEXITY = dict(min_value=2.0, max_value=100.0)
 COLOURINGS = {"sense": "sense labels", "cluster": "clusters found in each layer",
               "dictionary": "the dictionary sense each layer reads"}
 NO_READING = "(no sense nearer than another)"
+# The Embedding Projector's tools: labels on a few points, one occurrence and its nearest, an axis from word to word.
+MAX_LABELS = 25  # points labelled at most: more is a wall of text
+FOCUS_K = dict(min_value=1, max_value=50)
+AXIS_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,10 @@ class SensesState:
     k: int | None  # clusters; None: chosen by the silhouette
     find: tuple[str, ...] = ()  # the words whose sentences are ringed
     lemma: str | None = None  # whose SemCor senses colour the points ("dictionary")
+    labels: str = "off"  # which text labels the points: "off", "number" or "words"
+    focus: int | None = None  # the occurrence shown with its nearest only (from 0), or None
+    focus_k: int = 10  # how many nearest
+    axis: tuple[str, str] | None = None  # a custom axis' two words: the panels place the occurrences on it
 
     @property
     def params(self) -> tuple[tuple[str, float], ...]:
