@@ -311,6 +311,9 @@ register(ModelKind(
         Training("ctxmodels.training.electra_task", "ElectraSettings",
                  "ELECTRA: a small generator fills in masked words, a discriminator spots the replaced ones",
                  options="ctxmodels.commands.train:electra_options", extras=("resume",), command="electra"),
+        Training("ctxmodels.training.albert_task", "AlbertSettings",
+                 "ALBERT: masked LM + sentence-order prediction, factorised embeddings, layers sharing weights",
+                 options="ctxmodels.commands.train:albert_options", extras=("resume",), command="albert"),
     ),
     finetune="ctxmodels.training.finetune_backends:TransformersEncoder",
 ))

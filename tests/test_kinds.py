@@ -144,8 +144,9 @@ def test_capabilities_of_the_shipped_kinds():
     assert kinds.with_capability(kinds.LEFT_TO_RIGHT) == ("gpt",)
     assert kinds.with_capability(kinds.TRAIN) == ("bert", "transformers", "elmo", "static", "gpt")
     # a RoBERTa or an ELECTRA trained here is read back as a transformers encoder: `train roberta`, `train electra`
-    assert tuple(kinds.training_commands()) == ("bert", "roberta", "electra", "elmo", "static", "gpt")
+    assert tuple(kinds.training_commands()) == ("bert", "roberta", "electra", "albert", "elmo", "static", "gpt")
     assert kinds.training_commands()["roberta"].name == kinds.training_commands()["electra"].name == "transformers"
+    assert kinds.training_commands()["albert"].name == "transformers"
     assert kinds.training_for("electra").settings == "ElectraSettings" and kinds.training_for("bart") is None
     assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo")
     assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo", "gpt")

@@ -195,6 +195,26 @@ def electra_options(p: argparse.ArgumentParser) -> None:
                         + _default(ElectraSettings, "disc_weight", {}))
 
 
+def albert_options(p: argparse.ArgumentParser) -> None:
+    from ..training.albert_task import AlbertSettings
+    from ..training.bert_task import DEFAULT_LR
+
+    T = _typer(AlbertSettings)
+    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
+    add_common_arguments(p, "albert", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    piece_options(p, "albert")
+    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
+                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+    p.add_argument("--whole-word-masking", action="store_true", default=None,
+                   help="mask all pieces of a word together")
+    p.add_argument("--embedding-size", type=T("embedding_size"), default=None, metavar="E",
+                   help="width of the word-piece embeddings, projected to the hidden size (factorised embeddings; "
+                        "default half the preset's hidden size, at most 128: 64 for tiny, 128 from mini on)")
+    p.add_argument("--hidden-groups", type=T("hidden_groups"), default=None, metavar="G",
+                   help="groups of layers that share their weights (default 1, ALBERT's: every layer the same "
+                        "weights; the number of layers for no sharing)")
+
+
 def gpt_options(p: argparse.ArgumentParser) -> None:
     from ..training.bert_task import DEFAULT_LR
 
@@ -202,9 +222,7 @@ def gpt_options(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p, "gpt", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
     piece_options(p, "gpt")
     masked = "a GPT predicts every next word from the words before it: nothing is masked"
-    for option, reason in (("--embedding-size", "factorised embeddings are ALBERT's; a GPT's word vectors have the "
-                                                "hidden size of its preset"),
-                           ("--max-predictions", masked), ("--whole-word-masking", masked),
+    for option, reason in (("--max-predictions", masked), ("--whole-word-masking", masked),
                            ("--static-masking", masked),
                            ("--nsp", "a GPT has no next-sentence prediction; train bert has it"),
                            ("--sop", "a GPT has no sentence-order prediction")):
@@ -309,6 +327,12 @@ def add_kind_arguments(p: argparse.ArgumentParser, kind: str) -> None:
         kinds.named(spec.options)(p)
     else:
         add_common_arguments(p, kind)
+    try:  # a kind without factorised embeddings says whose option it is (the others define their own)
+        p.add_argument("--embedding-size", nargs="?", help=argparse.SUPPRESS, action=_refused(
+            "factorised embeddings (word pieces narrower than the hidden size) are ALBERT's: ctxmodels train albert "
+            "--embedding-size E"))
+    except argparse.ArgumentError:
+        pass
     p.set_defaults(kind=kind)
 
 

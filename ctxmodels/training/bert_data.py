@@ -1,11 +1,13 @@
-"""BERT pre-training examples from the tokenised corpus (:mod:`.bert_corpus`): masking, next-sentence pairs,
-batches.
+"""BERT pre-training examples from the tokenised corpus (:mod:`.bert_corpus`): masking, next-sentence pairs
+(or ALBERT's sentence-order pairs), batches.
 
 Each document's consecutive sentences are packed into chunks of up to ``max_seq_len - 3`` tokens. Every batch is
 then made on the fly from ``(seed, epoch, index)`` alone, as the trainer requires: the epoch's chunk order, where
 each chunk is split into segments A and B, whether B is the true continuation or a segment of another document
 (50/50), and which tokens are masked. Masks are therefore drawn afresh every epoch, and a resumed or distributed
-run sees exactly the batches an uninterrupted single-process run would.
+run sees exactly the batches an uninterrupted single-process run would. With ``sentence_order`` (ALBERT's
+sentence-order prediction) B is always the true continuation, and the coin decides instead whether A and B are
+swapped.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ class Example:
     token_type_ids: np.ndarray  # [T]
     positions: np.ndarray  # [n] positions chosen for prediction
     labels: np.ndarray  # [n] original ids there
-    is_random_next: bool  # NSP label: B is a segment of another document
+    is_random_next: bool  # the pair's label: B is a segment of another document (NSP), A and B swapped (SOP)
     chunk: int = -1  # the chunk it was made from
 
 
@@ -181,7 +183,8 @@ class PretrainingData:
     ``random_pool``: where "random next" segments come from (default: the same documents, never the example's
     own document). The held-out set of a run with a single held-out document draws them from the training text.
     ``data_seed`` (default ``seed``) seeds the epochs' order and the training batches' masks and pairs; ``seed``
-    the packing into sequences and the fixed evaluation set.
+    the packing into sequences and the fixed evaluation set. ``sentence_order``: ALBERT's sentence-order pairs
+    (label 1: A and B swapped, as transformers' ``sentence_order_label``) instead of next-sentence pairs.
     """
 
     def __init__(
@@ -198,6 +201,7 @@ class PretrainingData:
         short_seq_prob: float = SHORT_SEQ_PROB,
         name: str = "corpus",
         data_seed: int | None = None,
+        sentence_order: bool = False,
     ):
         if max_seq_len < 5:
             raise ValueError(f"--max-seq-len must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_len}")
@@ -208,9 +212,13 @@ class PretrainingData:
         self.whole_word_masking, self.seed, self.mlm_probability = whole_word_masking, seed, mlm_probability
         self.order_seed = seed if data_seed is None else data_seed
         self.max_tokens = max_seq_len - 3
+        self.sentence_order = sentence_order
+        self.label_key = "sentence_order_label" if sentence_order else "next_sentence_label"
         self.pool = docs if random_pool is None else random_pool
-        self._exclude_own = random_pool is None
+        self._exclude_own = random_pool is None and not sentence_order
         self.chunks = pack_chunks(docs, self.max_tokens, np.random.default_rng([seed, _PACK]), short_seq_prob)
+        if sentence_order:
+            self.chunks = self._orderable(self.chunks, name)
         if len(self.chunks) == 0:
             raise CorpusError(f"{name}: no text to train on after tokenisation")
         n_docs_with_text = int(np.count_nonzero(np.diff(self.pool.doc_offsets)))
@@ -228,6 +236,18 @@ class PretrainingData:
             )
         self._order_epoch: int | None = None
         self._order: np.ndarray | None = None
+
+    def _orderable(self, chunks: np.ndarray, name: str) -> np.ndarray:
+        """The chunks a sentence-order pair can be cut from (two pieces at least); CorpusError when no document
+        has two sentences, as then every pair would be one sentence cut in two: no order of sentences to learn."""
+        if self.docs.n_tokens and not np.any(np.diff(self.docs.doc_offsets) >= 2):
+            raise CorpusError(
+                f"{name}: sentence-order prediction needs documents of two sentences or more to put in order, and "
+                "every document here is a single sentence; give running text (one paragraph a line, blank lines "
+                "only between documents), not one sentence per document")
+        offsets = self.docs.sent_offsets
+        pieces = offsets[chunks[:, 2]] - offsets[chunks[:, 1]]
+        return chunks[pieces >= 2]
 
     # -- sizes and order ---------------------------------------------------------------------------------------
 
@@ -285,8 +305,10 @@ class PretrainingData:
             else:
                 cut = int(starts[rng.integers(len(starts))])
                 a, b_true = tokens[:cut], tokens[cut:]
-        # A random B gets the length the true B would have had, so length is no clue to the NSP label.
-        b = self._random_segment(rng, doc, max(1, len(b_true))) if is_random else b_true
+        if self.sentence_order:  # the true continuation, after A or (swapped) before it
+            a, b = (b_true, a) if is_random else (a, b_true)
+        else:  # a random B gets the length the true B would have had, so length is no clue to the NSP label
+            b = self._random_segment(rng, doc, max(1, len(b_true))) if is_random else b_true
 
         v = self.vocab
         ids = np.concatenate([[v.cls_id], a, [v.sep_id], b, [v.sep_id]]).astype(np.int64)
@@ -312,18 +334,20 @@ class PretrainingData:
         return [self.example(int(c), rng) for c in chunks]
 
     def batch(self, epoch: int, index: int) -> Batch:
-        return collate(self.examples(epoch, index), self.vocab.pad_id)
+        return collate(self.examples(epoch, index), self.vocab.pad_id, self.label_key)
 
     def fixed_batches(self, n_sequences: int, batch_size: int) -> list[Batch]:
         """A fixed evaluation set: the same ``n_sequences`` examples (chunks, pairs and masks) every time."""
         order = np.random.default_rng([self.seed, _EVAL]).permutation(self.num_chunks)[:n_sequences]
         rng = np.random.default_rng([self.seed, _EVAL, 1])
         examples = [self.example(int(c), rng) for c in order]
-        return [collate(examples[i : i + batch_size], self.vocab.pad_id) for i in range(0, len(examples), batch_size)]
+        return [collate(examples[i : i + batch_size], self.vocab.pad_id, self.label_key)
+                for i in range(0, len(examples), batch_size)]
 
 
-def collate(examples: Sequence[Example], pad_id: int) -> Batch:
-    """Pad examples to the longest in the batch. ``mlm_positions`` padding points at [CLS] with label -100."""
+def collate(examples: Sequence[Example], pad_id: int, label_key: str = "next_sentence_label") -> Batch:
+    """Pad examples to the longest in the batch. ``mlm_positions`` padding points at [CLS] with label -100; the
+    pairs' labels are under ``label_key``."""
     B = len(examples)
     T = max(len(e.input_ids) for e in examples)
     P = max(1, max(len(e.positions) for e in examples))
@@ -342,6 +366,6 @@ def collate(examples: Sequence[Example], pad_id: int) -> Batch:
         "attention_mask": torch.from_numpy(attention),
         "mlm_positions": torch.from_numpy(positions),
         "mlm_labels": torch.from_numpy(labels),
-        "next_sentence_label": torch.tensor([int(e.is_random_next) for e in examples], dtype=torch.long),
+        label_key: torch.tensor([int(e.is_random_next) for e in examples], dtype=torch.long),
     }
 
