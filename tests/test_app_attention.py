@@ -206,3 +206,26 @@ def test_the_query_key_view_only_for_one_head_and_in_range():
     assert_clean(at)
     assert query_key_chart(at) is None  # off by default: the toggle is there, closed
     assert [t.value for t in at.toggle if t.key == "qk"] == [False]
+
+
+def test_a_word_picked_on_the_line_view_draws_its_lines_in_orange_and_the_rest_faded(tiny_assets):
+    """BertViz's hover, as a click: the word's own lines stand out (the same lines, restyled), from the link too."""
+    def orange(chart) -> int:
+        return sum(len(t["x"]) // 3 for t in chart["data"] if t.get("mode") == "lines"
+                   and t["line"]["color"].startswith("rgba(230,120,20"))
+
+    plain = page("attention", att_layer="2", att_head="2", att_threshold="0.2")
+    at = page("attention", att_layer="2", att_head="2", att_threshold="0.2", att_token="3")
+    assert_clean(at)
+    lines, before = detail_charts(at)[1], detail_charts(plain)[1]
+    maps = att.merge_word_pieces(att.compute_attention(ctxmodels.load(str(tiny_assets / "bert-eltec")), None,
+                                                       DEFAULT))  # words, as the page reads them
+    assert orange(lines) == int((maps.attentions[1, 1][2] >= 0.2).sum())
+    assert orange(before) == 0
+    count = lambda c: sum(len(t["x"]) // 3 for t in c["data"] if t.get("mode") == "lines")  # noqa: E731
+    assert count(lines) == count(before)  # no line added or lost
+    words = next(t for t in lines["data"] if t.get("mode") == "markers+text")
+    assert words["text"][2].startswith("<b>") and "looks at" in words["hovertext"][2]
+    assert param(at, "att_token") == "3"
+    back = [b for b in at.button if b.key == "att_token_clear"][0].click().run()
+    assert orange(detail_charts(back)[1]) == 0 and param(back, "att_token") == "0"

@@ -155,11 +155,13 @@ def head_summary_grid(summary, measures: Sequence[str] = tuple(HEAD_MEASURES)) -
 
 
 def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float = 0.05, title: str = "",
-                    bins: int = 5) -> go.Figure:
+                    bins: int = 5, token: int | None = None) -> go.Figure:
     """Lines from each token (left) to the tokens it attends to (right); stronger weights draw darker and wider.
 
     Lines are grouped into ``bins`` weight bands, one trace each (segments separated by gaps), so a long
-    sentence gives a handful of traces rather than one per pair.
+    sentence gives a handful of traces rather than one per pair. Each token on the left is a point whose hover
+    lists where it looks, and a click on it (``customdata``: its row) picks it; ``token`` (a row) draws its lines
+    in orange and every other line faded, as BertViz does on hover (Plotly restyles nothing on hover by itself).
     """
     m = np.asarray(matrix, dtype=float)
     n = len(tokens)
@@ -168,23 +170,43 @@ def attention_lines(matrix: np.ndarray, tokens: Sequence[str], threshold: float 
     weights = m[rows, cols]
     edges = np.linspace(threshold, max(threshold, float(weights.max(initial=threshold))), bins + 1)
     band = np.clip(np.searchsorted(edges, weights, side="right") - 1, 0, bins - 1)
+    chosen = token is not None and 0 <= token < n
+    mine = rows == token if chosen else np.zeros(len(rows), dtype=bool)
     traces = []
     for b in range(bins):
-        sel = band == b
-        if not sel.any():
-            continue
-        k = int(sel.sum())
-        xs = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), k)  # float32: half the bytes of float64
-        ys = np.column_stack([y[rows[sel]], y[cols[sel]], np.full(k, np.nan)]).ravel().astype(np.float32)
-        w = float(weights[sel].mean())
-        traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                           line=dict(color=f"rgba(31,119,180,{min(1.0, 0.15 + w):.2f})", width=1 + 4 * w)))
-    for x, anchor in ((0, "left"), (1, "right")):  # labels outside the lines: left column left, right column right
-        traces.append(dict(type="scatter", x=[x] * n, y=y, mode="text", text=plain_all(tokens),
-                           textposition=f"middle {anchor}", hoverinfo="skip", showlegend=False))
+        for own in (False, True):
+            sel = (band == b) & (mine == own)
+            if not sel.any():
+                continue
+            k = int(sel.sum())
+            xs = np.tile(np.array([0.0, 1.0, np.nan], dtype=np.float32), k)  # float32: half the bytes of float64
+            ys = np.column_stack([y[rows[sel]], y[cols[sel]], np.full(k, np.nan)]).ravel().astype(np.float32)
+            w = float(weights[sel].mean())
+            alpha = min(1.0, 0.15 + w) * (0.25 if chosen and not own else 1.0)
+            colour = f"rgba(230,120,20,{max(alpha, 0.6):.2f})" if own else f"rgba(31,119,180,{alpha:.2f})"
+            traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                               line=dict(color=colour, width=(2 if own else 1) + 4 * w)))
+    names = plain_all(tokens)
+    looks = [_looks_at(names[i], m[i], names, threshold) for i in range(n)]
+    bold = [f"<b>{t}</b>" if chosen and i == token else t for i, t in enumerate(names)]
+    # labels outside the lines: the left column left (a point each, to hover and click), the right column right
+    traces.append(dict(type="scatter", x=[0] * n, y=y, mode="markers+text", text=bold, textposition="middle left",
+                       customdata=np.arange(n), hovertext=looks, hovertemplate="%{hovertext}<extra></extra>",
+                       showlegend=False, marker=dict(size=9, color=["rgba(230,120,20,0.9)" if chosen and i == token
+                                                                    else "rgba(31,119,180,0.35)" for i in range(n)])))
+    traces.append(dict(type="scatter", x=[1] * n, y=y, mode="text", text=names, textposition="middle right",
+                       hoverinfo="skip", showlegend=False))
     layout = dict(title=dict(text=plain(title)), height=max(300, 18 * n + 80), margin=dict(l=10, r=10, t=40, b=10),
-                  xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False))
+                  xaxis=dict(visible=False, range=[-0.6, 1.6], fixedrange=True),
+                  yaxis=dict(visible=False, fixedrange=True), clickmode="event", hovermode="closest")
     return go.Figure(dict(data=traces, layout=layout))
+
+
+def _looks_at(me: str, row: np.ndarray, names: Sequence[str], threshold: float, top: int = 5) -> str:
+    """A token's hover on the line view: where its attention goes, strongest first."""
+    order = [j for j in np.argsort(-row, kind="stable")[:top] if row[j] >= threshold]
+    where = ", ".join(f"{names[j]} {percent(row[j])}" for j in order) or f"nothing above {percent(threshold)}"
+    return f"<b>{me}</b> looks at {where}<br>(click: its lines stand out)"
 
 
 # -- from a model: the Attention page's views ---------------------------------------------------------------

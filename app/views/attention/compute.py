@@ -101,3 +101,17 @@ def opening_head(base: att.AttentionMaps) -> OpeningHead:
         return OpeningHead(1, 1, float("nan"))
     row = top.iloc[0]
     return OpeningHead(int(row["layer"]), int(row["head"]), float(row["to_prev"]))
+
+
+def picked_token(event, n_tokens: int) -> int | None:
+    """The token (its row) a click on the line view picked: the ``customdata`` of the point clicked, or None."""
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    for p in points or []:
+        cd = p.get("customdata")
+        cd = cd[0] if isinstance(cd, (list, tuple)) and cd else cd
+        if isinstance(cd, (int, float)) and 0 <= int(cd) < n_tokens:
+            return int(cd)
+    return None

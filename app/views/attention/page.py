@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app.kit import figures, limits
+from app.kit import clicked, figures, limits
 from app.kit.errors import guard, show_warnings
 from app.kit.explanations import explain, page_header
 from app.kit.inputs import MAX_TEXT_CHARS, last_good, md, quoted, remember
@@ -124,6 +124,7 @@ opening = compute.opening_head(base)  # without a link: the previous-token head,
 url_state("att_layer", opening.layer, kind=int, min_value=1, max_value=maps.n_layers)
 url_state("att_head", opening.head, kind=int, min_value=1, max_value=maps.n_heads)
 url_state("qk", False, kind=bool)
+url_state("att_token", 0, kind=int, min_value=0, max_value=maps.n_tokens)
 url_state("qk_from", 1, kind=int, min_value=0, max_value=maps.n_tokens - 1)
 for key, top in (("att_layer", maps.n_layers), ("att_head", maps.n_heads)):
     if not 1 <= st.session_state[key] <= top:
@@ -178,6 +179,16 @@ def query_key_view(source: compute.Source, layer: int, head: int) -> None:
         st.caption(compute.weight_sentence(tokens, row, products, weights))
 
 
+def line_token(n_tokens: int) -> int | None:
+    """The word whose lines stand out (its row): one just clicked on the line view, else the link's (``att_token``,
+    from 1; 0: none), until another click or the button under the figure."""
+    click = compute.picked_token(clicked.clicked_in("att::lines"), n_tokens)
+    if click is not None:
+        st.session_state["att_token"] = click + 1
+    number = st.session_state.get("att_token", 0)
+    return number - 1 if 1 <= number <= n_tokens else None
+
+
 @st.fragment
 def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source, opening: compute.OpeningHead) -> None:
     """The chosen layer and head (or the mean, or the rollout) as a heatmap and as lines: a control here reruns
@@ -204,15 +215,22 @@ def detail_view(detail: att.AttentionMaps, view: str, source: compute.Source, op
         if len(tokens) <= LINE_TOKENS:
             threshold = st.slider("Hide lines below", **THRESHOLD, step=0.01, key="att_threshold",
                                   persist_state="session")
-            plot(page_figures.attention_lines(matrix, tokens, threshold=threshold, title=what),
-                 f"attention-lines-{what}", key="att::lines")
+            token = line_token(len(tokens))  # read before drawing: the figure draws its lines in orange
+            plot(page_figures.attention_lines(matrix, tokens, threshold=threshold, title=what, token=token),
+                 f"attention-lines-{what}", key="att::lines", selectable=True)
+            if token is None:
+                st.caption("Hover a word on the left to read where it looks; click it to make its lines stand out.")
+            else:
+                st.button(f"Show every word's lines (not only {tokens[token]}'s)", key="att_token_clear",
+                          icon=":material/close:", type="tertiary", on_click=st.session_state.update,
+                          kwargs={"att_token": 0})
         else:
             st.info(f"The line view draws up to {LINE_TOKENS} tokens; this input has {len(tokens)}. Tick *merge "
                     "word pieces* and *hide [CLS]/[SEP]*, or shorten the text.")
     if detail.hidden_share is not None and view != "rollout":
         share = float(np.mean(detail.hidden_share[layer - 1, head]))
         st.caption(f"Before hiding, on average {share:.0%} of each row's attention went to [CLS]/[SEP].")
-    to_url("att_layer", "att_head", "att_threshold")
+    to_url("att_layer", "att_head", "att_threshold", "att_token")
     if view == "head":
         query_key_view(source, layer - 1, head)
 
