@@ -45,7 +45,8 @@ lesson_warm_up()  # with --warm-lesson: the lesson's pages visited once per serv
 OVERVIEW = dict(title="Overview", icon=":material/home:")
 # On a projector the pages are a bar across the top, beside "Leave presentation": shorter names keep it on one
 # 1280-pixel screen.
-FINE_TUNING, FILL_IN = ("Fine-tuning", "Fill in") if present else ("What fine-tuning changes", "Fill in the blank")
+FINE_TUNING, FILL_IN, LEARN = (("Fine-tuning", "Fill in", "Learn") if present else
+                                ("What fine-tuning changes", "Fill in the blank", "How they learn"))
 PAGES = [
     st.Page(script("overview"), **OVERVIEW, url_path="home", default=True),
     st.Page(script("overview"), **OVERVIEW, url_path="overview", visibility="hidden"),
@@ -55,6 +56,7 @@ PAGES = [
     st.Page(script("attention"), title="Attention", icon=":material/grid_on:", url_path="attention"),
     st.Page(script("fine_tuning"), title=FINE_TUNING, icon=":material/tune:", url_path="fine_tuning"),
     st.Page(script("fill_in"), title=FILL_IN, icon=":material/edit_note:", url_path="fill_in"),
+    st.Page(script("how_they_learn"), title=LEARN, icon=":material/psychology:", url_path="how_they_learn"),
     st.Page(script("models"), title="Models", icon=":material/model_training:", url_path="models"),
 ]
 page = st.navigation(PAGES, position="top" if present else "sidebar")

@@ -36,7 +36,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # path -> query of the view shown (the defaults a teacher opens on, with the projection that needs no warm-up; the
 # Overview with its Try it on, so that it has its figure)
 PAGES = {"overview": "try=1", "lesson": "step=1&reveal=1", "word_senses": "projection=pca", "elmo_layers": "",
-         "attention": "", "fine_tuning": "", "fill_in": "", "models": ""}
+         "attention": "", "fine_tuning": "", "fill_in": "", "how_they_learn": "", "models": ""}
 MODES = {"normal": "", "present": "present=1"}
 
 

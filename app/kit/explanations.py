@@ -36,6 +36,16 @@ FORMULAS = {
                             r"\alpha (x - b))}{\partial x_i}\, d\alpha, \qquad \sum_i \operatorname{IG}_i = "
                             r"\log p(y \mid x) - \log p(y \mid b)",
     "skipgram": r"\log \sigma(u_c^\top v_w) + \sum_{n=1}^{k} \log \sigma(-u_n^\top v_w)",
+    "nsp": r"\mathcal{L}_{\text{NSP}} = -\log p_\theta\big(y \mid h_{\text{[CLS]}}\big), \qquad "
+           r"p_\theta(y \mid h_{\text{[CLS]}}) = \operatorname{softmax}(W_{\text{NSP}}\, h_{\text{[CLS]}})_y, "
+           r"\qquad \mathcal{L} = \mathcal{L}_{\text{MLM}} + \mathcal{L}_{\text{NSP}}",
+    "causal_lm": r"\mathcal{L}_{\text{LM}} = -\sum_{t=1}^{n} \log p_\theta\big(x_t \mid x_1, \dots, "
+                 r"x_{t-1}\big)",
+    "electra": r"\mathcal{L}_{\text{MLM}}(x, \theta_G) = \mathbb{E}\Big[\sum_{i \in m} -\log p_G\big(x_i \mid "
+               r"x^{\text{masked}}\big)\Big], \qquad \mathcal{L}_{\text{Disc}}(x, \theta_D) = \mathbb{E}\Big["
+               r"\sum_{t=1}^{n} -\mathbb{1}(x^{\text{corrupt}}_t = x_t) \log D(x^{\text{corrupt}}, t) - "
+               r"\mathbb{1}(x^{\text{corrupt}}_t \ne x_t) \log\big(1 - D(x^{\text{corrupt}}, t)\big)\Big], "
+               r"\qquad \min_{\theta_G, \theta_D} \mathcal{L}_{\text{MLM}} + \lambda\, \mathcal{L}_{\text{Disc}}",
 }
 
 # Every symbol of each formula, in words: shown under the formula wherever it is shown.
@@ -80,6 +90,19 @@ SYMBOLS = {
                             r"$i$'s vector · $y$: the answer · $\mathrm{IG}_i$: word $i$'s share.",
     "skipgram": r"$v_w$: a word's vector · $u_c$: the vector of a word near it (its context) · $u_n$: $k$ words "
                 r"drawn at random (the noise) · $\sigma$: the logistic function, squeezing any number into 0 to 1.",
+    "nsp": r"$y$: the answer, “B follows A” or “B is a random sentence” · $h_{\text{[CLS]}}$: the model's top vector "
+           r"at [CLS] · $W_{\text{NSP}}$: the small layer that reads it · $p_\theta$: the model's probability "
+           r"($\theta$: its weights) · $\mathcal{L}_{\text{MLM}}$: the masked-word loss above · $\mathcal{L}$: what "
+           r"BERT's training makes small, both losses added.",
+    "causal_lm": r"$x_1 \dots x_n$: the $n$ pieces of a text, $x_t$ the $t$-th · $p_\theta(x_t \mid x_1, \dots, "
+                 r"x_{t-1})$: the model's probability of piece $t$ from the pieces before it only ($\theta$: its "
+                 r"weights) · $\mathcal{L}_{\text{LM}}$: the loss training makes small: every piece is guessed.",
+    "electra": r"$x$: a text · $m$: the positions hidden (15%) · $x^{\text{masked}}$: the text with them hidden · "
+               r"$p_G$: the generator's probability ($\theta_G$: its weights) · $x^{\text{corrupt}}$: the text with "
+               r"the generator's samples in the hidden places · $D(x^{\text{corrupt}}, t)$: the discriminator's "
+               r"probability that piece $t$ is the original ($\theta_D$: its weights) · $\mathbb{1}(\cdot)$: 1 when "
+               r"true, else 0 · $n$: the number of pieces: every piece counts · $\mathbb{E}$: the average over "
+               r"texts · $\lambda$: how much the discriminator's loss weighs (50).",
 }
 
 

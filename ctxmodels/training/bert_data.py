@@ -16,11 +16,11 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from ..masking import MLM_PROBABILITY, VocabInfo, mask_tokens
 from ..text import CorpusError
 from .bert_corpus import (
     PreparedData,
@@ -32,109 +32,17 @@ from .bert_corpus import (
 )
 from .task import Batch
 
-if TYPE_CHECKING:
-    from ..tokenization import WordPieceTokenizer
-
-# the corpus side is re-exported: importers have found it here since before it had its own module
+# the corpus side and the masking draw (../masking.py, which the app shows) are re-exported: importers have found
+# them here since before they had their own modules
 __all__ = ["IGNORE_INDEX", "MLM_PROBABILITY", "SHORT_SEQ_PROB", "Example", "PreparedData", "PretrainingData",
            "TokenizedDocuments", "VocabInfo", "batch_encoder", "collate", "mask_tokens", "pack_chunks",
            "prepare_data", "split_sentences", "tokenize_documents"]
 
-MLM_PROBABILITY = 0.15
 SHORT_SEQ_PROB = 0.1  # as in the original BERT: some chunks get a shorter target so short inputs are seen too
 IGNORE_INDEX = -100
 
 # Stream tags for numpy's SeedSequence, so that no two uses of the seed share random numbers.
 _TRAIN, _EVAL, _ORDER, _PACK = 0, 1, 2, 3
-
-
-# ----------------------------------------------------------------------------------------------------------
-# vocabulary facts the data needs
-
-
-@dataclass
-class VocabInfo:
-    size: int
-    pad_id: int
-    cls_id: int
-    sep_id: int
-    mask_id: int
-    continuation: np.ndarray  # [size] bool: the piece continues a word ("##ing")
-    random_ids: np.ndarray  # ids a masked token may be replaced by: everything but the special tokens
-
-    @classmethod
-    def from_tokens(cls, tokens: Sequence[str], pad="[PAD]", unk="[UNK]", cls_="[CLS]", sep="[SEP]", mask="[MASK]"):
-        index = {t: i for i, t in enumerate(tokens)}
-        missing = [t for t in (pad, unk, cls_, sep, mask) if t not in index]
-        if missing:
-            raise ValueError(f"the vocabulary lacks the special tokens {missing}")
-        specials = {index[t] for t in (pad, unk, cls_, sep, mask)}
-        return cls(
-            size=len(tokens), pad_id=index[pad], cls_id=index[cls_], sep_id=index[sep], mask_id=index[mask],
-            continuation=np.array([t.startswith("##") for t in tokens], dtype=bool),
-            random_ids=np.array([i for i in range(len(tokens)) if i not in specials], dtype=np.int64),
-        )
-
-    @classmethod
-    def from_tokenizer(cls, tok: WordPieceTokenizer) -> VocabInfo:
-        tokens = [tok.id_to_token(i) for i in range(tok.vocab_size)]
-        info = cls.from_tokens(tokens)
-        info.pad_id, info.cls_id, info.sep_id, info.mask_id = tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id
-        specials = {tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id}
-        info.random_ids = np.array([i for i in range(tok.vocab_size) if i not in specials], dtype=np.int64)
-        return info
-
-
-# ----------------------------------------------------------------------------------------------------------
-# masking
-
-
-def mask_tokens(
-    tokens: np.ndarray,
-    maskable: np.ndarray,
-    rng: np.random.Generator,
-    vocab: VocabInfo,
-    max_predictions: int,
-    word_start: np.ndarray | None = None,
-    mlm_probability: float = MLM_PROBABILITY,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Choose tokens to predict and corrupt them as BERT does.
-
-    ``mlm_probability`` of the maskable tokens (at least one, at most ``max_predictions``) are chosen; of those
-    80% become [MASK], 10% a random token and 10% stay. With ``word_start`` (whole-word masking) whole words are
-    chosen, each word's pieces together, skipping words that would overflow the budget (as the reference
-    implementation does). Returns (corrupted tokens, chosen positions in increasing order, their original ids).
-    """
-    candidates = np.flatnonzero(maskable)
-    n_pred = min(max_predictions, max(1, int(len(candidates) * mlm_probability + 0.5)))
-    if len(candidates) == 0 or max_predictions <= 0:
-        return tokens.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if word_start is None:
-        positions = rng.choice(candidates, size=min(n_pred, len(candidates)), replace=False)
-    else:
-        starts = word_start[candidates].copy()
-        starts[0] = True
-        word_of = np.cumsum(starts) - 1  # word index of every candidate
-        bounds = np.concatenate([np.flatnonzero(starts), [len(candidates)]])
-        chosen: list[np.ndarray] = []
-        count = 0
-        for w in rng.permutation(len(bounds) - 1):
-            size = int(bounds[w + 1] - bounds[w])
-            if count + size > n_pred:
-                continue
-            chosen.append(candidates[word_of == w])
-            count += size
-            if count == n_pred:
-                break
-        positions = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
-    positions = np.sort(positions).astype(np.int64)
-    labels = tokens[positions].astype(np.int64)
-    out = tokens.copy()
-    r = rng.random(len(positions))
-    out[positions[r < 0.8]] = vocab.mask_id
-    swap = positions[(r >= 0.8) & (r < 0.9)]
-    out[swap] = vocab.random_ids[rng.integers(len(vocab.random_ids), size=len(swap))]
-    return out, positions, labels
 
 
 # ----------------------------------------------------------------------------------------------------------

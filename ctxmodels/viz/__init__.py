@@ -13,8 +13,8 @@ input::
 The modules hold the drawing itself (data in, figure out: what the app's pages call): :mod:`~ctxmodels.viz.style`
 (escaping, colours, per-layer panels, one attention map), :mod:`~ctxmodels.viz.scatter` (occurrences as points),
 :mod:`~ctxmodels.viz.senses`, :mod:`~ctxmodels.viz.overview`, :mod:`~ctxmodels.viz.elmo_layers`,
-:mod:`~ctxmodels.viz.attention`, :mod:`~ctxmodels.viz.blanks` and :mod:`~ctxmodels.viz.finetuning`, one per
-family of views. No Streamlit here.
+:mod:`~ctxmodels.viz.attention`, :mod:`~ctxmodels.viz.blanks`, :mod:`~ctxmodels.viz.finetuning` and
+:mod:`~ctxmodels.viz.objectives`, one per family of views. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ _VIEWS = {
     "elmo_layers": ("elmo_layer_weights",),
     "finetuning": ("finetuning_classes", "finetuning_comparison", "finetuning_heads", "finetuning_layers",
                    "finetuning_points"),
+    "objectives": ("corruption", "next_word_guesses"),
     "overview": ("same_word",),
     "senses": ("layer_measurements", "occurrences", "preset_sentences", "word_senses", "word_senses_row"),
 }

@@ -1,0 +1,134 @@
+"""What *How they learn* computes, without Streamlit: which models can show each part, BERT's corruption draw and
+the model's guesses, each model's attention mask and word-by-word guesses, a word's two vectors layer by layer (as
+the Overview's *Try it*), and a run's training curves. Cached per server by the model's name and the inputs
+(``app/kit/cache.py``); every result is a plain dict, as the figures take it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pandas as pd
+
+from app.kit.cache import memo
+from app.kit.inputs import check_text
+from app.kit.registry import get_model, label, peeked_kind
+from app.views.how_they_learn.state import MAX_WORDS
+from ctxmodels.analysis import objectives, training_curves
+from ctxmodels.analysis.word_senses import find_in_both, same_word
+from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, supports
+from ctxmodels.text import tokenize
+
+# The one line that says how to get a model of a kind that is not here.
+TRAIN_GPT = "ctxmodels train gpt --corpus FILE --out DIR"
+
+
+def checked(text: str, what: str = "sentence") -> str:
+    """The sentence, checked (ValueError saying what is wrong): not empty, no control characters, at most
+    ``MAX_WORDS`` words (every word is guessed once per model)."""
+    text = check_text(text, what)
+    n = len(tokenize(text))
+    if n > MAX_WORDS:
+        raise ValueError(f"the {what} has {n:,} words; this page reads at most {MAX_WORDS} (a sentence or two)")
+    return text
+
+
+def masked_lms(ids: list[str]) -> list[str]:
+    """The models with a masked-LM head (BERT and its kin): the kind from the files first, then the weights."""
+    out = []
+    for m in ids:
+        kind = peeked_kind(m)
+        if kind is None or not declares(kind, MASKED_LM) or declares(kind, LEFT_TO_RIGHT):
+            continue
+        try:
+            if supports(get_model(m), MASKED_LM):
+                out.append(m)
+        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
+            continue
+    return out
+
+
+def left_to_right(ids: list[str]) -> list[str]:
+    """The left-to-right models (GPTs), by the kind their files say (nothing loaded)."""
+    return [m for m in ids if (kind := peeked_kind(m)) is not None and declares(kind, LEFT_TO_RIGHT)]
+
+
+def with_curves(ids: list[str]) -> list[str]:
+    """The models whose folder holds the metrics their training wrote."""
+    out = []
+    for m in ids:
+        try:
+            path, _ = resolve(m, download=False)
+        except Exception:  # noqa: BLE001 - not found now: not offered
+            continue
+        if training_curves.metrics_file(path) is not None:
+            out.append(m)
+    return out
+
+
+@memo(max_entries=256)
+def corruption(model_id: str, text: str, seed: int, whole_words: bool) -> dict:
+    return objectives.corruption(get_model(model_id), text, seed, whole_words).to_dict()
+
+
+@memo(max_entries=256)
+def reading_mask(model_id: str, text: str) -> dict:
+    return objectives.reading_mask(get_model(model_id), text)
+
+
+def any_gpt_mask(pieces: list[str]) -> dict:
+    """The mask every left-to-right model has, over ``pieces``: for the page when no GPT is here to draw its own."""
+    return {"pieces": pieces, "allowed": objectives.causal_mask(len(pieces)), "left_to_right": True}
+
+
+@memo(max_entries=256)
+def guesses(model_id: str, text: str) -> dict:
+    return objectives.word_guesses(get_model(model_id), text).to_dict()
+
+
+def checked_pair(a: str, b: str, word: str) -> tuple[str, str, str]:
+    """The two sentences and the word, checked (ValueError when the word is not in both)."""
+    a, b = checked(a, "sentence A"), checked(b, "sentence B")
+    word = (word or "").strip()
+    if not word or len(word.split()) > 1:
+        raise ValueError("type one word that both sentences hold")
+    find_in_both(a, b, word)
+    return a, b, word
+
+
+@memo(max_entries=256)
+def same_word_in(model_id: str, a: str, b: str, word: str) -> dict:
+    return asdict(same_word(get_model(model_id), a, b, word))
+
+
+@memo(max_entries=32, ttl=60)
+def curves(model_id: str) -> dict:
+    path = training_curves.metrics_file(get_model(model_id))
+    if path is None:
+        raise ValueError(f"{label(model_id)} has no record of its training beside it")
+    return training_curves.loss_curves(training_curves.read_records(path))
+
+
+# -- the tables behind the figures (their CSV downloads) ------------------------------------------------------------
+
+
+def corruption_frame(c: dict, name: str) -> pd.DataFrame:
+    rows = []
+    for j, p in enumerate(c["positions"]):
+        rows.append(dict(piece=p, original=c["pieces"][p], outcome=c["fates"][p], model_read=c["reads"][p],
+                         first_guess=c["guesses"][j][0]["token"] if c["guesses"][j] else "",
+                         p_original=c["prob"][j], loss_nats=c["loss"][j], p_original_nothing_hidden=c["plain_prob"][j],
+                         first_guess_nothing_hidden=c["plain_guess"][j]))
+    return pd.DataFrame(rows).assign(model=name, seed=c["seed"], whole_words=c["whole_words"])
+
+
+def guesses_frame(results: dict[str, dict]) -> pd.DataFrame:
+    return pd.DataFrame([dict(model=name, word=w, position=i, probability=p, first_guess=g,
+                              reads="left to right" if r["left_to_right"] else "both ways")
+                         for name, r in results.items()
+                         for i, (w, p, g) in enumerate(zip(r["words"], r["prob"], r["guess"]))])
+
+
+def curves_frame(c: dict, name: str) -> pd.DataFrame:
+    return pd.DataFrame([dict(model=name, part=part["label"], step=s, loss=v)
+                         for group in ("train", "eval") for part in c[group].values()
+                         for s, v in zip(part["steps"], part["values"])])

@@ -1,0 +1,45 @@
+"""What *How they learn* can show, read from its widgets and the URL: its parts (BERT's corruption, left to right or
+both ways, training curves), the sentences it starts from and the limits of what a visitor types; the draw a view
+shows is one frozen value, :class:`DrawState`, so the same link gives the same draw."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PARTS = {"corruption": "BERT's corruption", "directions": "Left to right or both ways",
+         "curves": "Training curves"}
+SENTENCE = "The old fisherman sat on the bank of the river and watched the boats drift slowly by."
+# Sentences that make a point: a long word split into pieces (whole-word masking), an easy and a hard guess.
+PRESETS = {
+    SENTENCE: "a river scene",
+    "The children were whispering excitedly about the extraordinary adventures of their grandfather.":
+        "long words in pieces (try whole-word masking)",
+    "She put the money in the bank and walked home along the river.": "one sentence, both banks",
+    "It was the best of times, it was the worst of times.": "a famous opening",
+}
+# The bank pair: the same words before "bank", so a left-to-right model cannot tell them apart at the word.
+PAIR_A = "She walked down to the bank to fish in the quiet river."
+PAIR_B = "She walked down to the bank to pay in her wages."
+PAIR_WORD = "bank"
+# The shipped BERT first: it was trained here with both of BERT's objectives, and its training record ships with it.
+DEFAULT_MODELS = ("bert-eltec", "minilm-eltec")
+SEED = dict(min_value=0, max_value=999_999)
+MAX_WORDS = 60  # a sentence or two: every word is guessed once per model in "left to right or both ways"
+WORD_CHARS = 40
+
+
+@dataclass(frozen=True)
+class DrawState:
+    """One corruption draw as the page shows it: the model, the sentence, the seed and the whole-word switch."""
+
+    model: str
+    text: str
+    seed: int
+    whole_words: bool
+
+
+def summary(part: str, seed: int, whole_words: bool, bert: str | None) -> str:
+    """The settings in a few words (on the folded controls)."""
+    if part == "corruption":
+        return f"{bert or 'no model'}, seed {seed}" + (", whole words" if whole_words else "")
+    return bert or "no model"

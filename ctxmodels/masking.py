@@ -1,0 +1,105 @@
+"""BERT's corruption draw, shared by training and by the views that show it: which pieces a masked language model
+is asked to restore, and what it reads in their place.
+
+``mlm_probability`` (15%) of the pieces that may be masked are chosen; of those 80% become [MASK], 10% a random
+piece of the vocabulary and 10% stay as they are (Devlin et al. 2019). Training calls :func:`mask_tokens` for every
+sequence it makes (``training/bert_data.py``, ``training/lm_data.py``); the app's *How they learn* page calls the
+same function on a visitor's sentence (``analysis/objectives.py``), so what it shows is what training does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .encoding import PieceTokenizer
+
+MLM_PROBABILITY = 0.15
+MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen pieces: [MASK], a random piece; the rest stay the same
+
+
+@dataclass
+class VocabInfo:
+    """What the draw needs to know of a vocabulary."""
+
+    size: int
+    pad_id: int
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    continuation: np.ndarray  # [size] bool: the piece continues a word ("##ing")
+    random_ids: np.ndarray  # ids a masked token may be replaced by: everything but the special tokens
+
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[str], pad="[PAD]", unk="[UNK]", cls_="[CLS]", sep="[SEP]", mask="[MASK]"):
+        index = {t: i for i, t in enumerate(tokens)}
+        missing = [t for t in (pad, unk, cls_, sep, mask) if t not in index]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}")
+        specials = {index[t] for t in (pad, unk, cls_, sep, mask)}
+        return cls(
+            size=len(tokens), pad_id=index[pad], cls_id=index[cls_], sep_id=index[sep], mask_id=index[mask],
+            continuation=np.array([t.startswith("##") for t in tokens], dtype=bool),
+            random_ids=np.array([i for i in range(len(tokens)) if i not in specials], dtype=np.int64),
+        )
+
+    @classmethod
+    def from_tokenizer(cls, tok: PieceTokenizer) -> VocabInfo:
+        tokens = [tok.id_to_token(i) for i in range(tok.vocab_size)]
+        info = cls.from_tokens(tokens)
+        info.pad_id, info.cls_id, info.sep_id, info.mask_id = tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id
+        specials = {tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id}
+        info.random_ids = np.array([i for i in range(tok.vocab_size) if i not in specials], dtype=np.int64)
+        return info
+
+
+def mask_tokens(
+    tokens: np.ndarray,
+    maskable: np.ndarray,
+    rng: np.random.Generator,
+    vocab: VocabInfo,
+    max_predictions: int,
+    word_start: np.ndarray | None = None,
+    mlm_probability: float = MLM_PROBABILITY,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Choose tokens to predict and corrupt them as BERT does.
+
+    ``mlm_probability`` of the maskable tokens (at least one, at most ``max_predictions``) are chosen; of those
+    80% become [MASK], 10% a random token and 10% stay. With ``word_start`` (whole-word masking) whole words are
+    chosen, each word's pieces together, skipping words that would overflow the budget (as the reference
+    implementation does). Returns (corrupted tokens, chosen positions in increasing order, their original ids).
+    """
+    candidates = np.flatnonzero(maskable)
+    n_pred = min(max_predictions, max(1, int(len(candidates) * mlm_probability + 0.5)))
+    if len(candidates) == 0 or max_predictions <= 0:
+        return tokens.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if word_start is None:
+        positions = rng.choice(candidates, size=min(n_pred, len(candidates)), replace=False)
+    else:
+        starts = word_start[candidates].copy()
+        starts[0] = True
+        word_of = np.cumsum(starts) - 1  # word index of every candidate
+        bounds = np.concatenate([np.flatnonzero(starts), [len(candidates)]])
+        chosen: list[np.ndarray] = []
+        count = 0
+        for w in rng.permutation(len(bounds) - 1):
+            size = int(bounds[w + 1] - bounds[w])
+            if count + size > n_pred:
+                continue
+            chosen.append(candidates[word_of == w])
+            count += size
+            if count == n_pred:
+                break
+        positions = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+    positions = np.sort(positions).astype(np.int64)
+    labels = tokens[positions].astype(np.int64)
+    out = tokens.copy()
+    r = rng.random(len(positions))
+    out[positions[r < MASK_SHARE]] = vocab.mask_id
+    swap = positions[(r >= MASK_SHARE) & (r < MASK_SHARE + RANDOM_SHARE)]
+    out[swap] = vocab.random_ids[rng.integers(len(vocab.random_ids), size=len(swap))]
+    return out, positions, labels
