@@ -7,6 +7,7 @@ implement. Pooling, attention, fill-in and fine-tuning code is written against t
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,6 +88,21 @@ class Segment:
             word_ids.append(w)
             offsets.append((starts[w] + s, starts[w] + e) if w is not None else (0, 0))
         return cls(list(enc.ids), list(enc.tokens), word_ids, offsets, list(words))
+
+    def window(self, start: int, end: int) -> Segment:
+        """Pieces ``start`` to ``end`` (exclusive) as a segment of their own: word ids from 0, offsets unchanged (in
+        the whole text), the backend encoding copied and cut to the same pieces."""
+        word_ids = self.word_ids[start:end]
+        kept = [w for w in word_ids if w is not None]
+        first, last = (min(kept), max(kept)) if kept else (0, -1)
+        enc = None
+        if self.enc is not None:
+            enc = copy.deepcopy(self.enc)
+            enc.truncate(end, direction="right")
+            enc.truncate(end - start, direction="left")
+        return Segment(self.ids[start:end], self.tokens[start:end], [w - first if w is not None else None
+                                                                     for w in word_ids],
+                       self.offsets[start:end], self.words[first : last + 1], enc)
 
     def cut(self, n: int) -> Segment:
         """The first ``n`` pieces; words after the last kept piece are dropped (a word cut in half is kept)."""
@@ -197,6 +213,48 @@ class PieceTokenizer(ABC):
         while keep > 0 and a.word_ids[keep] is not None and a.word_ids[keep - 1] == a.word_ids[keep]:
             keep -= 1
         return self._assemble(a.cut(keep), None, True), True
+
+    def encode_word_pair(self, a: list[str], b: list[str], max_length: int) -> tuple[Encoded, int]:
+        """Two pre-split texts in the pair template ([CLS] a [SEP] b [SEP] for BERT, token types 0 and 1), the longer
+        one losing its last word until both fit in ``max_length`` pieces: (encoding, words cut off); no warning."""
+        sa, sb = self._segment(list(a)), self._segment(list(b))
+        budget = max_length - self.num_special_tokens(pair=True)
+
+        def pieces(seg: Segment, words: int) -> int:
+            return sum(1 for w in seg.word_ids if w is not None and w < words)
+
+        na, nb = len(a), len(b)
+        while pieces(sa, na) + pieces(sb, nb) > budget and na + nb > 0:
+            if pieces(sa, na) >= pieces(sb, nb):
+                na -= 1
+            else:
+                nb -= 1
+        cut = len(a) - na + len(b) - nb
+        return self._assemble(sa.cut(pieces(sa, na)), sb.cut(pieces(sb, nb)), cut > 0), cut
+
+    def encode_windows(self, question: str, context: str, max_length: int, stride: int | None = None,
+                       max_question: int = 64) -> list[Encoded]:
+        """``question`` and ``context`` in the model's pair template ([CLS] question [SEP] context [SEP] for BERT),
+        one encoding per window of the context's pieces when they do not fit in ``max_length`` (extractive question
+        answering, as BERT's SQuAD recipe splits long documents): the question keeps its first ``max_question``
+        pieces; each window starts ``stride`` pieces after the one before (default: half a window, so every piece
+        is in two windows), the last one ends with the context. ``offsets`` of the context's pieces count in
+        ``context``; ``sequence_ids`` tell them (1) from the question's (0) and the specials (None)."""
+        q = self._segment(question)
+        q = q.cut(min(len(q), max_question))
+        c = self._segment(context)
+        room = max_length - len(q) - self.num_special_tokens(pair=True)
+        if room < 1:
+            raise ValueError(f"max_length {max_length} leaves no room for the context beside a question of "
+                             f"{len(q)} pieces and the special tokens")
+        step = max(1, min(room, stride if stride is not None else room // 2))
+        out, start = [], 0
+        while True:
+            end = min(len(c), start + room)
+            out.append(self._assemble(q, c.window(start, end), end - start < len(c)))
+            if end >= len(c):
+                return out
+            start += step
 
     def collate(self, encodings: Sequence[Encoded], device: torch.device | str | None = None
                 ) -> dict[str, torch.Tensor]:

@@ -492,6 +492,10 @@ def task_sentences(spec: str, split: str = "dev", max_sentences: int = MAX_SENTE
     for message, category in caught:  # a file left open by a task reader is upkeep, the rest is news
         if not issubclass(category, ResourceWarning):
             warnings.warn(message if isinstance(message, Warning) else category(message), stacklevel=2)
+    if data.kind not in TASK_KINDS:  # pairs of texts, questions on paragraphs: no one sentence with its label
+        what = {"pair": "a sentence-pair task", "qa": "a question-answering task"}.get(data.kind, "another kind")
+        raise ValueError(f"the task {data.name} is {what}: the comparison runs on single sentences and their labels, "
+                         "so for this model only its scores are shown")
     examples = list(getattr(data, split))
     if not examples:
         raise ValueError(f"the task {spec!r} has no {split} examples; choose another split")

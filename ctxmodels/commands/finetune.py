@@ -1,5 +1,6 @@
 """``ctxmodels finetune --model M --task T --out DIR``: fine-tune a BERT, another encoder transformers reads
-(RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2) or ELMo on a labelled task.
+(RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2) or ELMo on a labelled task; the encoders also on sentence pairs
+and on extractive question answering (:mod:`ctxmodels.training.finetune_qa`).
 
 The run goes through the shared trainer (progress bar, metrics.jsonl, checkpoints, Ctrl-C then ``--resume``, the
 NaN guard); at the end dev and test are scored and ``finetune.json`` and the model card are written
@@ -24,8 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "ELMo folder, a Hugging Face encoder folder or cache name: BERT, RoBERTa, DistilBERT, "
                         "ALBERT, ELECTRA, DeBERTa-v2); not needed with --resume")
     p.add_argument("--task", default=None,
-                   help="pos, ner, wsd:LEMMA, period, or a .tsv (text<TAB>label) / CoNLL file; "
-                        "not needed with --resume")
+                   help="pos, ner, wsd:LEMMA, period, or a file: .tsv (text<TAB>label; a first line "
+                        "text_a<TAB>text_b<TAB>label makes it a sentence-pair task), SQuAD v1.1 .json (question "
+                        "answering) or CoNLL; not needed with --resume")
     p.add_argument("--out", required=True, help="folder for the fine-tuned model (must be new, unless --resume)")
     p.add_argument("--mode", choices=["finetune", "feature"], default=None,
                    help="finetune: train every weight (default); feature: freeze the pre-trained model and train "
@@ -42,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "longer ones are cut at a word boundary (default 128)")
     p.add_argument("--max-examples", type=bounded(int_range(1, 10_000_000)), default=None,
                    help="use at most this many examples of each split (quick runs)")
+    p.add_argument("--max-answer-length", type=bounded(int_range(1, 4096)), default=None,
+                   help="question answering: the longest answer predicted, in word pieces (default 30)")
+    p.add_argument("--doc-stride", type=bounded(int_range(1, 4096)), default=None,
+                   help="question answering: a context longer than --max-length is read in windows, each starting "
+                        "this many word pieces after the one before (default: half a window)")
     p.add_argument("--semcor-dir", default=None, help="SemCor tables for pos/ner/wsd (default: the shipped copy)")
     p.add_argument("--corpus", default=None, help="the novels for the period task (default: the shared corpus)")
     p.add_argument("--seed", type=bounded(SEED), default=None, help="seed of the data order and the new head")
@@ -80,7 +87,8 @@ def _fine_tune(args: argparse.Namespace) -> int:
     from .. import load
     from ..loading import resolve
     from ..tasks import load_task
-    from ..training.finetune_task import FinetuneSettings, build_task, final_metrics
+    from ..training.finetune_qa import QaTask
+    from ..training.finetune_task import FinetuneSettings, FinetuneTask, build_task, final_metrics
     from ..training.trainer import Trainer, TrainingDiverged, TrainingInterrupted
 
     if args.threads is not None:
@@ -92,6 +100,7 @@ def _fine_tune(args: argparse.Namespace) -> int:
     given = {"model": args.model, "task": args.task, "mode": args.mode, "steps": args.steps, "epochs": args.epochs,
              "lr": args.lr, "batch_size": args.batch_size, "max_length": args.max_length,
              "max_examples": args.max_examples, "seed": args.seed, "eval_every": args.eval_every,
+             "max_answer_length": args.max_answer_length, "doc_stride": args.doc_stride,
              "save_every": args.save_every,
              "semcor_dir": str(Path(args.semcor_dir).resolve()) if args.semcor_dir else None,
              "corpus": str(Path(args.corpus).resolve()) if args.corpus else None}
@@ -101,14 +110,14 @@ def _fine_tune(args: argparse.Namespace) -> int:
     backbone = load(settings.model_path or settings.model)
     data = load_task(settings.task, semcor_dir=settings.semcor_dir, corpus=settings.corpus,
                      max_examples=settings.max_examples, seed=settings.seed)
-    task, cfg = build_task(backbone, data, settings)
+    task, cfg = build_task(backbone, data, settings, QaTask if data.kind == "qa" else FinetuneTask)
     cfg.progress = not args.no_progress
     out.mkdir(parents=True, exist_ok=True)
     settings.save(out)
     command = "ctxmodels " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []))
     trainer = Trainer(task, cfg, out, command=command)
-    print(f"fine-tuning {settings.model} ({backbone.kind}, {settings.mode}) on {data.name}: {len(task.train):,} "
-          f"training examples, {len(task.labels)} labels, {cfg.max_steps} steps, lr {cfg.lr:g}", file=sys.stderr)
+    print(f"fine-tuning {settings.model} ({backbone.kind}, {settings.mode}) on {data.name}: {task.sizes()}, "
+          f"{cfg.max_steps} steps, lr {cfg.lr:g}", file=sys.stderr)
     if task.cut_words:
         print(f"note: {task.cut_examples} example(s) longer than {task.max_length} "
               f"{'word pieces' if task.tokenizer is not None else 'words'} were cut at a word boundary",
@@ -119,8 +128,7 @@ def _fine_tune(args: argparse.Namespace) -> int:
         print(f"ctxmodels: {e}", file=sys.stderr)
         return 1 if isinstance(e, TrainingDiverged) else 130
     info = final_metrics(task, trainer)
-    shown = "; ".join(f"{split} accuracy {m['accuracy']:.4f}, macro-F1 {m['macro_f1']:.4f}"
-                      for split, m in info["metrics"].items())
+    shown = task.shown(info["metrics"])
     print(f"done: {trainer.step} steps in {info['train_seconds']:.0f} s ({info['examples_per_second']:.1f} "
           f"examples/s), model in {out}; {shown}")
     return 0

@@ -31,6 +31,7 @@ from ..elmo import ElmoLanguageModel
 from ..encoding import Encoded, PieceTokenizer
 from ..heads import HEAD_CLASSES, ElmoForTask, bert_head, label_fields, labels_from_config
 from ..model_files import is_file
+from ..tasks.squad import decode_answer
 from ..tokenization import WordPieceTokenizer
 from .allennlp import load_elmo, save_elmo
 from .transformers_models import EncoderTokenizer, _quiet, _short, fit_length, load_tokenizer
@@ -99,23 +100,25 @@ def save_elmo_task_model(model: ElmoForTask, base: ElmoLanguageModel, directory:
 
 
 #: what a saved transformers classifier's class name ends with (``architectures`` in its config.json)
-TRANSFORMERS_HEADS = ("ForTokenClassification", "ForSequenceClassification")
+TRANSFORMERS_HEADS = ("ForTokenClassification", "ForSequenceClassification", "ForQuestionAnswering")
 
 
-def transformers_task_head(folder: str | Path, labels: Sequence[str], sentence: bool) -> torch.nn.Module:
-    """The transformers encoder in ``folder`` with a new classification head of transformers' own class for its
-    model type (``RobertaForSequenceClassification`` for a sentence task, ``RobertaForTokenClassification``
-    otherwise), labels in its config, float32, eager attention; read from local files only."""
+def transformers_task_head(folder: str | Path, labels: Sequence[str], sentence: bool, qa: bool = False
+                           ) -> torch.nn.Module:
+    """The transformers encoder in ``folder`` with a new head of transformers' own class for its model type
+    (``RobertaForSequenceClassification`` for a sentence task, ``RobertaForQuestionAnswering`` with ``qa``,
+    ``RobertaForTokenClassification`` otherwise), labels in its config, float32, eager attention; read from local
+    files only."""
     import transformers
 
     folder, labels = Path(folder), [str(x) for x in labels]
     auto = transformers.AutoModelForSequenceClassification if sentence else transformers.AutoModelForTokenClassification
+    classes = {} if qa else dict(num_labels=len(labels), id2label=dict(enumerate(labels)),
+                                 label2id={lab: i for i, lab in enumerate(labels)})
     with _quiet():
         try:
-            model, info = auto.from_pretrained(
-                folder, local_files_only=True, attn_implementation="eager", output_loading_info=True,
-                num_labels=len(labels), id2label=dict(enumerate(labels)),
-                label2id={lab: i for i, lab in enumerate(labels)})
+            model, info = (transformers.AutoModelForQuestionAnswering if qa else auto).from_pretrained(
+                folder, local_files_only=True, attn_implementation="eager", output_loading_info=True, **classes)
         except MemoryError:
             raise
         except Exception as e:  # noqa: BLE001 - transformers, safetensors and torch each have their own errors
@@ -234,19 +237,27 @@ class TaskModel:
         self.max_length = max_length
 
     @torch.inference_mode()
-    def probabilities(self, words: Sequence[str], target: int | None = None) -> np.ndarray:
+    def probabilities(self, words: Sequence[str], target: int | None = None,
+                      pair: Sequence[str] | None = None) -> np.ndarray:
         """Class probabilities: [n_words, labels] for a token task (NaN rows for words cut off by the length
-        limit), [1, labels] for a sentence task or the ``target`` word of a word task."""
+        limit), [1, labels] for a sentence task, the ``target`` word of a word task, or the texts ``words`` and
+        ``pair`` of a sentence-pair task."""
         words = [str(w) for w in words]
         if not words:
             raise ValueError("no words to label: give at least one word")
         if self.kind == "word" and (target is None or not 0 <= target < len(words)):
             raise ValueError(f"a word task labels one word: give target, an index in 0..{len(words) - 1}")
+        if (self.kind == "pair") != (pair is not None and len(pair) > 0):
+            raise ValueError("a sentence-pair task labels two texts: give pair, the second one's words" if pair is None
+                             else f"a {self.kind} task labels one text: leave pair out")
         if self.tokenizer is not None:
-            enc, _ = encode_words(self.tokenizer, words, self.max_length)
+            if self.kind == "pair":
+                enc, _ = self.tokenizer.encode_word_pair(words, [str(w) for w in pair], self.max_length)
+            else:
+                enc, _ = encode_words(self.tokenizer, words, self.max_length)
             batch = self.tokenizer.collate([enc])  # just the inputs the model takes, by name
             logits = self.model(**batch).logits[0].float()
-            if self.kind == "sentence":
+            if self.kind in ("sentence", "pair"):
                 return logits.softmax(-1)[None].numpy()
             probs = np.full((len(words), len(self.labels)), np.nan, np.float32)
             seen = set()
@@ -262,10 +273,11 @@ class TaskModel:
             probs = logits.softmax(-1).numpy()
         return probs[[target]] if self.kind == "word" else probs
 
-    def predict(self, words: Sequence[str], target: int | None = None) -> list[tuple[str, float]]:
+    def predict(self, words: Sequence[str], target: int | None = None,
+                pair: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """(label, probability) of the most likely class: one per word (token task), else one in all."""
         out = []
-        for row in self.probabilities(words, target):
+        for row in self.probabilities(words, target, pair):
             if np.isnan(row).any():
                 out.append(("", float("nan")))
             else:
@@ -273,15 +285,55 @@ class TaskModel:
         return out
 
 
-def load_task_model(directory: str | Path) -> TaskModel:
-    """The task model of a folder written by ``ctxmodels finetune`` (BERT, a transformers encoder or ELMo)."""
+class SpanModel:
+    """A fine-tuned extractive question-answering model: :meth:`answer` finds the answer to a question in a text,
+    reading a long text in windows as the model was trained."""
+
+    kind = "qa"
+
+    def __init__(self, model: torch.nn.Module, tokenizer: PieceTokenizer, max_length: int,
+                 max_answer_length: int = 30, doc_stride: int | None = None):
+        self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
+        self.max_answer_length, self.doc_stride = max_answer_length, doc_stride
+
+    @torch.inference_mode()
+    def answer(self, question: str, context: str) -> tuple[str, float]:
+        """(the answer: a span of ``context``, its start + end score)."""
+        if not question.strip() or not context.strip():
+            raise ValueError("give a question and a text to find its answer in")
+        windows = self.tokenizer.encode_windows(question, context, self.max_length, self.doc_stride)
+        out = self.model(**self.tokenizer.collate(windows))
+        starts, ends = out.start_logits.float().numpy(), out.end_logits.float().numpy()
+        return decode_answer(context, windows, list(starts), list(ends), self.max_answer_length)
+
+
+def _span_model(directory: Path, info: dict[str, Any]) -> SpanModel:
+    settings = info.get("settings") if isinstance(info.get("settings"), dict) else {}
+    if info.get("base_kind") == "transformers":
+        model, tokenizer, _ = load_transformers_task_model(directory)
+        limit = tokenizer.max_length or 512
+    else:
+        model, tokenizer, _ = load_bert_task_model(directory)
+        limit = model.config.max_position_embeddings
+    given = settings.get("max_length")
+    stride = settings.get("doc_stride")
+    return SpanModel(model, tokenizer, min(given, limit) if isinstance(given, int) else limit,
+                     int(settings.get("max_answer_length") or 30), stride if isinstance(stride, int) else None)
+
+
+def load_task_model(directory: str | Path) -> TaskModel | SpanModel:
+    """The task model of a folder written by ``ctxmodels finetune`` (BERT, a transformers encoder or ELMo): a
+    :class:`TaskModel` that labels text, or a :class:`SpanModel` that answers questions."""
     directory = Path(directory)
     info = read_finetune_info(directory)
     if info is None:
         raise CheckpointError(f"{directory}: no {FINETUNE_FILE}; not a model written by `ctxmodels finetune`")
     kind = info.get("task_kind")
-    if kind not in ("token", "word", "sentence"):
-        raise CheckpointError(f"{directory / FINETUNE_FILE}: task_kind {kind!r} is not token, word or sentence")
+    if kind == "qa":
+        return _span_model(directory, info)
+    if kind not in ("token", "word", "sentence", "pair"):
+        raise CheckpointError(f"{directory / FINETUNE_FILE}: task_kind {kind!r} is not token, word, sentence, "
+                              "pair or qa")
     if is_file(directory / HEAD_FILE):
         model, _, labels = load_elmo_task_model(directory)
         return TaskModel(model, labels, kind, None)

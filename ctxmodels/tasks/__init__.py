@@ -6,8 +6,9 @@ Four built-in tasks come from the data at hand, and a user's own task from a fil
 * ``ner``: proper-name types (person, location, organisation) as BIO tags on every word of a SemCor sentence.
 * ``wsd:LEMMA`` (``wsd:bank``, ``wsd:run.v``): which WordNet sense one word of a SemCor sentence has.
 * ``period``: in which of ELTeC's four time slots a paragraph's novel was published.
-* a ``.tsv`` file (``text<TAB>label``) for sentence classification or a CoNLL-style file (``word<TAB>label``)
-  for token labelling.
+* a ``.tsv`` file (``text<TAB>label``) for sentence classification, one headed ``text_a<TAB>text_b<TAB>label`` for
+  sentence-pair classification, a CoNLL-style file (``word<TAB>label``) for token labelling, or a SQuAD v1.1
+  ``.json`` file for extractive question answering.
 
 Every split is by document (a Brown file, a novel's author, a user's ``# doc:`` block): no document gives examples
 to two splits, so a test score says how well the task carries over to texts the model has not seen, not how well it
@@ -20,16 +21,19 @@ analysis read :class:`TaskData` and never parse these files themselves.
 
 The package, one job a module: :mod:`.data` (examples, :class:`TaskData`, :class:`TaskError`), :mod:`.splits`
 (the split by document), :mod:`.semcor_tags` (``pos``, ``ner``), :mod:`.wsd`, :mod:`.period`, :mod:`.user_files`
-(a user's .tsv / CoNLL file) and :mod:`.specs` (:func:`load_task`: a spec -> its task, cached).
+(a user's .tsv / CoNLL file), :mod:`.squad` (a SQuAD v1.1 file and its scoring) and :mod:`.specs`
+(:func:`load_task`: a spec -> its task, cached).
 """
 
 from .data import FRACTIONS, KINDS, SPLIT_SEED, SPLITS, Example, TaskData, TaskError
 from .period import PERIODS, default_corpus, metadata_path, period_of
 from .specs import BUILTIN_TASKS, load_task
 from .splits import split_groups
-from .user_files import NO_LABEL, read_conll_task, read_tsv_task
+from .squad import QaExample, best_span, normalize_answer, read_squad_task, squad_scores
+from .user_files import NO_LABEL, read_conll_task, read_pair_task, read_tsv_task
 from .wsd import OTHER, wsd_lemmas
 
 __all__ = ["BUILTIN_TASKS", "FRACTIONS", "KINDS", "NO_LABEL", "OTHER", "PERIODS", "SPLITS", "SPLIT_SEED", "Example",
-           "TaskData", "TaskError", "default_corpus", "load_task", "metadata_path", "period_of", "read_conll_task",
-           "read_tsv_task", "split_groups", "wsd_lemmas"]
+           "QaExample", "TaskData", "TaskError", "best_span", "default_corpus", "load_task", "metadata_path",
+           "normalize_answer", "period_of", "read_conll_task", "read_pair_task", "read_squad_task", "read_tsv_task",
+           "split_groups", "squad_scores", "wsd_lemmas"]

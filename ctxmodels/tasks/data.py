@@ -10,7 +10,7 @@ class TaskError(ValueError):
     """A task that cannot be built: unknown name, missing data, a malformed file. The message says what to do."""
 
 
-KINDS = ("sentence", "token", "word")
+KINDS = ("sentence", "token", "word", "pair", "qa")
 SPLITS = ("train", "dev", "test")
 FRACTIONS = (0.8, 0.1, 0.1)
 SPLIT_SEED = 0  # built-in splits never move: scores from different runs are on the same test documents
@@ -24,6 +24,7 @@ class Example:
     label: str | tuple[str, ...]    # sentence/word kind: one label; token kind: one per word, "" = not labelled
     doc: str                        # the document it comes from; a split never cuts through one
     target: int | None = None       # word kind: index in ``words`` of the word to classify
+    pair: tuple[str, ...] | None = None  # pair kind: the second text's words (``words`` is the first)
 
 
 @dataclass
@@ -31,7 +32,7 @@ class TaskData:
     """A task's examples in three splits, its classes (a class id is its index in ``labels``) and its story."""
 
     name: str
-    kind: str                       # "sentence" | "token" | "word"
+    kind: str                       # "sentence" | "token" | "word" | "pair" | "qa" (examples: QaExample)
     labels: tuple[str, ...]
     train: list[Example]
     dev: list[Example]
@@ -50,6 +51,8 @@ class TaskData:
         """How often each class is the answer in ``split`` (per labelled word for token tasks), every class
         listed, in the order of ``labels``."""
         counts: Counter = Counter()
+        if self.kind == "qa":  # answers are spans of text, not classes
+            return {}
         for ex in self.split(split):
             if self.kind == "token":
                 counts.update(x for x in ex.label if x)

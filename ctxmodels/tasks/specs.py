@@ -10,7 +10,8 @@ from .data import TaskData, TaskError
 from .period import default_corpus, metadata_path, period_task
 from .semcor_tags import ner_task, open_semcor, open_senses, pos_task
 from .splits import capped
-from .user_files import looks_like_tsv, read_conll_task, read_tsv_task
+from .squad import read_squad_task
+from .user_files import is_pair_file, looks_like_tsv, read_conll_task, read_pair_task, read_tsv_task
 from .wsd import parse_wsd_spec, wsd_task
 
 BUILTIN_TASKS: dict[str, str] = {
@@ -35,8 +36,10 @@ def _stamp(path: Path) -> tuple:
 def load_task(spec: str, *, semcor_dir: str | Path | None = None, corpus: str | Path | None = None,
               max_examples: int | None = None, seed: int = 0, senses_path: str | Path | None = None) -> TaskData:
     """The task ``spec`` names: ``pos``, ``ner``, ``wsd:LEMMA`` (``wsd:bank``; ``wsd:run.v`` for one part of
-    speech: n, v, a, r), ``period``, or the path of a ``.tsv`` file (``text<TAB>label``) or a CoNLL-style file
-    (``word<TAB>label``; any other suffix is read as CoNLL unless its first column holds whole texts).
+    speech: n, v, a, r), ``period``, or the path of a ``.tsv`` file (``text<TAB>label``; a first line
+    ``text_a<TAB>text_b<TAB>label`` makes it a sentence-pair task), a SQuAD v1.1 ``.json`` file (extractive
+    question answering) or a CoNLL-style file (``word<TAB>label``; any other suffix is read as CoNLL unless its
+    first column holds whole texts).
 
     ``semcor_dir`` and ``senses_path``: SemCor and the WordNet glosses (default: the shared data, else the copy in
     assets/semcor); ``corpus``: the novels (default ``$CTXMODELS_DATA/corpus/eltec-eng.txt``, its metadata table
@@ -65,7 +68,9 @@ def load_task(spec: str, *, semcor_dir: str | Path | None = None, corpus: str | 
         if not path.exists():
             raise TaskError(f"unknown task {spec!r} and no such file: choose one of "
                             + "; ".join(f"{k} ({v})" for k, v in BUILTIN_TASKS.items())
-                            + "; or give the path of a text<TAB>label .tsv file or a CoNLL-style word<TAB>label file")
+                            + "; or give the path of a text<TAB>label .tsv file, a sentence-pair .tsv file (header "
+                            "text_a<TAB>text_b<TAB>label), a SQuAD v1.1 .json file or a CoNLL-style word<TAB>label "
+                            "file")
         task = _read_file_cached(str(path.resolve()), _stamp(path))
     return capped(task, max_examples, seed)
 
@@ -91,7 +96,12 @@ def _memo(key: tuple, sources: tuple, build) -> TaskData:
 @lru_cache(maxsize=8)
 def _read_file_cached(path: str, stamp: tuple) -> TaskData:
     p = Path(path)
-    if p.suffix.lower() == ".tsv" or (p.suffix.lower() not in (".conll", ".conllu", ".bio", ".iob", ".iob2")
-                                      and p.is_file() and looks_like_tsv(p)):
+    suffix = p.suffix.lower()
+    if suffix == ".json":
+        return read_squad_task(p)
+    conll = suffix in (".conll", ".conllu", ".bio", ".iob", ".iob2")
+    if not conll and p.is_file() and is_pair_file(p):
+        return read_pair_task(p)
+    if suffix == ".tsv" or (not conll and p.is_file() and looks_like_tsv(p)):
         return read_tsv_task(p)
     return read_conll_task(p)

@@ -1,5 +1,6 @@
-"""A user's own task from a file: ``text<TAB>label`` lines (sentence classification) or a CoNLL-style
-``word<TAB>label`` file (token labelling), checked line by line with messages that say what to fix."""
+"""A user's own task from a file: ``text<TAB>label`` lines (sentence classification), a ``text_a<TAB>text_b<TAB>label``
+file (sentence-pair classification) or a CoNLL-style ``word<TAB>label`` file (token labelling), checked line by line
+with messages that say what to fix."""
 
 from __future__ import annotations
 
@@ -96,6 +97,67 @@ def read_tsv_task(path: str | Path, seed: int = SPLIT_SEED) -> TaskData:
     return _user_task(path, "sentence", examples, groups, seed, by_document=columns is not None and columns[0] == 3)
 
 
+#: the header of a sentence-pair file: two texts and a label, in any order, and optionally the document
+PAIR_COLUMNS = ("text_a", "text_b", "label")
+PAIR_HEADER = "text_a<TAB>text_b<TAB>label (optionally <TAB>document)"
+
+
+def is_pair_file(path: Path) -> bool:
+    """Whether the first line of ``path`` is a sentence-pair header (it names text_a or text_b)."""
+    if path.is_file() and path.stat().st_size == 0:
+        return False  # the reader says it is empty
+    for _, line in _user_lines(path, "text_a<TAB>text_b<TAB>label file"):
+        return bool({"text_a", "text_b"} & {f.strip().lower() for f in line.split("\t")})
+    return False
+
+
+def _pair_columns(path: Path, header: str) -> dict[str, int]:
+    names = [f.strip().lower() for f in header.split("\t")]
+    for name in PAIR_COLUMNS:
+        if name not in names:
+            raise TaskError(f"{path}, line 1: the header names no {name} column; a sentence-pair file starts with "
+                            f"the header {PAIR_HEADER}")
+    unknown = [n for n in names if n not in PAIR_COLUMNS + ("document",)]
+    if unknown or len(set(names)) != len(names):
+        raise TaskError(f"{path}, line 1: the header {' | '.join(names)} has "
+                        f"{'an unknown column ' + repr(unknown[0]) if unknown else 'a column twice'}; a sentence-pair "
+                        f"file starts with the header {PAIR_HEADER}")
+    return {n: i for i, n in enumerate(names)}
+
+
+def read_pair_task(path: str | Path, seed: int = SPLIT_SEED) -> TaskData:
+    """A sentence-pair classification task ([CLS] A [SEP] B [SEP]) from a tab-separated file whose first line is
+    the header ``text_a<TAB>text_b<TAB>label`` (columns in any order; an optional ``document`` column names the
+    example's document, and then the split is by document). Without documents the split is by example, seeded
+    with ``seed``."""
+    path = Path(path)
+    examples, groups = [], []
+    columns: dict[str, int] = {}
+    for n, line in _user_lines(path, "text_a<TAB>text_b<TAB>label file"):
+        if n == 1:
+            columns = _pair_columns(path, line)
+            continue
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise TaskError(f"{path}, line {n}: {len(fields)} tab-separated columns, but the header has "
+                            f"{len(columns)} ({' | '.join(columns)}); every line needs the same columns (a tab "
+                            "inside a text? replace it with a space)")
+        a, b = tokenize(fields[columns["text_a"]]), tokenize(fields[columns["text_b"]])
+        label = fields[columns["label"]].strip()
+        if not a or not b:
+            raise TaskError(f"{path}, line {n}: {'text_a' if not a else 'text_b'} is empty")
+        if not label:
+            raise TaskError(f"{path}, line {n}: the label is empty")
+        doc = fields[columns["document"]].strip() if "document" in columns else f"line {n}"
+        if not doc:
+            raise TaskError(f"{path}, line {n}: the document column is empty")
+        examples.append(Example(tuple(a), label, doc, pair=tuple(b)))
+        groups.append(doc)
+    return _user_task(path, "pair", examples, groups, seed, by_document="document" in columns)
+
+
 _DOCSTART = "-DOCSTART-"
 _DOC_COMMENT = re.compile(r"#\s*doc(?:ument)?(?:_id)?\s*[:=]\s*(\S.*)$", re.IGNORECASE)
 
@@ -179,23 +241,23 @@ def read_conll_task(path: str | Path, seed: int = SPLIT_SEED) -> TaskData:
 
 def _user_task(path: Path, kind: str, examples: list[Example], groups: list[str], seed: int,
                by_document: bool) -> TaskData:
-    unit = "example" if kind == "sentence" else "sentence"
+    unit = "sentence" if kind == "token" else "example"
     if len(examples) < MIN_USER_EXAMPLES:
         raise TaskError(f"{path}: {len(examples)} {unit}(s); a task needs at least {MIN_USER_EXAMPLES} to fill a "
                         "train, dev and test split")
     counts: Counter = Counter()
     for ex in examples:
-        counts.update([ex.label] if kind == "sentence" else [x for x in ex.label if x])
+        counts.update([x for x in ex.label if x] if kind == "token" else [ex.label])
     if not counts:
         raise TaskError(f"{path}: no word has a label (every label is {NO_LABEL}); label the words to learn")
-    _check_labels(path, counts, len(examples), "example" if kind == "sentence" else "labelled word")
+    _check_labels(path, counts, len(examples), "labelled word" if kind == "token" else "example")
     labels = sorted(counts, key=lambda x: (-counts[x], x))
     if by_document and len(set(groups)) < 3:
         by_document = False
     if not by_document:
         groups = [f"{unit} {i}" for i in range(len(examples))]
-    what = "sentence classification (one label per text)" if kind == "sentence" else \
-        "token labelling (one label per word)"
+    what = {"sentence": "sentence classification (one label per text)", "token": "token labelling (one label per word)",
+            "pair": "sentence-pair classification (one label per pair of texts)"}[kind]
     split = ("Split by the documents the file names (80/10/10 of the examples)." if by_document else
              f"The file names no documents (or fewer than three), so the split is by {unit}, seeded "
              f"(80/10/10): {unit}s from one text can be in training and test, which makes the test easier.")

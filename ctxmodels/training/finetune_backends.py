@@ -25,7 +25,7 @@ from ..formats.finetuned import (
     save_transformers_task_model,
     transformers_task_head,
 )
-from ..heads import BertForSequenceClassification, BertForTokenClassification, ElmoForTask
+from ..heads import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, ElmoForTask
 from .trainer import load_model_weights
 
 if TYPE_CHECKING:
@@ -100,7 +100,11 @@ class Backend:
             mask[i, : len(e.ids)] = 1
         inputs = {"input_ids": ids, "attention_mask": mask}
         if self.tokenizer.uses_token_types:  # DistilBERT and RoBERTa take none
-            inputs["token_type_ids"] = torch.zeros_like(ids)
+            types = torch.zeros_like(ids)
+            for i, e in enumerate(items):
+                if e.types is not None:  # a pair: 0 for the first text, 1 for the second
+                    types[i, : len(e.types)] = torch.tensor(e.types)
+            inputs["token_type_ids"] = types
         return inputs
 
     def learned(self, model: nn.Module) -> dict[str, Any]:
@@ -131,7 +135,8 @@ class OwnBert(Backend):
         if encoder is None or not isinstance(getattr(base, "config", None), BertConfig):
             raise ValueError(f"{self.settings.model}: fine-tuning needs a BERT that ctxmodels builds itself "
                              "(its own or a Hugging Face BERT checkpoint)")
-        cls = BertForSequenceClassification if kind == "sentence" else BertForTokenClassification
+        cls = {"sentence": BertForSequenceClassification, "pair": BertForSequenceClassification,
+               "qa": BertForQuestionAnswering}.get(kind, BertForTokenClassification)
         model = cls(base.config, len(labels))
         missing, _ = model.bert.load_state_dict(encoder.state_dict(), strict=False)
         if [k for k in missing if not k.startswith("pooler.")]:  # a pooler may be new (a save without one)
@@ -145,6 +150,8 @@ class OwnBert(Backend):
 
     def head(self, kind: str) -> str:
         return {"sentence": "sequence classification ([CLS] -> pooler -> classifier)",
+                "pair": "sentence-pair classification ([CLS] A [SEP] B [SEP] -> pooler -> classifier)",
+                "qa": "span extraction (each piece -> start and end scores; the best valid span is the answer)",
                 "token": "token classification (a label on each word's first piece)",
                 "word": "word classification (the token head, scored at the target word only)"}[kind]
 
@@ -166,7 +173,7 @@ class TransformersEncoder(Backend):
         self.folder = path if path.is_dir() else path.parent
 
     def build(self, labels: list[str], kind: str) -> nn.Module:
-        model = transformers_task_head(self.folder, labels, sentence=kind == "sentence")
+        model = transformers_task_head(self.folder, labels, sentence=kind in ("sentence", "pair"), qa=kind == "qa")
         self.architecture = type(model).__name__
         if self.settings.mode == "feature":
             model.base_model.requires_grad_(False)
@@ -178,6 +185,8 @@ class TransformersEncoder(Backend):
     def head(self, kind: str) -> str:
         arch = getattr(self, "architecture", "")
         return {"sentence": f"sequence classification (transformers' {arch})",
+                "pair": f"sentence-pair classification (transformers' {arch} on the pair template)",
+                "qa": f"span extraction (transformers' {arch}: start and end scores; the best valid span)",
                 "token": f"token classification (transformers' {arch}: a label on each word's first piece)",
                 "word": f"word classification (transformers' {arch}, scored at the target word only)"}[kind]
 
@@ -207,6 +216,10 @@ class Elmo(Backend):
                 + ", ".join(f"{w:.3f}" for w in m.weights()) + f"; gamma {m.gamma:.3f}.\n")
 
     def build(self, labels: list[str], kind: str) -> nn.Module:
+        if kind in ("pair", "qa"):
+            what = "sentence-pair tasks" if kind == "pair" else "question answering"
+            raise ValueError(f"{self.settings.model} is an ELMo model, whose task layer here reads one text and "
+                             f"labels it or its words: {what} need BERT or another encoder (RoBERTa, DistilBERT, ...)")
         bilm = copy.deepcopy(self.backbone.model.bilm)  # the loaded model is shared (ctxmodels.load caches it)
         return ElmoForTask(bilm, len(labels), pooling="sentence" if kind == "sentence" else "token",
                            freeze_bilm=self.settings.mode == "feature")

@@ -93,6 +93,8 @@ class FinetuneSettings:
     weight_decay: float = 0.01
     max_length: int = 128
     max_examples: int | None = None
+    max_answer_length: int = 30  # question answering: the longest answer predicted, in word pieces (BERT's 30)
+    doc_stride: int | None = None  # question answering: pieces between window starts (None: half a window)
     seed: int = 0
     eval_every: int | None = None  # None: four times in the run
     save_every: int = 500
@@ -106,6 +108,7 @@ class FinetuneSettings:
         "epochs": int_range(1, 1000), "steps": int_range(1, 10_000_000), "lr": float_range(0, 1, lo_open=True),
         "batch_size": int_range(1, 4096), "warmup": int_range(0, 10_000_000), "weight_decay": float_range(0, 1),
         "max_length": int_range(8, 4096), "max_examples": int_range(1, 10_000_000), "seed": int_range(0, MAX_SEED),
+        "max_answer_length": int_range(1, 4096), "doc_stride": int_range(1, 4096),
         "eval_every": int_range(0, 10_000_000), "save_every": int_range(0, 10_000_000),
         "log_every": int_range(1, 10_000_000),
     }
@@ -159,13 +162,14 @@ class Encoded:
 
     ids: list[int] | None  # word pieces with the specials ([CLS]/[SEP], <s>/</s>); None for ELMo
     words: list[str] | None  # ELMo's words; None for BERT
-    labels: list[int] | int  # per position (token/word tasks) or one (sentence tasks)
+    labels: list[int] | int  # per position (token/word tasks) or one (sentence and pair tasks)
     cut: int = 0  # words cut off by the length limit
+    types: list[int] | None = None  # token type ids of a pair (0 for the first text, 1 for the second)
 
 
 def _label_ids(example, kind: str, index: dict[str, int], n_words: int) -> list[int] | int:
     """Label ids per word (-100 for unlabelled words and words beyond ``n_words``), or the sentence's id."""
-    if kind == "sentence":
+    if kind in ("sentence", "pair"):
         return index.get(str(example.label), IGNORE_INDEX)
     ids = [IGNORE_INDEX] * len(example.words)
     if kind == "word":
@@ -196,7 +200,10 @@ def encode_examples(examples: Sequence, kind: str, labels: Sequence[str], tokeni
     out = []
     for ex in examples:
         words = [str(w) for w in ex.words]
-        if tokenizer is not None:
+        if kind == "pair":  # [CLS] A [SEP] B [SEP]: the longer text loses words first
+            enc, cut = tokenizer.encode_word_pair(words, [str(w) for w in ex.pair], max_length)
+            out.append(Encoded(enc.ids, None, _label_ids(ex, kind, index, 0), cut, enc.type_ids))
+        elif tokenizer is not None:
             enc, kept = encode_words(tokenizer, words, max_length)
             per_word = _label_ids(ex, kind, index, kept)
             if kind == "sentence":
@@ -265,8 +272,9 @@ class FinetuneTask(TrainTask):
 
     def __init__(self, backbone: LoadedModel, data, settings: FinetuneSettings):
         self.backend = backend_for(backbone, settings)
-        if data.kind not in ("sentence", "token", "word"):
-            raise ValueError(f"task kind {data.kind!r} is not sentence, token or word")
+        if data.kind not in ("sentence", "token", "word", "pair"):
+            raise ValueError(f"task kind {data.kind!r} is not sentence, token, word or pair (question answering is "
+                             "finetune_qa.QaTask)")
         if not data.train:
             raise ValueError(f"task {data.name}: no training examples")
         self.backbone, self.data, self.settings = backbone, data, settings
@@ -312,7 +320,7 @@ class FinetuneTask(TrainTask):
         return full * n + min(rest * bs, n)
 
     def collate(self, items: Sequence[Encoded]) -> Batch:
-        if self.kind == "sentence":
+        if self.kind in ("sentence", "pair"):
             labels = torch.tensor([e.labels for e in items], dtype=torch.long)
         else:
             T = max(len(e.labels) for e in items)
@@ -373,6 +381,16 @@ class FinetuneTask(TrainTask):
             return {}
         m = self.measure(model, "dev")
         return {"dev_accuracy": m["accuracy"], "dev_macro_f1": m["macro_f1"], "dev_loss": m["loss"]}
+
+    def sizes(self) -> str:
+        """How much there is to learn from, for the command's first words."""
+        return f"{len(self.train):,} training examples, {len(self.labels)} labels"
+
+    @staticmethod
+    def shown(metrics: dict[str, Any]) -> str:
+        """The final figures in one line, for the command's last words."""
+        return "; ".join(f"{split} accuracy {m['accuracy']:.4f}, macro-F1 {m['macro_f1']:.4f}"
+                         for split, m in metrics.items())
 
     # -- files ----------------------------------------------------------------------------------------------
 
@@ -465,9 +483,11 @@ warm-up {cfg.get('warmup_steps', s.warmup)} steps then linear decay |
 """
 
 
-def build_task(backbone: LoadedModel, data, settings: FinetuneSettings) -> tuple[FinetuneTask, TrainConfig]:
-    """The task and the trainer's settings of a fine-tuning run (defaults filled into ``settings``)."""
-    task = FinetuneTask(backbone, data, settings)
+def build_task(backbone: LoadedModel, data, settings: FinetuneSettings,
+               task_class: type[FinetuneTask] = FinetuneTask) -> tuple[FinetuneTask, TrainConfig]:
+    """The task (``task_class``: :class:`~ctxmodels.training.finetune_qa.QaTask` for question answering) and the
+    trainer's settings of a fine-tuning run (defaults filled into ``settings``)."""
+    task = task_class(backbone, data, settings)
     s = settings
     if s.steps is None:
         s.steps = max(1, s.epochs * task.num_batches(0))
