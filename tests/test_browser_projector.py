@@ -1,0 +1,78 @@
+"""The Embedding Projector's and BertViz's gestures in a real Chromium: hovering a word on Attention's line view says
+where it looks and a click on it draws its lines in orange; a point clicked on Word senses is ringed and can be
+shown with only its nearest. On the tiny models (tests/test_browser.py's server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import test_browser
+from tests.test_browser import no_traceback, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+browser = test_browser.browser
+server = test_browser.server
+
+# Where a point of a trace is on the screen: the figure that has such a trace, then Plotly's own axis mapping.
+POINT_JS = """([mode, k]) => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const t = gd._fullData.find(t => t.mode === mode);
+    if (!t) continue;
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+    gd.scrollIntoView({block: 'center'});
+    const r2 = gd.getBoundingClientRect();
+    return [r2.left + xa._offset + xa.l2p(t.x[k]), r2.top + ya._offset + ya.l2p(t.y[k])];
+  }
+  return null; }"""
+ORANGE_JS = """() => { let n = 0; for (const gd of document.querySelectorAll('.js-plotly-plot'))
+  for (const t of gd._fullData) if (t.mode === 'lines' && String(t.line.color).startsWith('rgba(230,120,20'))
+    n += Math.floor((t.x || []).length / 3);
+  return n; }"""
+
+
+def test_attention_hovering_a_word_says_where_it_looks_and_a_click_makes_its_lines_stand_out(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/attention?att_threshold=0.05")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    at = page.evaluate(POINT_JS, ["markers+text", 2])
+    assert at is not None, "the line view has no word points"
+    page.mouse.move(*at)
+    page.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
+    assert "looks at" in page.locator(".hoverlayer .hovertext").first.text_content()
+    assert page.evaluate(ORANGE_JS) == 0
+    page.mouse.click(*at)
+    page.wait_for_function(f"() => ({ORANGE_JS})() > 0", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert "att_token=3" in page.url, page.url
+    page.get_by_role("button", name="Show every word's lines").click()
+    page.wait_for_function(f"() => ({ORANGE_JS})() === 0", timeout=60_000)
+    page.close()
+
+
+RING_JS = """(name) => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(p => p.data.some(t => t.name === name)).length"""
+
+
+def test_word_senses_a_clicked_point_is_ringed_and_can_be_shown_with_only_its_nearest(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    at = page.evaluate("""() => { const gd = document.querySelectorAll('.js-plotly-plot')[1];
+      gd.scrollIntoView({block: 'center'}); const t = gd._fullData[0], r = gd.getBoundingClientRect();
+      const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+      return [r.left + xa._offset + xa.l2p(t.x[0]), r.top + ya._offset + ya.l2p(t.y[0])]; }""")
+    page.mouse.click(*at)
+    page.wait_for_function(f"() => ({RING_JS})('the clicked occurrence') === 1", timeout=60_000)
+    settle(page)
+    no_traceback(page)
+    assert "point=" in page.url, page.url
+    page.get_by_role("button", name="Show only it and its nearest").first.click()
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => p.data.some("
+                           "t => (t.name || '').startsWith('occurrence ')))", timeout=60_000)
+    settle(page)
+    assert "focus=" in page.url, page.url
+    page.close()
