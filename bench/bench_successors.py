@@ -3,6 +3,7 @@
     python bench/bench_successors.py                    # mini, batch 8 x 128 pieces, 6 timed steps each
     python bench/bench_successors.py --preset tiny --steps 3 --threads 1
     python bench/bench_successors.py --device cuda --bf16
+    python bench/bench_successors.py --preset tiny --batch 32 --flops   # and FLOPs of one step (FlopCounterMode)
 
 A step is what ``ctxmodels train KIND`` runs: forward, loss, backward, gradient clipping at 1.0, AdamW. Every
 model has the preset's size (layers, width, heads, feed-forward) and sees the same token ids, the same 15% of
@@ -14,6 +15,12 @@ positions chosen for the masked LMs (at most 20 per 128, as BERT), batch and seq
 - roberta-hf    the same model called as transformers' own class is: ``model(input_ids, labels=...)``, the head
                 on every position
 - gpt           transformers' GPT2LMHeadModel as ``train gpt`` runs it: next-piece loss at every position
+- electra       ELECTRA as ``train electra`` runs it (``ElectraPair``): a generator 1/4 as wide, its vocabulary
+                head on the chosen positions only, samples replacing them, the discriminator's loss on every
+                piece, loss = generator + 50 x discriminator, embeddings shared
+- electra-hf    the same two models called as transformers' own classes are: ``generator(input_ids,
+                labels=...)`` (the head on every position), samples at the chosen positions, then
+                ``discriminator(input_ids, labels=...)``
 
 Steps of all kinds are interleaved (A, B, C, D, A, ...) after two untimed ones, and the median is reported, so
 background load hits all of them alike. Nothing is written; the table is printed.
@@ -96,8 +103,42 @@ def build(preset: str, seq: int) -> dict[str, tuple[torch.nn.Module, object]]:
                                           "labels": b["ids"]})
         return total / n
 
-    return {"bert": (bert, bert_loss), "roberta": (roberta, roberta_loss), "roberta-hf": (roberta_hf, roberta_hf_loss),
+    rows = {"bert": (bert, bert_loss), "roberta": (roberta, roberta_loss), "roberta-hf": (roberta_hf, roberta_hf_loss),
             "gpt": (gpt, gpt_loss)}
+    return rows | electra_rows(preset, seq)
+
+
+def electra_rows(preset: str, seq: int) -> dict[str, tuple[torch.nn.Module, object]]:
+    """ELECTRA's two rows: the pair as ``train electra`` scores it, and the same models through transformers' own
+    loss paths (the same weights at the start)."""
+    import transformers
+
+    from ctxmodels.training.bert_data import IGNORE_INDEX
+    from ctxmodels.training.electra_task import ElectraPair, ElectraSettings, electra_configs, replaced_token_labels
+
+    tok = type("Tok", (), {"vocab_size": VOCAB, "pad_id": PAD, "cls_id": CLS, "sep_id": SEP})()
+    disc_config, gen_config = electra_configs(ElectraSettings(preset=preset), tok, 0.25)
+    pairs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        pairs.append(ElectraPair(transformers.ElectraForMaskedLM(gen_config),
+                                 transformers.ElectraForPreTraining(disc_config), 50.0))
+    ours, theirs = pairs
+
+    def electra_loss(b):
+        return ours.loss(ours({"input_ids": b["masked"], "attention_mask": b["attention_mask"],
+                               "labels": b["labels"]}))[0]
+
+    def electra_hf_loss(b):
+        gen = theirs.generator(input_ids=b["masked"], attention_mask=b["attention_mask"], labels=b["labels"])
+        chosen = b["labels"] != IGNORE_INDEX
+        with torch.no_grad():
+            sampled = torch.multinomial(gen.logits[chosen].float().softmax(-1), 1).squeeze(-1)
+        corrupted, target = replaced_token_labels(b["masked"], b["labels"], b["attention_mask"], sampled)
+        disc = theirs.discriminator(input_ids=corrupted, attention_mask=b["attention_mask"], labels=target.clamp(min=0))
+        return gen.loss + 50.0 * disc.loss
+
+    return {"electra": (ours, electra_loss), "electra-hf": (theirs, electra_hf_loss)}
 
 
 def main() -> None:
@@ -109,6 +150,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast, as train --bf16")
+    p.add_argument("--flops", action="store_true",
+                   help="also count the FLOPs of one step's forward and backward (torch's FlopCounterMode: matrix "
+                        "products and attention; the optimizer's elementwise work is not counted)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -135,6 +179,7 @@ def main() -> None:
         sync()
         return time.perf_counter() - start
 
+    flops = {name: count_flops(*rows[name], batch) for name in rows} if args.flops else {}
     for i in range(args.steps + 2):
         for name in rows:
             elapsed = step(name)
@@ -143,11 +188,23 @@ def main() -> None:
     tokens = args.batch * args.seq
     print(f"preset {args.preset}, batch {args.batch} x {args.seq} pieces, vocabulary {VOCAB}, {args.device}"
           f"{' bf16' if args.bf16 else ''}, threads {torch.get_num_threads()}, median of {args.steps} steps")
-    print(f"{'kind':<12} {'params':>11} {'step ms':>9} {'tokens/s':>10}")
+    print(f"{'kind':<12} {'params':>11} {'step ms':>9} {'tokens/s':>10}" + (f" {'GFLOP/step':>11}" if flops else ""))
     for name, (model, _) in rows.items():
         median = statistics.median(times[name])
         n_params = sum(q.numel() for q in model.parameters())
-        print(f"{name:<12} {n_params:>11,} {1000 * median:>9.1f} {tokens / median:>10,.0f}")
+        print(f"{name:<12} {n_params:>11,} {1000 * median:>9.1f} {tokens / median:>10,.0f}"
+              + (f" {flops[name] / 1e9:>11.2f}" if flops else ""))
+
+
+def count_flops(model: torch.nn.Module, loss_fn, batch: dict[str, torch.Tensor]) -> int:
+    """FLOPs of one forward and backward of ``loss_fn`` (the gradients are thrown away)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        loss_fn(batch).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
 
 
 if __name__ == "__main__":

@@ -187,6 +187,7 @@ def test_resume_gives_the_losses_and_weights_of_an_uninterrupted_run(tmp_path, c
     ("--generator-fraction", "half", "must be a number, got 'half'"),
     ("--disc-weight", "-1", "argument --disc-weight: must be between 0 and 10000, got -1"),
     ("--static-masking", "2", "unrecognized arguments: --static-masking"),
+    ("--max-seq-len", "600", "argument --max-seq-len: must be a whole number between 8 and 512, got 600"),
 ])
 def test_bad_input_is_one_clear_line(tmp_path, corpus_file, capsys, option, value, said):
     rc, err = train(["train", "electra", "--corpus", str(corpus_file), "--out", str(tmp_path / "run"), option, value],

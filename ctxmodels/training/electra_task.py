@@ -36,7 +36,14 @@ from torch import nn
 from ..bounds import Bound, float_range
 from .bert_corpus import prepare_on_every_rank
 from .bert_data import IGNORE_INDEX
-from .lm_task import LanguageModelTask, PackedSettings, load_pretrained_weights, packed_datasets, save_pretrained_folder
+from .lm_task import (
+    LanguageModelTask,
+    PackedSettings,
+    check_sequence_length,
+    load_pretrained_weights,
+    packed_datasets,
+    save_pretrained_folder,
+)
 from .trainer import Batch, TrainConfig, default_model_card, setup_distributed
 
 #: the generator's folder inside the run's
@@ -272,9 +279,7 @@ def build_task(settings: ElectraSettings, out: str | Path, resume: bool = False)
     out = Path(out)
     data = prepare_on_every_rank(out, settings, resume, setup_distributed())
     disc_config, gen_config = electra_configs(settings, data.tokenizer, settings.generator_fraction)
-    if settings.max_seq_len > disc_config.max_position_embeddings:
-        raise ValueError(f"--max-seq-len {settings.max_seq_len} exceeds the model's "
-                         f"{disc_config.max_position_embeddings} positions")
+    check_sequence_length(settings.max_seq_len, disc_config)
     train, eval_data = packed_datasets(settings, data, mlm=True)
     torch.manual_seed(settings.seed)  # the same initial weights on every rank and every re-run
     pair = ElectraPair(transformers.ElectraForMaskedLM(gen_config), transformers.ElectraForPreTraining(disc_config),
