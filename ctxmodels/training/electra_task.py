@@ -56,7 +56,7 @@ _EVAL_SAMPLES = 12
 
 def fraction_problem(value: Any, name: str = "--generator-fraction") -> str | None:
     """Why ``value`` is no generator fraction (None when it is one), in one line that starts with ``name`` (""
-    where argparse names the option itself)."""
+    where the command-line parser names the option itself)."""
     if FRACTION.contains(value):
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1:
