@@ -124,6 +124,21 @@ def test_missing_task_data_is_said(tuned, tmp_path, monkeypatch):
     assert any("No comparison" in w for w in texts(at.warning))
 
 
+@pytest.mark.parametrize("kind", ["pair", "qa"])
+def test_a_pair_or_question_answering_model_shows_its_scores_and_says_why_no_comparison(kind, tuned, tmp_path,
+                                                                                       monkeypatch):
+    metrics = {"qa": {"exact_match": 0.5, "f1": 0.625, "n": 8}, "pair": {"accuracy": 0.75, "macro_f1": 0.7, "n": 8}}
+    other = copy_with(tuned[0], tmp_path / kind, task_kind=kind, metrics={"test": metrics[kind], "dev": metrics[kind]})
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(other))
+    at = page("fine_tuning")
+    assert_clean(at)
+    assert not at.error and not charts(at)
+    assert any("shows only the scores above" in i for i in texts(at.info)), texts(at.info)
+    shown = {m.label: m.value for m in at.metric}
+    expected = {"test exact match": "50.0%", "test F1": "62.5%"} if kind == "qa" else {"test accuracy": "75.0%"}
+    assert expected.items() <= shown.items(), shown
+
+
 def test_finetuning_from_the_page_adds_the_new_model(tuned, tiny_assets, monkeypatch):
     """With training allowed, the form starts ``ctxmodels finetune`` as a job; when it ends, the new folder is
     a fine-tuned model the page offers."""

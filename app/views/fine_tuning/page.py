@@ -26,7 +26,17 @@ from app.kit.url_state import to_url, url_state
 from app.kit.warm_up import usable_projection
 from app.views.fine_tuning import compute
 from app.views.fine_tuning import figures as page_figures
-from app.views.fine_tuning.state import AUTO, DETAIL_WORDS, KINDS, MODES, SENTENCES, SPLITS, TASKS, TuningState
+from app.views.fine_tuning.state import (
+    AUTO,
+    COMPARED_KINDS,
+    DETAIL_WORDS,
+    KINDS,
+    MODES,
+    SENTENCES,
+    SPLITS,
+    TASKS,
+    TuningState,
+)
 from ctxmodels.analysis import finetuning as ft
 from ctxmodels.analysis import projections
 
@@ -154,17 +164,21 @@ first = st.container()  # the first chart, drawn here once computed: above the s
 # -- what the fine-tuning reached -------------------------------------------------------------------------------
 metrics = info.get("metrics") if isinstance(info.get("metrics"), dict) else {}
 cols = st.columns(4)
-for col, (where, what) in zip(cols, [(sp, m) for sp in ("test", "dev") for m in ("accuracy", "macro_f1")]):
+shown = ("exact_match", "f1") if info.get("task_kind") == "qa" else ("accuracy", "macro_f1")
+for col, (where, what) in zip(cols, [(sp, m) for sp in ("test", "dev") for m in shown]):
     value = (metrics.get(where) or {}).get(what) if isinstance(metrics.get(where), dict) else None
-    col.metric(f"{where} {'macro-F1' if what == 'macro_f1' else what}",
-               f"{value:.1%}" if isinstance(value, (int, float)) else "—",
-               help=f"{meaning(f'{where} split')} {meaning('macro-F1' if what == 'macro_f1' else what)}")
+    name = {"macro_f1": "macro-F1", "exact_match": "exact match", "f1": "F1"}.get(what, what)
+    col.metric(f"{where} {name}", f"{value:.1%}" if isinstance(value, (int, float)) else "—",
+               help=f"{meaning(f'{where} split')} {TEXT.get(what) or meaning(name)}")
 st.caption(f"{md(label(model_id))}: task {md(task or '?')} ({md(KINDS.get(info.get('task_kind'), '?'))}), "
            f"{md(MODES.get(info.get('mode'), info.get('mode', '?')))}, {md(info.get('steps', '?'))} steps, from "
            f"{md(info.get('base_model') or info.get('base_path') or '?')}. The scores are the model's own, measured "
            "when it was fine-tuned.")
 
 # -- compute: the comparison ----------------------------------------------------------------------------------------
+if info.get("task_kind") not in COMPARED_KINDS:
+    st.info(TEXT["not_compared"].format(kind=md(KINDS.get(info.get("task_kind"), "another kind of task"))))
+    st.stop()
 before = None
 with guard("The model to compare with"):
     before = compute.base_of(s)

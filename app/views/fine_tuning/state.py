@@ -12,7 +12,9 @@ DETAIL_WORDS = 30  # the head detail runs on one sentence of at most this many w
 TASKS = ["pos", "ner", "wsd:bank", "period"]  # the built-in tasks, when they cannot be listed
 MODES = {"finetune": "fine-tune every weight", "feature": "feature-based (frozen model)"}
 KINDS = {"token": "a label for each word", "word": "a label for one word of each sentence",
-         "sentence": "one label for each sentence"}  # a task's kind, in words
+         "sentence": "one label for each sentence", "pair": "one label for each pair of sentences",
+         "qa": "the answer to a question, found in a paragraph"}  # a task's kind, in words
+COMPARED_KINDS = ("token", "word", "sentence")  # the kinds whose sentences the comparison runs on
 
 
 @dataclass(frozen=True)
