@@ -21,6 +21,11 @@ positions chosen for the masked LMs (at most 20 per 128, as BERT), batch and seq
 - electra-hf    the same two models called as transformers' own classes are: ``generator(input_ids,
                 labels=...)`` (the head on every position), samples at the chosen positions, then
                 ``discriminator(input_ids, labels=...)``
+- albert        ALBERT as ``train albert`` runs it (``AlbertTask.score``): factorised embeddings (half the hidden
+                size, at most 128), one group of shared layers, the vocabulary head on the chosen positions only,
+                plus the sentence-order loss
+- albert-hf     the same model called as transformers' own class is: ``model(input_ids, labels=...,
+                sentence_order_label=...)``, the head on every position
 
 Steps of all kinds are interleaved (A, B, C, D, A, ...) after two untimed ones, and the median is reported, so
 background load hits all of them alike. Nothing is written; the table is printed.
@@ -105,7 +110,7 @@ def build(preset: str, seq: int) -> dict[str, tuple[torch.nn.Module, object]]:
 
     rows = {"bert": (bert, bert_loss), "roberta": (roberta, roberta_loss), "roberta-hf": (roberta_hf, roberta_hf_loss),
             "gpt": (gpt, gpt_loss)}
-    return rows | electra_rows(preset, seq)
+    return rows | electra_rows(preset, seq) | albert_rows(preset)
 
 
 def electra_rows(preset: str, seq: int) -> dict[str, tuple[torch.nn.Module, object]]:
@@ -139,6 +144,36 @@ def electra_rows(preset: str, seq: int) -> dict[str, tuple[torch.nn.Module, obje
         return gen.loss + 50.0 * disc.loss
 
     return {"electra": (ours, electra_loss), "electra-hf": (theirs, electra_hf_loss)}
+
+
+def albert_rows(preset: str) -> dict[str, tuple[torch.nn.Module, object]]:
+    """ALBERT's two rows: the model as ``train albert`` scores it, and the same weights through transformers' own
+    loss path (the vocabulary head on every position)."""
+    import transformers
+
+    from ctxmodels.bert import BertConfig
+    from ctxmodels.training.albert_task import AlbertSettings, AlbertTask, albert_config, default_embedding_size
+
+    tok = type("Tok", (), {"vocab_size": VOCAB, "pad_id": PAD, "cls_id": CLS, "sep_id": SEP})()
+    width = default_embedding_size(BertConfig.preset(preset).hidden_size)
+    config = albert_config(AlbertSettings(preset=preset, embedding_size=width), tok)
+    models = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        models.append(transformers.AlbertForPreTraining(config))
+    ours, theirs = models
+
+    def albert_loss(b):
+        mlm, n, _, sop, _ = AlbertTask.score(ours, {
+            "input_ids": b["masked"], "token_type_ids": b["token_type_ids"], "attention_mask": b["attention_mask"],
+            "mlm_positions": b["positions"], "mlm_labels": b["mlm_labels"], "sentence_order_label": b["nsp"]})
+        return mlm / n + sop / len(b["nsp"])
+
+    def albert_hf_loss(b):
+        return theirs(input_ids=b["masked"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"],
+                      labels=b["labels"], sentence_order_label=b["nsp"]).loss
+
+    return {"albert": (ours, albert_loss), "albert-hf": (theirs, albert_hf_loss)}
 
 
 def main() -> None:
@@ -204,7 +239,6 @@ def count_flops(model: torch.nn.Module, loss_fn, batch: dict[str, torch.Tensor])
         loss_fn(batch).backward()
     model.zero_grad(set_to_none=True)
     return counter.get_total_flops()
-
 
 
 if __name__ == "__main__":
