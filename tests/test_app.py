@@ -25,7 +25,8 @@ from tests.app_fixtures import assert_clean, charts, figure_array, open_explanat
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-PAGES = ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "models"]
+PAGES = ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "how_they_learn",
+         "models"]
 pytestmark = pytest.mark.usefixtures("app_env")
 
 

@@ -53,7 +53,7 @@ def test_normal_mode_folds_the_controls_too_and_shows_the_whole_intro():
 
 
 @pytest.mark.parametrize("name", ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning",
-                                  "fill_in", "models"])
+                                  "fill_in", "how_they_learn", "models"])
 def test_every_page_has_a_leave_button_that_clears_present(name):
     at = page(name, present="1")
     assert_clean(at)

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("app_env")
 tuned = test_app_fine_tuning.tuned  # a tiny BERT fine-tuned for a few steps (a fixture)
 
 PAGES = {"overview": {"try": "1"}, "lesson": {"step": "1", "reveal": "1"}, "word_senses": {"projection": "pca"},
-         "elmo_layers": {}, "attention": {}, "fine_tuning": {}, "fill_in": {}, "models": {}}
+         "elmo_layers": {}, "attention": {}, "fine_tuning": {}, "fill_in": {}, "how_they_learn": {},
+         "models": {}}
 # What a visitor never needs to read: a file's name, a class's attribute, a programmer's identifier. Code spans and
 # links' addresses are left out: a command an operator runs (`ctxmodels probe ...`) is shown on purpose.
 INTERNAL = [

@@ -27,7 +27,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-PAGES = ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "models"]
+PAGES = ["overview", "lesson", "word_senses", "elmo_layers", "attention", "fine_tuning", "fill_in", "how_they_learn",
+         "models"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -949,7 +950,7 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
 PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "lesson": "A lesson in seven steps",
          "word_senses": "Word senses",
          "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models",
-         "fine_tuning": "What fine-tuning changes"}
+         "fine_tuning": "What fine-tuning changes", "how_they_learn": "How they learn"}
 
 
 def test_every_page_path_opens_its_page(server, browser):

@@ -18,7 +18,7 @@ shipped_server = test_browser.shipped_server  # the app as the README's run comm
 # Each page as a teacher opens it (the Overview with its Try it on, a Lesson step with its answer shown), and what
 # its main figure is: the first Plotly figure, or the Models page's table of models.
 VIEWS = {"overview": "try=1", "lesson": "step=1&reveal=1", "word_senses": "projection=pca", "elmo_layers": "",
-         "attention": "", "fine_tuning": "", "fill_in": "", "models": ""}
+         "attention": "", "fine_tuning": "", "fill_in": "", "how_they_learn": "", "models": ""}
 MAIN = {"models": '[data-testid="stDataFrame"]'}
 FIGURE = ".js-plotly-plot"
 # The main figure starts in the upper part of the first screen: 30% of the screen or more shows it unscrolled.
@@ -52,7 +52,7 @@ def test_every_page_opens_on_its_main_figure_at_1280x720(shipped_server, browser
     assert not low, f"main figure not on the first screen ({mode}, top in px): {low} of {tops}"
 
 
-NARROW = ["word_senses", "attention", "fill_in", "fine_tuning", "overview", "lesson"]
+NARROW = ["word_senses", "attention", "fill_in", "fine_tuning", "overview", "lesson", "how_they_learn"]
 # each shown widget label and the number of lines it wraps to (a label squeezed to a letter a line takes as many
 # lines as it has letters)
 LABELS = """() => Array.from(document.querySelectorAll('[data-testid="stWidgetLabel"]'))

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ctxmodels.viz.models import Model, as_model, label_of
-from ctxmodels.viz.style import PALETTE, model_colours, plain
+from ctxmodels.viz.style import PALETTE, model_colours, plain, wrapped_title
 
 # What happened to a piece, and its colour: the three outcomes of a chosen piece, and the rest in greys.
 FATE_COLOURS = {"[MASK]": "#c62828", "random word": "#ef6c00", "kept": "#1565c0", "not chosen": "#eeeeee",
@@ -105,9 +105,10 @@ def corruption_bars(c: dict, title: str = "") -> go.Figure:
                hovertemplate="%{y}<br>nothing hidden: P(original) %{x:.1%}<br>first guess: %{customdata}"
                              "<extra></extra>"),
     ])
+    text, lines = wrapped_title(title, 70)
     fig.update_layout(
-        title=dict(text=plain(title)), barmode="group", height=int(120 + 46 * max(1, len(labels))),
-        margin=dict(l=10, r=70, t=40 if title else 10, b=50),
+        title=dict(text=text), barmode="group", height=int(120 + 20 * lines + 46 * max(1, len(labels))),
+        margin=dict(l=10, r=70, t=20 + 20 * lines if title else 10, b=50),
         xaxis=dict(range=[0, 1.12], tickformat=".0%", fixedrange=True),
         yaxis=dict(autorange="reversed", automargin=True, fixedrange=True),
         legend=dict(orientation="h", y=0, yanchor="bottom", x=0, yref="container"))
@@ -132,13 +133,17 @@ def reading_masks(masks: dict[str, dict], title: str = "") -> go.Figure:
                          title=dict(text="the piece reading") if k == 1 else None)
         fig.update_xaxes(tickangle=-60, tickfont=dict(size=11), row=1, col=k, fixedrange=True,
                          title=dict(text="the piece it may look at"))
-    fig.update_layout(title=dict(text=plain(title)), height=440, margin=dict(l=10, r=10, t=60, b=10))
+    longest = max((len(m["pieces"]) for m in masks.values()), default=1)
+    fig.update_layout(title=dict(text=plain(title)), height=int(min(900, max(440, 160 + 15 * longest))),
+                      margin=dict(l=10, r=10, t=60, b=10))
+    fig.update_yaxes(dtick=1)  # every piece named
     return fig
 
 
-def _percent_ticks(lo: float) -> tuple[list[float], list[str]]:
+def _chance_ticks(lo: float) -> tuple[list[float], list[str]]:
+    """Ticks of a log axis of probabilities down to ``lo``: 100%, 10%, 1%, then "1 in 1,000", "1 in 10,000", …"""
     vals = [10.0 ** e for e in range(math.floor(math.log10(lo)), 1)]
-    return vals, [f"{v:.{max(0, -int(round(math.log10(v))) - 2)}%}" for v in vals]
+    return vals, [f"{v:.0%}" if v >= 0.01 else f"1 in {round(1 / v):,}" for v in vals]
 
 
 def word_guess_lines(results: dict[str, dict], title: str = "") -> go.Figure:
@@ -159,7 +164,7 @@ def word_guess_lines(results: dict[str, dict], title: str = "") -> go.Figure:
             hovertemplate=f"{plain(name)}: “%{{customdata[0]}}” %{{y:.2%}}<br>first guess: %{{customdata[1]}}"
                           "<extra></extra>"))
     words = next(iter(results.values()))["words"] if results else []
-    vals, texts = _percent_ticks(max(lowest, 1e-9))
+    vals, texts = _chance_ticks(max(lowest, 1e-12))
     fig = go.Figure(data)
     fig.update_layout(
         title=dict(text=plain(title)), height=420, margin=dict(l=10, r=10, t=40 if title else 10, b=10),

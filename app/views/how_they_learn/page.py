@@ -63,7 +63,7 @@ def take_preset() -> None:
 
 def sentence_row(with_draw: bool) -> str:
     """The sentence box (and the "New draw" button beside it), in the link as ``learn_text``."""
-    c1, c2 = st.columns([5, 1], vertical_alignment="bottom") if with_draw else (st.container(), None)
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom") if with_draw else (st.container(), None)
     text = c1.text_input("Your sentence (Enter to apply)", key="learn_text", persist_state="session",
                          placeholder=SENTENCE)
     if c2 is not None:
@@ -137,8 +137,9 @@ def corruption_part(mlms: list[str]) -> None:
 
 # -- left to right or both ways -----------------------------------------------------------------------------------
 def direction_models(mlms: list[str], gpts: list[str]) -> tuple[str | None, str | None]:
-    box = controls(summary=" and ".join(label(m) for m in (st.session_state.get("learn_gpt"),
-                                                          st.session_state.get("learn_bert")) if m))
+    shown = [st.session_state.get(key) or first_choice(models) for key, models in (("learn_gpt", gpts),
+                                                                                     ("learn_bert", mlms)) if models]
+    box = controls(summary=" and ".join(label(m) for m in shown))
     c1, c2 = box.columns(2)
     gpt = model_choice(c1, "learn_gpt", gpts, "Left-to-right model", "A GPT: it reads only the words before each "
                                                                      "word.") if gpts else None

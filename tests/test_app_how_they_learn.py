@@ -1,0 +1,143 @@
+"""The How they learn page through AppTest, on the tiny random-weight models (tests/app_fixtures.py): BERT's
+corruption draw reproduced from the link's seed, a new draw, whole words; a left-to-right model beside a both-ways
+one, with and without a GPT; training curves; and bad input answered with a message, never a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.kit.inputs import md
+from tests import test_objectives
+from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts
+
+pytest.importorskip("streamlit.testing.v1")
+
+pytestmark = pytest.mark.usefixtures("app_env")
+tiny_gpt = test_objectives.tiny_gpt  # a GPT trained for two steps by `ctxmodels train gpt` (a fixture)
+
+
+def titles(at) -> list[str]:
+    return [c["layout"].get("title", {}).get("text", "").replace("<br>", " ") for c in charts(at)]
+
+
+def strip_texts(at) -> list[str]:
+    return [a["text"] for a in charts(at)[0]["layout"]["annotations"]]
+
+
+def with_gpt(monkeypatch, gpt) -> None:
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(gpt))
+
+
+def test_the_page_opens_on_the_draw_and_the_models_guesses():
+    at = page("how_they_learn")
+    assert_clean(at)
+    assert titles(at) == ["What bert-eltec reads after the draw (seed 0)", "The model's probability of the original "
+                          "piece: as training hides it, and with nothing hidden"]
+    assert any("pieces were chosen" in c and "nats" in c for c in texts(at.caption))
+    assert at.query_params["learn_seed"] == "0" and at.query_params["learn_part"] == "corruption"
+    bars = charts(at)[1]["data"]
+    assert [b["name"] for b in bars] == ["as the draw left it (training)", "nothing hidden (as after fine-tuning)"]
+
+
+def test_the_links_seed_gives_the_same_draw_and_another_seed_another():
+    text = "The children were whispering excitedly about the extraordinary adventures of their grandfather."
+    a, b = page("how_they_learn", learn_text=text, learn_seed="42"), page("how_they_learn", learn_text=text,
+                                                                          learn_seed="42")
+    assert_clean(a)
+    assert strip_texts(a) == strip_texts(b) and charts(a)[1] == charts(b)[1]
+    draws = {tuple(strip_texts(page("how_they_learn", learn_text=text, learn_seed=str(s)))) for s in (42, 43, 44)}
+    assert len(draws) > 1
+
+
+def test_new_draw_picks_a_new_seed_and_puts_it_in_the_link():
+    at = page("how_they_learn")
+    at = next(b for b in at.button if b.label == "New draw").click().run()
+    assert_clean(at)
+    seed = at.session_state["learn_seed"]
+    assert at.query_params["learn_seed"] == str(seed) and seed != 0
+    assert titles(at)[0] == f"What bert-eltec reads after the draw (seed {seed})"
+
+
+def test_whole_word_masking_is_a_switch_in_the_link():
+    at = page("how_they_learn", learn_wwm="1", learn_text="The bankers were banking on the riverside cafe.")
+    assert_clean(at)
+    assert at.toggle(key="learn_wwm").value is True and at.query_params["learn_wwm"] == "1"
+
+
+@pytest.mark.parametrize("text, said", [("", "empty"), (" ".join(["word"] * 61), "at most 60"),
+                                        ("The bank\x00 of the river.", "control character")])
+def test_a_bad_sentence_gets_one_clear_line(text, said):
+    at = page("how_they_learn", learn_text=text)
+    assert not at.exception, texts(at.exception)
+    assert any(said in e for e in texts(at.error)), texts(at.error)
+    assert not charts(at)
+
+
+def test_bad_link_values_are_reported_and_replaced():
+    at = page("how_they_learn", learn_seed="lots", learn_part="everything", learn_bert="no-such-model")
+    assert not at.exception and not at.error
+    warned = " ".join(texts(at.warning))
+    assert all(f"**{md(param)}**" in warned for param in ("learn_seed", "learn_part", "learn_bert"))
+    assert titles(at)[0] == "What bert-eltec reads after the draw (seed 0)"
+
+
+def test_without_a_gpt_the_page_says_so_in_one_line_with_the_command():
+    at = page("how_they_learn", learn_part="directions")
+    assert_clean(at)
+    assert any("ctxmodels train gpt" in i for i in texts(at.info))
+    masks, guesses, pair = charts(at)
+    assert [t["type"] for t in masks["data"]] == ["heatmap", "heatmap"]
+    assert "any GPT: left to right" in str(masks["layout"]["annotations"])
+    assert [t["name"].split(":")[0] for t in guesses["data"]] == ["bert-eltec"]
+    assert "sentence A and in sentence B" in pair["layout"]["title"]["text"]
+
+
+def test_with_a_gpt_its_mask_is_a_triangle_and_its_two_banks_are_one(monkeypatch, tiny_gpt):
+    with_gpt(monkeypatch, tiny_gpt)
+    at = page("how_they_learn", learn_part="directions")
+    assert_clean(at)
+    assert not any("ctxmodels train gpt" in i for i in texts(at.info))
+    masks, guesses, pair = charts(at)
+    z = figure_array(masks["data"][0]["z"])
+    assert z.shape[0] == z.shape[1] and (z == np.tril(np.ones_like(z))).all()
+    assert {t["name"].split(":")[0] for t in guesses["data"]} == {"gpt-tiny", "bert-eltec"}
+    assert any("are the same in every layer" in c for c in texts(at.caption))
+
+
+def test_training_curves_show_each_part_of_the_loss(monkeypatch, tiny_gpt):
+    at = page("how_they_learn", learn_part="curves")
+    assert_clean(at)
+    assert any("record of its training" in i for i in texts(at.info))  # the tiny models have none
+    with_gpt(monkeypatch, tiny_gpt)
+    at = page("how_they_learn", learn_part="curves")
+    assert_clean(at)
+    (fig,) = charts(at)
+    assert "next word" in [t["name"] for t in fig["data"]]
+
+
+def test_a_word_not_in_both_sentences_is_an_error_not_a_traceback():
+    at = page("how_they_learn", learn_part="directions", learn_word="zebra")
+    assert not at.exception
+    assert any("zebra" in e for e in texts(at.error)), texts(at.error)
+
+
+def test_presentation_mode_and_the_explanation_with_its_formulas():
+    at = page("how_they_learn", present="1")
+    assert_clean(at)
+    assert charts(at)[0]["layout"]["font"]["size"] == 17
+    at = open_explanation(page("how_they_learn"))
+    assert_clean(at)
+    box = next(e for e in at.expander if e.label == "What am I looking at?")
+    assert len(box.latex) == 3 and box.caption
+
+
+@pytest.mark.parametrize("part", ["directions", "curves"])
+def test_no_part_shows_an_internal_name(monkeypatch, tiny_gpt, part):
+    from tests.test_app_words import internal_names, visible_text
+
+    with_gpt(monkeypatch, tiny_gpt)
+    at = open_explanation(page("how_they_learn", learn_part=part))
+    assert_clean(at)
+    found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
+    assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
