@@ -76,3 +76,52 @@ def test_word_senses_a_clicked_point_is_ringed_and_can_be_shown_with_only_its_ne
     settle(page)
     assert "focus=" in page.url, page.url
     page.close()
+
+
+OPTIONS_JS = """() => Array.from(document.querySelectorAll('[role="option"]')).map(o => o.innerText.trim())"""
+
+
+def test_typing_run_in_the_semcor_lemma_search_lists_run_first(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/word_senses?projection=pca&source=semcor&lemma=bank.n&models=static-eltec")
+    page.wait_for_selector(".js-plotly-plot", timeout=240_000)
+    settle(page, 240)
+    test_browser.open_controls(page)
+    box = page.get_by_role("combobox", name="Lemma (type to search)")
+    box.click()
+    page.keyboard.type("run")
+    page.wait_for_selector('[role="option"]', timeout=10_000)
+    shown = page.evaluate(OPTIONS_JS)
+    assert shown and all(o.startswith("run") for o in shown), shown
+    assert shown[0].startswith("run ("), shown
+    page.keyboard.press("Escape")
+    page.close()
+
+
+HEADINGS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stColumn"] h3'))
+  .filter(e => e.offsetParent !== null).map(e => {
+    const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), tops = new Set();
+    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+      if (!t.textContent.trim()) continue;
+      const r = document.createRange(); r.selectNodeContents(t);
+      for (const q of r.getClientRects()) if (q.width > 0) tops.add(Math.round(q.top));
+    }
+    return [e.innerText.trim(), tops.size]; })"""
+CUT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stBaseButton-secondary"]'))
+  .filter(b => b.offsetParent !== null).map(b => [b.innerText.replace(/\\s+/g, ' ').trim(),
+    Array.from(b.querySelectorAll('*')).some(e => e.scrollWidth > e.clientWidth + 1)])"""
+
+
+def test_at_900_px_a_rows_model_name_is_one_line_and_the_lessons_buttons_are_whole(server, browser):
+    page = browser.new_page(viewport={"width": 900, "height": 700})
+    page.goto(f"{server}/word_senses?projection=pca")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    names = page.evaluate(HEADINGS_JS)
+    assert names and all(lines == 1 for _, lines in names), names
+    page.goto(f"{server}/lesson?step=2")
+    settle(page)
+    buttons = dict(page.evaluate(CUT_JS))
+    previous = [b for b in buttons if b.startswith("arrow_back") or "Previous" in b]
+    assert previous and not any(buttons[b] for b in previous), buttons
+    page.close()

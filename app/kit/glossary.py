@@ -78,6 +78,24 @@ def found(text: str) -> list[Term]:
     return [t for name, t in terms().items() if name in names]
 
 
+def figure_words(fig) -> str:
+    """A line naming the glossary's words a Plotly figure's titles use (its title, axis and legend titles and its
+    annotations), each with hover help, as HTML; "" when it uses none. A figure's own text cannot carry a link or a
+    hover of its own, so the page puts this line under it."""
+    layout = fig.layout.to_plotly_json()
+    texts = [str((layout.get("title") or {}).get("text") or ""),
+             str(((layout.get("legend") or {}).get("title") or {}).get("text") or "")]
+    for name, value in layout.items():
+        if name.startswith(("xaxis", "yaxis")) and isinstance(value, dict):
+            texts.append(str((value.get("title") or {}).get("text") or ""))
+    texts += [str(a.get("text") or "") for a in layout.get("annotations") or ()]
+    plain = re.sub(r"<[^>]+>", " ", " · ".join(texts))
+    used = [t.name for t in found(plain) if t.name not in LISTED_ONLY]
+    if not used:
+        return ""
+    return gloss("Words in this figure: " + ", ".join(used)) + " (hover one for what it means)"
+
+
 def _prose(text: str) -> list[str]:
     return [part for i, part in enumerate(_KEEP.split(text)) if i % 2 == 0]
 

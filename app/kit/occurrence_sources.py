@@ -167,8 +167,10 @@ def _semcor_inputs() -> Spec | None:
     choices = semcor_choices()
     options = list(choices)
     url_state("lemma", "bank.n" if "bank.n" in choices else (options[0] if options else None), options=options)
+    # prefix: typing "run" lists run (noun) and run (verb) first; the fuzzy default listed 13 other lemmas (any with
+    # an r, a u and an n in that order) above them
     lemma = st.selectbox("Lemma (type to search)", options, key="lemma", persist_state="session",
-                         format_func=lambda c: _lemma_name(c, choices),
+                         format_func=lambda c: _lemma_name(c, choices), filter_mode="prefix",
                          help="Every occurrence of the lemma that SemCor's annotators tagged with a WordNet sense.")
     fold = st.number_input("Fold senses with fewer occurrences than this into “other”", **FOLD, step=1, key="fold",
                            persist_state="session")

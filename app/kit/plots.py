@@ -6,6 +6,8 @@ from typing import Any
 
 import streamlit as st
 
+from app.kit.glossary import figure_words
+
 
 def image_format() -> str:
     return st.session_state.get("image_format", "png")
@@ -25,6 +27,9 @@ def plot(fig, name: str, key: str, data=None, selectable: bool = False):
     if st.session_state.get("present"):  # Plotly sizes text in px: enlarge it for the projector too
         fig.update_layout(font=dict(size=17), title_font=dict(size=20))
     event = st.plotly_chart(fig, **kwargs)
+    words = figure_words(fig)
+    if words:  # a figure's title cannot carry hover help: the glossary's words it uses are named under it
+        st.caption(words, unsafe_allow_html=True)
     export_buttons(fig, name, key, data)
     return event
 

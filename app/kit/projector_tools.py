@@ -51,7 +51,7 @@ def tool_inputs(box, sentences: list[str], k_range: dict, max_chars: int, max_la
                       help=f"At most {max_labels} points are labelled: the occurrence shown with its nearest, else "
                            "the ringed ones, else an even spread of them. The hover shows every point's sentence.")
     focus = c2.selectbox("Show only one occurrence and its nearest", list(range(n + 1)), key="focus",
-                         persist_state="session",
+                         persist_state="session", filter_mode="contains",
                          format_func=lambda i: "(all occurrences)" if i == 0 else f"{i}. {sentences[i - 1][:90]}",
                          help="Type to search the sentences. The others are faded; the nearest are found in the "
                               "layer's own vectors (cosine, every dimension), not on the picture, so each panel "

@@ -46,7 +46,7 @@ def picked() -> None:
     st.session_state["reveal"] = False
 
 
-left, mid, right = st.columns([2, 3, 2], vertical_alignment="bottom")
+left, mid, right = st.columns(3, vertical_alignment="bottom")  # at 900 px a narrower button cut "Previous"
 mid.selectbox("Step", label_visibility="collapsed", options=range(1, len(STEPS) + 1), key="step", on_change=picked,
               format_func=lambda n: f"{n} · {STEPS[n - 1].title}")
 n = st.session_state["step"]

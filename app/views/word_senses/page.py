@@ -285,7 +285,7 @@ def model_row(model_id: str, s: SensesState, sc: compute.Scene) -> None:
         return
     name = label(model_id)
     st.divider()
-    head, slider = st.columns([1, 3])
+    head, slider = st.columns([2, 3])  # at 900 px a quarter of the row broke a model's name in two
     head.subheader(md(name))
     kind = f"{model.model_type} (transformers)" if model.kind == "transformers" else model.kind
     head.caption(f"{kind}, {model.n_layers} layer(s) × {model.dim}")
