@@ -78,3 +78,19 @@ def test_a_word_anchor_is_the_mean_of_its_vectors_in_the_neutral_frames(tiny_ass
     static = ctxmodels.load(str(tiny_assets / "static-eltec"))
     with pytest.raises(ValueError, match="no vector"):
         projector.word_anchor(static, "zzqxv")
+
+
+def test_labels_stay_off_each_other_and_a_shared_point_keeps_only_its_ring():
+    from ctxmodels.viz import scatter
+
+    xy = np.array([[0.0, 0.0], [0.001, 0.0], [1.0, 1.0], [0.5, 0.2], [0.5, 0.2]])
+    labels = {i: f"occurrence {i + 1}" for i in range(5)}
+    fig = scatter.sense_scatter(xy, ["a"] * 5, ["s"] * 5, point_labels=labels, stacks=[[3, 4]])
+    drawn = next(t for t in fig.data if t.name == "labels")
+    texts = list(drawn.text)
+    assert "occurrence 4" not in texts and "occurrence 5" not in texts  # on the ring of a shared point
+    assert "occurrence 3" in texts and "occurrence 1" in texts
+    assert len(texts) == len(drawn.textposition) <= 4
+    faded = scatter.sense_scatter(xy, ["a", "a", "b", "b", "b"], ["s"] * 5, focus=[0, 1])
+    legend = [t for t in faded.data if t.showlegend is not False and t.name in ("a", "b")]
+    assert legend and all(t.marker.opacity == 1 for t in legend)  # the legend's dots are not faded

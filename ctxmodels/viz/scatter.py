@@ -97,10 +97,10 @@ def sense_scatter(
             _fade(trace["marker"], np.isin(idx, np.asarray(focus, dtype=int)), three_d)
         if three_d:
             trace["z"] = coords[idx, 2]
-        if shared.any():
+        if shared.any() or len(focus):  # a faded legend dot would read as a faded sense: an undrawn twin instead
             trace.update(legendgroup=plain(name), showlegend=False)
-            traces.append(dict(type=kind, name=plain(name), mode="markers", x=[np.nan], y=[np.nan], z=[np.nan],
-                               legendgroup=plain(name), hoverinfo="skip",
+            traces.append(dict(type=kind, name=plain(name), mode="markers", x=[np.nan], y=[np.nan],
+                               **({"z": [np.nan]} if three_d else {}), legendgroup=plain(name), hoverinfo="skip",
                                marker=dict(size=marker_size, color=colours.get(name, "#333"), opacity=1)))
         traces.append(trace)
     if stacks and not three_d:
@@ -117,7 +117,11 @@ def sense_scatter(
         if three_d:
             ring["z"] = coords[idx, 2]
         traces.append(ring)
-    traces += _tool_traces(kind, coords, text, marker_size, point_labels, focus, focus_name, picked)
+    if point_labels:  # a shared point's occurrences would write their labels on top of each other: its ring speaks
+        in_stack = {i for st in stacks for i in st}
+        point_labels = {i: t for i, t in point_labels.items() if i not in in_stack}
+    panel = None if three_d else ranges or shared_ranges([coords])
+    traces += _tool_traces(kind, coords, text, marker_size, point_labels, focus, focus_name, picked, panel)
     axis = dict(showticklabels=False, title=None, zeroline=False)
     fixed = [dict(axis, range=r, autorange=False) for r in ranges] if ranges is not None else [axis] * 3
     xaxis, yaxis = (axis, axis) if three_d else fixed[:2]
@@ -162,8 +166,11 @@ def _fade(marker: dict, inside: np.ndarray, three_d: bool) -> None:
 
 
 def _tool_traces(kind: str, coords: np.ndarray, text: np.ndarray, size: int, point_labels: Mapping[int, str] | None,
-                 focus: Sequence[int], focus_name: str, picked: int | None) -> list[dict]:
-    """The Projector's additions on top of the dots: a focus' star, a clicked occurrence's ring, the labels."""
+                 focus: Sequence[int], focus_name: str, picked: int | None,
+                 ranges: tuple[Sequence[float], ...] | None) -> list[dict]:
+    """The Projector's additions on top of the dots: a focus' star, a clicked occurrence's ring, the labels (in 2-D
+    each on the side of its dot that keeps it off the others, :func:`label_layout`; one that fits nowhere is left to
+    the hover)."""
     three_d = coords.shape[1] == 3
     out = []
 
@@ -182,11 +189,15 @@ def _tool_traces(kind: str, coords: np.ndarray, text: np.ndarray, size: int, poi
     if picked is not None and 0 <= picked < len(coords):
         out.append(at([picked], name="the clicked occurrence", mode="markers", hoverinfo="skip", showlegend=False,
                       marker=dict(symbol="circle-open", size=size + 14, color=PICKED, line=dict(width=3))))
-    if point_labels:
-        idx = [i for i in point_labels if 0 <= i < len(coords)]
+    idx = [i for i in (point_labels or {}) if 0 <= i < len(coords) and np.isfinite(coords[i]).all()]
+    places = ["top center"] * len(idx)
+    if idx and ranges is not None:
+        layout = label_layout(ranges[:2], coords[idx, :2], [size + 4] * len(idx), [point_labels[i] for i in idx])
+        idx, places = [i for i, (_, ok) in zip(idx, layout) if ok], [p for p, ok in layout if ok]
+    if idx:
         # SVG text (WebGL text needs fonts the page may not serve); never over the plot's edge
         out.append(dict(at(idx, name="labels", mode="text", text=[plain(point_labels[i]) for i in idx],
-                           textposition="top center", textfont=dict(size=11), hoverinfo="skip", showlegend=False),
+                           textposition=places, textfont=dict(size=11), hoverinfo="skip", showlegend=False),
                         type="scatter3d" if three_d else "scatter", **({} if three_d else {"cliponaxis": False})))
     return out
 
