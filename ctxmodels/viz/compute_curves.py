@@ -25,7 +25,7 @@ PANELS = (
 
 
 def objectives_by_compute(rows: Sequence[dict], height: int = 360) -> go.Figure:
-    """One panel per measure, x = training operations (PFLOP), one line per objective (rows: ``kind``, ``flops``,
+    """One panel per measure, x = training operations (TFLOP), one line per objective (rows: ``kind``, ``flops``,
     ``guess_accuracy``, ``pos``, ``senses``, as the bench writes them)."""
     fig = make_subplots(rows=1, cols=len(PANELS), subplot_titles=[title for title, _ in PANELS],
                         horizontal_spacing=0.07)
@@ -33,16 +33,16 @@ def objectives_by_compute(rows: Sequence[dict], height: int = 360) -> go.Figure:
     for colour, kind in zip(PALETTE, kinds):
         mine = sorted((r for r in rows if r["kind"] == kind), key=lambda r: r["flops"])
         for col, (title, value) in enumerate(PANELS, 1):
-            points = [(r["flops"] / 1e15, value(r)) for r in mine if value(r) is not None]
+            points = [(r["flops"] / 1e12, value(r)) for r in mine if value(r) is not None]
             if not points:
                 continue
             fig.add_trace(go.Scatter(
                 x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers",
                 name=plain(OBJECTIVES[kind]), legendgroup=kind, showlegend=col == 1,
                 line={"color": colour}, marker={"color": colour, "size": 7},
-                hovertemplate=f"{plain(OBJECTIVES[kind])}<br>%{{x:.2f}} PFLOP: %{{y:.1f}}%<extra>{title}</extra>"),
+                hovertemplate=f"{plain(OBJECTIVES[kind])}<br>%{{x:.1f}} TFLOP: %{{y:.1f}}%<extra>{title}</extra>"),
                 row=1, col=col)
-    fig.update_xaxes(title_text="training compute (PFLOP)", rangemode="tozero")
+    fig.update_xaxes(title_text="training compute (TFLOP: 10¹² operations)", rangemode="tozero")
     fig.update_yaxes(ticksuffix="%")
     fig.update_layout(height=height, margin={"l": 40, "r": 20, "t": 40, "b": 40},
                       legend={"orientation": "h", "y": -0.25})
