@@ -64,7 +64,7 @@ def axis_positions(X: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def axis_coords(X: np.ndarray, a: np.ndarray, b: np.ndarray, n_dims: int = 2) -> np.ndarray:
-    """[n, n_dims]: the axis position (:func:`axis_positions`) across, and the spread the axis leaves out up the
+    """[n, n_dims]: the axis position (:func:`axis_positions`) across, and up what the axis leaves out along the
     other axes: the first principal components of the unit vectors once their part along the axis is taken out (the
     Projector's custom projection with PCA for the rest). Rows without a vector are NaN."""
     t = axis_positions(X, a, b)

@@ -204,14 +204,14 @@ def _tool_traces(kind: str, coords: np.ndarray, text: np.ndarray, size: int, poi
 
 def word_axis(fig: go.Figure, word_a: str, word_b: str) -> go.Figure:
     """Name a custom axis' ends (``ctxmodels.analysis.projector``): the x axis runs from ``word_a`` at 0 to ``word_b``
-    at 1, each end marked with a dotted line; up is the rest of the spread (PCA)."""
+    at 1, each end marked with a dotted line; up is how else they differ (PCA)."""
     a, b = plain(word_a), plain(word_b)
     ticks = dict(showticklabels=True, tickvals=[0, 1], ticktext=[f"<b>{a}</b>", f"<b>{b}</b>"])
     if any(t.type == "scatter3d" for t in fig.data):
         fig.update_scenes(xaxis=dict(ticks, title=dict(text=f"{a} → {b}")))
         return fig
     fig.update_xaxes(ticks, automargin=True, title=dict(text=f"from {a} (0) to {b} (1)", standoff=2))
-    fig.update_yaxes(automargin=True, title=dict(text="the rest of the spread (PCA)", font=dict(size=11)))
+    fig.update_yaxes(automargin=True, title=dict(text="how else they differ (PCA)", font=dict(size=11)))
     for x in (0, 1):
         fig.add_vline(x=x, line=dict(dash="dot", width=1, color="#888"))
     return fig
