@@ -129,7 +129,7 @@ def test_presentation_mode_and_the_explanation_with_its_formulas():
     at = open_explanation(page("how_they_learn"))
     assert_clean(at)
     box = next(e for e in at.expander if e.label == "What am I looking at?")
-    assert len(box.latex) == 3 and box.caption
+    assert len(box.latex) == 4 and box.caption  # masked LM, NSP, left to right, ELECTRA
 
 
 @pytest.mark.parametrize("part", ["directions", "curves"])
@@ -141,3 +141,74 @@ def test_no_part_shows_an_internal_name(monkeypatch, tiny_gpt, part):
     assert_clean(at)
     found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
     assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
+
+
+@pytest.fixture(scope="module")
+def tiny_electra(tmp_path_factory):
+    """An ELECTRA in the layout ``ctxmodels train electra`` writes: the discriminator (ElectraForPreTraining) in the
+    folder, the generator (ElectraForMaskedLM) in generator/, random tiny weights."""
+    from tests import hf_tiny
+
+    root = tmp_path_factory.mktemp("electra") / "electra-tiny"
+    hf_tiny.build("electra-discriminator", root)
+    hf_tiny.build("electra-generator", root / "generator")
+    return root
+
+
+def test_electra_without_one_says_so_with_the_command():
+    at = page("how_they_learn", learn_part="electra")
+    assert_clean(at)
+    assert any("ctxmodels train electra" in i for i in texts(at.info)) and not charts(at)
+
+
+def test_electra_colours_every_piece_by_the_discriminators_probability(monkeypatch, tiny_electra):
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(tiny_electra))
+    text = "The old bank by the river was steep and muddy."
+    at = page("how_they_learn", learn_part="electra", learn_text=text, learn_seed="1")
+    assert_clean(at)
+    (fig,) = charts(at)
+    assert "discriminator reads" in fig["layout"]["title"]["text"]
+    scale = fig["data"][0]["marker"]
+    assert scale["showscale"] and scale["cmin"] == 0 and scale["cmax"] == 1
+    assert len(fig["layout"]["shapes"]) == len(figure_array(scale["color"]))  # a box and a probability per piece
+    assert any("Every one of the" in c and "15%" in c for c in texts(at.caption))
+    again = page("how_they_learn", learn_part="electra", learn_text=text, learn_seed="1")
+    assert charts(again)[0]["layout"]["annotations"] == fig["layout"]["annotations"]  # the seed fixes the samples
+
+
+tiny_albert = test_objectives.tiny_albert  # an ALBERT with its sentence-order head (a fixture)
+
+
+def test_nsp_alone_gives_its_answer_for_the_typed_pair_and_says_how_to_get_sop():
+    at = page("how_they_learn", learn_part="pairs")
+    assert_clean(at)
+    (fig,) = charts(at)
+    assert [t["name"] for t in fig["data"]] == ["bert-eltec: next sentence (NSP)"]
+    assert list(fig["data"][0]["x"]) == ["B follows A", "B and A swapped", "B from another book"]
+    assert any("ctxmodels train albert" in i for i in texts(at.info))
+    assert at.query_params["learn_measure"] == "0"
+
+
+def test_the_held_out_measure_with_nsp_and_sop(monkeypatch, tiny_assets, tiny_albert, tmp_path):
+    import shutil
+
+    bert = test_objectives.with_run_settings(shutil.copytree(tiny_assets / "bert-eltec", tmp_path / "bert-run"),
+                                             tiny_assets / "corpus.txt", heldout_docs=2)
+    albert = test_objectives.with_run_settings(tiny_albert, tiny_assets / "corpus.txt", heldout_docs=2)
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", f"{bert},{albert}")
+    at = page("how_they_learn", learn_part="pairs", learn_measure="1", learn_n="20")
+    assert_clean(at)
+    typed, measured = charts(at)
+    names = {t["name"] for t in measured["data"]}
+    assert {"bert-run: next sentence (NSP)", "albert-tiny: sentence order (SOP)"} <= names
+    assert not any("ctxmodels train albert" in i for i in texts(at.info))
+    said = " ".join(texts(at.caption))
+    assert "documents of corpus.txt that its training held out" in said and "20 pairs of each kind" in said
+    # bert-eltec of the tiny assets has no record of its training: said in a line, the others measured
+    assert any("Not measured: bert" in i and "no record of the text" in i for i in texts(at.info))
+
+
+def test_a_bad_pair_sentence_is_an_error_not_a_traceback():
+    at = page("how_they_learn", learn_part="pairs", learn_pb="")
+    assert not at.exception
+    assert any("sentence B" in e and "empty" in e for e in texts(at.error)), texts(at.error)

@@ -35,6 +35,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "ctxmodels.tasks": (0, "base"),
     "ctxmodels.download": (0, "base"),
     "ctxmodels.masking": (0, "base"),
+    "ctxmodels.heldout": (0, "base"),
     # the models
     "ctxmodels.bert": (1, "models"),
     "ctxmodels.elmo": (1, "models"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -209,3 +210,106 @@ def test_a_gpt_reads_left_to_right(tiny_gpt, bert):
     assert max(same_word(bert, *PAIR, "bank").cosine[1:]) < min(gpt_pair) - 5e-6
     curves = training_curves.loss_curves(training_curves.read_records(training_curves.metrics_file(gpt)))
     assert "lm_loss" in curves["train"] and curves["train"]["lm_loss"]["label"] == "next word"
+
+
+def test_electra_replaces_the_chosen_pieces_and_scores_every_piece(tmp_path):
+    import ctxmodels
+    from ctxmodels.analysis import replaced_tokens
+    from tests import hf_tiny
+
+    root = tmp_path / "electra"
+    hf_tiny.build("electra-discriminator", root)
+    assert replaced_tokens.generator_folder(ctxmodels.load(root)) is None  # no generator beside it yet
+    hf_tiny.build("electra-generator", root / "generator")
+    d, g = ctxmodels.load(root), ctxmodels.load(root / "generator")
+    assert replaced_tokens.is_discriminator(d) and not replaced_tokens.is_discriminator(g)
+    r = replaced_tokens.replacements(d, g, "The old bank by the river was steep and muddy.", seed=1)
+    n = len(r.pieces)
+    assert len(r.reads) == len(r.replaced) == len(r.p_replaced) == len(r.chosen) == n
+    assert all(0 <= p <= 1 for p in r.p_replaced) and len(r.sample_prob) == sum(r.chosen)
+    # only chosen pieces can differ, and a replaced piece is one that differs from the original
+    assert all(c for c, rep in zip(r.chosen, r.replaced) if rep)
+    assert r.replaced == [a != b for a, b in zip(r.reads, r.pieces)]
+    assert not any(r.chosen[i] for i in range(n) if r.special[i])
+    assert math.isfinite(r.loss) and r.loss > 0
+    again = replaced_tokens.replacements(d, g, "The old bank by the river was steep and muddy.", seed=1)
+    assert again.to_dict() == r.to_dict()
+
+
+# -- next sentence or sentence order -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_albert(tmp_path_factory):
+    """An ALBERT saved with its pre-training heads (masked LM and sentence order), random tiny weights."""
+    import transformers
+
+    from tests import hf_tiny
+
+    folder = hf_tiny.build("albert", tmp_path_factory.mktemp("albert") / "albert-tiny")
+    config = transformers.AlbertConfig.from_pretrained(folder)
+    config.architectures = ["AlbertForPreTraining"]
+    transformers.AlbertForPreTraining(config).eval().save_pretrained(folder)
+    return folder
+
+
+def with_run_settings(folder, corpus, heldout_docs: int = 1):
+    (folder / "train_args.json").write_text(json.dumps({"kind": "bert", "settings": {
+        "corpus": str(corpus), "heldout_docs": heldout_docs, "seed": 0}}), encoding="utf-8")
+    return folder
+
+
+def test_bert_has_nsp_and_albert_sop_and_both_give_a_probability(bert, tiny_albert):
+    import ctxmodels
+    from ctxmodels.analysis import sentence_pairs as sp
+
+    albert = ctxmodels.load(tiny_albert)
+    assert sp.pair_head(bert) == "nsp" and sp.pair_head(albert) == "sop"
+    pairs = [("The bank of the river.", "The boat drifted."), ("The boat drifted.", "The bank of the river.")]
+    for model in (bert, albert):
+        probs = sp.follows(model, pairs * 20)  # more than one batch
+        assert len(probs) == 40 and all(0 < p < 1 for p in probs)
+        assert probs[:2] == pytest.approx(probs[2:4])  # a pair's answer does not depend on its batch
+
+
+def test_a_model_without_a_pair_head_says_so(tiny_assets):
+    import ctxmodels
+    from ctxmodels.analysis import sentence_pairs as sp
+
+    no_head = ctxmodels.load(tiny_assets / "bert-no-mlm")
+    assert sp.pair_head(no_head) is None
+    with pytest.raises(ValueError, match="no next-sentence or sentence-order head"):
+        sp.follows(no_head, [("A b.", "C d.")])
+
+
+def test_held_out_pairs_come_from_the_documents_training_held_out(tiny_assets, tmp_path, bert):
+    import shutil
+
+    import ctxmodels
+    from ctxmodels.analysis import sentence_pairs as sp
+    from ctxmodels.heldout import heldout_indices
+    from ctxmodels.text import read_documents
+
+    with pytest.raises(ValueError, match="no record"):
+        sp.heldout_text(bert)
+    folder = with_run_settings(Path(shutil.copytree(tiny_assets / "bert-eltec", tmp_path / "bert")),
+                               tiny_assets / "corpus.txt", heldout_docs=2)
+    model = ctxmodels.load(folder)
+    held = sp.heldout_text(model)
+    docs = read_documents(tiny_assets / "corpus.txt")
+    chosen = heldout_indices(len(docs), 2, 0)
+    assert len(held.documents) == 2 and f"2 of the {len(docs)} documents" in held.source
+    for sentences, i in zip(held.documents, chosen):
+        text = " ".join(docs[i])
+        assert sentences and all(s in text for s in sentences)
+    pairs = sp.draw_pairs(held.documents, 10, seed=3)
+    assert set(pairs) == set(sp.GROUPS) and all(len(v) == 10 for v in pairs.values())
+    for (a, b), (b2, a2), (a3, c) in zip(pairs["consecutive"], pairs["swapped"], pairs["random"]):
+        assert (a, b) == (a2, b2) and a3 == a
+        d = next(k for k, s in enumerate(held.documents) if a in s)
+        assert held.documents[d].index(b) == held.documents[d].index(a) + 1
+        assert c not in held.documents[d]  # from the other document
+    assert sp.draw_pairs(held.documents, 10, seed=3) == pairs
+    result = sp.pair_test(model, pairs)
+    assert {g: r["n"] for g, r in result.items()} == {"consecutive": 10, "swapped": 10, "random": 10}
+    assert all(0 < r["mean"] < 1 and r["sem"] >= 0 for r in result.values())

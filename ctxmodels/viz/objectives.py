@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ctxmodels.viz.models import Model, as_model, label_of
@@ -24,6 +25,7 @@ FATE_TEXT = {"[MASK]": "white", "random word": "white", "kept": "white", "not ch
              "special": "#888888"}
 FATE_WORDS = {"[MASK]": "became [MASK]", "random word": "became a random word", "kept": "chosen, left the same",
               "not chosen": "not chosen", "special": "special piece, never chosen"}
+REPLACED_SCALE = [[0.0, "#ffffff"], [0.5, "#f4a582"], [1.0, "#b2182b"]]  # P(replaced): white to dark red
 LINE_UNITS = 58  # a line of the strip, in character widths
 ROW = 1.75  # a line's height, in box heights (the box and the guess under it)
 
@@ -115,6 +117,46 @@ def corruption_bars(c: dict, title: str = "") -> go.Figure:
     return fig
 
 
+def replaced_strip(r: dict, title: str = "") -> go.Figure:
+    """ELECTRA on a sentence (``r``: :class:`ctxmodels.analysis.replaced_tokens.Replacements` as a dict): a box per
+    piece as the discriminator read it, coloured by its probability that the piece was replaced (white: surely
+    the original, dark red: surely replaced); a piece the generator really replaced has a thick black frame and the
+    original under it."""
+    boxes = _layout_strip(r["reads"])
+    lines = (boxes[-1][1] + 1) if boxes else 1
+    colours = sample_colorscale(REPLACED_SCALE, [min(max(p, 0.0), 1.0) for p in r["p_replaced"]])
+    shapes, notes, hx, hy, htext = [], [], [], [], []
+    for i, ((x, line, w), text) in enumerate(zip(boxes, r["reads"])):
+        y = -line * ROW
+        p, replaced = r["p_replaced"][i], r["replaced"][i]
+        shapes.append(dict(type="rect", x0=x, x1=x + w, y0=y - 0.5, y1=y + 0.5, fillcolor=colours[i], layer="below",
+                           line=dict(color="#111111" if replaced else "#bdbdbd", width=3 if replaced else 1)))
+        notes.append(dict(x=x + w / 2, y=y, text=plain(text), showarrow=False,
+                          font=dict(size=14, color="white" if p > 0.6 else "#222222")))
+        hover = f"“{plain(text)}”: replaced? {p:.0%}"
+        if replaced:
+            notes.append(dict(x=x + w / 2, y=y - 0.82, text=f"was {plain(r['pieces'][i])}", showarrow=False,
+                              font=dict(size=12, color="#616161")))
+            hover += f"<br>the generator put it in place of “{plain(r['pieces'][i])}”"
+        elif r["chosen"][i]:
+            hover += "<br>chosen, and the generator guessed the original"
+        hx.append(x + w / 2)
+        hy.append(y)
+        htext.append(hover)
+    data = [go.Scatter(x=hx, y=hy, mode="markers", hovertext=htext, hoverinfo="text", showlegend=False,
+                       marker=dict(size=18, opacity=0, color=r["p_replaced"], cmin=0, cmax=1,
+                                   colorscale=REPLACED_SCALE, showscale=True,
+                                   colorbar=dict(title=dict(text="replaced?", side="right"), tickformat=".0%",
+                                                 thickness=12, len=0.9)))]
+    fig = go.Figure(data)
+    fig.update_layout(
+        title=dict(text=plain(title)), shapes=shapes, annotations=notes, height=int(90 + 62 * lines),
+        margin=dict(l=5, r=5, t=40 if title else 10, b=10), plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=dict(visible=False, range=[-0.3, LINE_UNITS + 0.3], fixedrange=True),
+        yaxis=dict(visible=False, range=[-(lines - 1) * ROW - 1.25, 0.65], fixedrange=True))
+    return fig
+
+
 def reading_masks(masks: dict[str, dict], title: str = "") -> go.Figure:
     """Side by side, which pieces each piece may look at in each model (``masks``: name ->
     :func:`ctxmodels.analysis.objectives.reading_mask`'s dict): a row per piece reading, a column per piece read."""
@@ -172,6 +214,34 @@ def word_guess_lines(results: dict[str, dict], title: str = "") -> go.Figure:
         yaxis=dict(type="log", title=dict(text="probability of the word as written"), tickvals=vals,
                    ticktext=texts, fixedrange=True),
         legend=dict(orientation="h", y=-0.15, yanchor="top", x=0))
+    return fig
+
+
+PAIR_GROUPS = {"consecutive": "B follows A", "swapped": "B and A swapped", "random": "B from another book"}
+
+
+def pair_bars(results: dict[str, dict], title: str = "") -> go.Figure:
+    """Each model's probability that B follows A, per group of pairs (``results``: name -> {group: {"mean", "sem",
+    "n"}}, :func:`ctxmodels.analysis.sentence_pairs.pair_test`'s dict; one pair a group has no error bar): a bar
+    per model in each group, with ±2 standard errors where there are many pairs."""
+    colours = model_colours(list(results))
+    data = []
+    for name, groups in results.items():
+        keys = [g for g in PAIR_GROUPS if g in groups]
+        means = [groups[g]["mean"] for g in keys]
+        errors = [2 * groups[g]["sem"] if groups[g]["n"] > 1 and math.isfinite(groups[g]["sem"]) else 0
+                  for g in keys]
+        data.append(go.Bar(
+            x=[PAIR_GROUPS[g] for g in keys], y=means, name=plain(name), marker=dict(color=colours[name]),
+            error_y=dict(type="data", array=errors, visible=any(errors)), text=[f"{m:.0%}" for m in means],
+            textposition="outside", cliponaxis=False, customdata=[groups[g]["n"] for g in keys],
+            hovertemplate=f"{plain(name)}, %{{x}}: %{{y:.1%}} (%{{customdata}} pairs)<extra></extra>"))
+    fig = go.Figure(data)
+    fig.update_layout(title=dict(text=plain(title)), barmode="group", height=380,
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      yaxis=dict(title=dict(text="probability that B follows A"), range=[0, 1.12], tickformat=".0%",
+                                 fixedrange=True),
+                      xaxis=dict(fixedrange=True), legend=dict(orientation="h", y=-0.12, yanchor="top", x=0))
     return fig
 
 

@@ -13,13 +13,10 @@ from app.kit.cache import memo
 from app.kit.inputs import check_text
 from app.kit.registry import get_model, label, peeked_kind
 from app.views.how_they_learn.state import MAX_WORDS
-from ctxmodels.analysis import objectives, training_curves
+from ctxmodels.analysis import objectives, replaced_tokens, sentence_pairs, training_curves
 from ctxmodels.analysis.word_senses import find_in_both, same_word
 from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, supports
 from ctxmodels.text import tokenize
-
-# The one line that says how to get a model of a kind that is not here.
-TRAIN_GPT = "ctxmodels train gpt --corpus FILE --out DIR"
 
 
 def checked(text: str, what: str = "sentence") -> str:
@@ -50,6 +47,67 @@ def masked_lms(ids: list[str]) -> list[str]:
 def left_to_right(ids: list[str]) -> list[str]:
     """The left-to-right models (GPTs), by the kind their files say (nothing loaded)."""
     return [m for m in ids if (kind := peeked_kind(m)) is not None and declares(kind, LEFT_TO_RIGHT)]
+
+
+def electras(ids: list[str]) -> list[str]:
+    """The ELECTRA discriminators with their generator beside them (read through transformers)."""
+    out = []
+    for m in ids:
+        if peeked_kind(m) != "transformers":
+            continue
+        try:
+            if replaced_tokens.is_discriminator(get_model(m)):
+                out.append(m)
+        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
+            continue
+    return out
+
+
+def pair_models(ids: list[str]) -> list[str]:
+    """The models with a next-sentence (BERT) or sentence-order (ALBERT) head."""
+    out = []
+    for m in ids:
+        if peeked_kind(m) not in ("bert", "transformers"):
+            continue
+        try:
+            if sentence_pairs.pair_head(get_model(m)) is not None:
+                out.append(m)
+        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
+            continue
+    return out
+
+
+def head_of(model_id: str) -> str | None:
+    return sentence_pairs.pair_head(get_model(model_id))
+
+
+@memo(max_entries=256)
+def typed_pairs(model_id: str, a: str, b: str, other: str) -> dict:
+    """The model's probability that B follows A for the typed pair, swapped, and with the other sentence as B."""
+    probs = sentence_pairs.follows(get_model(model_id), [(a, b), (b, a), (a, other)])
+    return {g: {"mean": p, "sem": float("nan"), "n": 1, "probs": [p]} for g, p in zip(sentence_pairs.GROUPS, probs)}
+
+
+def heldout_problem(model_id: str) -> str:
+    return sentence_pairs.heldout_problem(get_model(model_id))
+
+
+@memo(max_entries=8, spinner="Reading the text the model did not train on …")
+def heldout_sentences(model_id: str) -> dict:
+    held = sentence_pairs.heldout_text(get_model(model_id))
+    return {"documents": held.documents, "source": held.source}
+
+
+@memo(max_entries=64, spinner="Measuring on held-out pairs …")
+def heldout_pairs(model_id: str, n: int, seed: int) -> dict:
+    held = heldout_sentences(model_id)
+    pairs = sentence_pairs.draw_pairs(held["documents"], n, seed)
+    return {"source": held["source"], "groups": sentence_pairs.pair_test(get_model(model_id), pairs)}
+
+
+def pairs_frame(results: dict[str, dict]) -> pd.DataFrame:
+    return pd.DataFrame([dict(model=name, pairs=group, p_follows_mean=r["mean"], standard_error=r["sem"], n=r["n"])
+                         for name, groups in results.items() for group, r in groups.items()])
 
 
 def with_curves(ids: list[str]) -> list[str]:
@@ -83,6 +141,18 @@ def any_gpt_mask(pieces: list[str]) -> dict:
 @memo(max_entries=256)
 def guesses(model_id: str, text: str) -> dict:
     return objectives.word_guesses(get_model(model_id), text).to_dict()
+
+
+@memo(max_entries=256)
+def replacements(model_id: str, text: str, seed: int, whole_words: bool) -> dict:
+    discriminator = get_model(model_id)
+    generator = get_model(str(replaced_tokens.generator_folder(discriminator)))
+    return replaced_tokens.replacements(discriminator, generator, text, seed, whole_words).to_dict()
+
+
+def replacements_frame(r: dict, name: str) -> pd.DataFrame:
+    return pd.DataFrame(dict(piece=range(len(r["pieces"])), original=r["pieces"], discriminator_read=r["reads"],
+                             replaced=r["replaced"], p_replaced=r["p_replaced"])).assign(model=name, seed=r["seed"])
 
 
 def checked_pair(a: str, b: str, word: str) -> tuple[str, str, str]:

@@ -27,8 +27,13 @@ from app.views.how_they_learn import compute
 from app.views.how_they_learn import figures as page_figures
 from app.views.how_they_learn.state import (
     DEFAULT_MODELS,
+    HELD_OUT,
+    HELD_OUT_DEFAULT,
     PAIR_A,
     PAIR_B,
+    PAIR_FIRST,
+    PAIR_NEXT,
+    PAIR_OTHER,
     PAIR_WORD,
     PARTS,
     PRESETS,
@@ -40,7 +45,7 @@ from app.views.how_they_learn.state import (
 
 TEXT = page_text(__file__)
 page_header("How they learn", TEXT["intro"])
-explain(TEXT["explain"], ["mlm", "nsp", "causal_lm"])
+explain(TEXT["explain"], ["mlm", "nsp", "causal_lm", "electra"])
 
 ids = require_models()
 url_state("learn_part", "corruption", options=list(PARTS))
@@ -209,6 +214,107 @@ def pair_section(models: list[str], gpt: str | None) -> None:
         st.caption(TEXT["pair_gpt"].format(gpt=md(label(gpt)), word=md(checked[2])))
 
 
+# -- ELECTRA ---------------------------------------------------------------------------------------------------------
+def electra_part(found: list[str]) -> None:
+    if not found:
+        st.info(TEXT["no_electra"])
+        return
+    text = sentence_row(with_draw=True)
+    box = controls(summary=summary("corruption", st.session_state["learn_seed"], st.session_state["learn_wwm"],
+                                   label(st.session_state.get("learn_electra") or found[0])))
+    c1, c2, c3 = box.columns([2, 2, 2], vertical_alignment="bottom")
+    model = model_choice(c1, "learn_electra", found, "Model", "An ELECTRA discriminator with its generator.")
+    seed = int(c2.number_input("Seed of the draw", **SEED, step=1, key="learn_seed", persist_state="session",
+                               help="The same seed gives the same draw and the same samples: the link keeps it."))
+    wwm = c3.toggle("Whole-word masking", key="learn_wwm", persist_state="session",
+                    help="Choose whole words: all pieces of a word are replaced together.")
+    preset_box(box)
+    to_url("learn_seed", "learn_wwm")
+    checked = checked_text(text)
+    if checked is None:
+        return
+    s = DrawState(model, checked, seed, wwm)
+    name = label(s.model)
+    r = None
+    with guard(name), limits.heavy(f"{name}'s replacements"):
+        r = compute.replacements(s.model, s.text, s.seed, s.whole_words)
+    if r is None:
+        return
+    plot(page_figures.replaced_strip(r, title=f"What {name}'s discriminator reads, and how sure it is of each piece"),
+         f"electra-{name}-{seed}", key="learn::electra", data=compute.replacements_frame(r, name))
+    pieces = sum(not s for s in r["special"])
+    st.caption(TEXT["electra"].format(replaced=sum(r["replaced"]), chosen=sum(r["chosen"]), pieces=pieces,
+                                      loss=r["loss"]))
+
+
+# -- NSP or SOP ----------------------------------------------------------------------------------------------------
+HEADS = {"nsp": "next sentence (NSP)", "sop": "sentence order (SOP)"}
+
+
+def pairs_part(found: list[str]) -> None:
+    if not found:
+        st.warning("None of the models here has a next-sentence or a sentence-order head: bert-eltec ships with "
+                   "one (NSP); an ALBERT trained with `ctxmodels train albert --corpus FILE --out DIR` has the other.")
+        return
+    url_state("learn_pa", PAIR_FIRST, max_chars=MAX_TEXT_CHARS)
+    url_state("learn_pb", PAIR_NEXT, max_chars=MAX_TEXT_CHARS)
+    url_state("learn_pc", PAIR_OTHER, max_chars=MAX_TEXT_CHARS)
+    url_state("learn_measure", False, kind=bool)
+    url_state("learn_n", HELD_OUT_DEFAULT, kind=int, **HELD_OUT)
+    c1, c2, c3 = st.columns(3)
+    a = c1.text_input("Sentence A", key="learn_pa", persist_state="session")
+    b = c2.text_input("Sentence B, which follows it", key="learn_pb", persist_state="session")
+    other = c3.text_input("A sentence from another book", key="learn_pc", persist_state="session")
+    to_url("learn_pa", "learn_pb", "learn_pc")
+    checked = None
+    with guard("The sentences"):
+        checked = tuple(compute.checked(t, what) for t, what in ((a, "sentence A"), (b, "sentence B"),
+                                                                 (other, "third sentence")))
+    if checked is None:
+        return
+    typed = {}
+    for model_id in found:
+        name = f"{label(model_id)}: {HEADS[compute.head_of(model_id)]}"
+        with guard(label(model_id)), limits.heavy(f"{label(model_id)}'s answer"):
+            typed[name] = compute.typed_pairs(model_id, *checked)
+    if typed:
+        plot(page_figures.pair_bars(typed, title="Does B follow A? Each model's answer for your sentences"),
+             "sentence-pairs", key="learn::pairs", data=compute.pairs_frame(typed))
+    if "sop" not in {compute.head_of(m) for m in found}:
+        st.info(TEXT["no_albert"])
+    measure_heldout(found)
+
+
+def measure_heldout(found: list[str]) -> None:
+    c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
+    on = c1.toggle("Measure on pairs from text the models never trained on", key="learn_measure",
+                   persist_state="session", help="Pairs drawn from the books each model's training held out: "
+                                                 "consecutive, swapped and from another book.")
+    n = int(c2.number_input("Pairs of each kind", **HELD_OUT, step=20, key="learn_n", persist_state="session"))
+    to_url("learn_measure", "learn_n")
+    if not on:
+        return
+    results, lines = {}, []
+    for model_id in found:
+        name = f"{label(model_id)}: {HEADS[compute.head_of(model_id)]}"
+        problem = compute.heldout_problem(model_id)
+        if problem:
+            st.info(f"Not measured: {md(problem)}.")
+            continue
+        with guard(label(model_id)), limits.heavy(f"{label(model_id)} on held-out pairs"):
+            measured = compute.heldout_pairs(model_id, n, 0)
+            results[name] = measured["groups"]
+            g = {k: v["mean"] for k, v in measured["groups"].items()}
+            lines.append(TEXT["measured"].format(name=md(name), source=md(measured["source"]), n=n, **g,
+                                                 random_gap=g["consecutive"] - g["random"],
+                                                 swap_gap=g["consecutive"] - g["swapped"]))
+    if results:
+        plot(page_figures.pair_bars(results, title=f"{n} held-out pairs of each kind: the mean probability that B "
+                                                   "follows A"),
+             "held-out-pairs", key="learn::heldout", data=compute.pairs_frame(results))
+        st.caption(" ".join(lines) + " " + TEXT["pairs_point"])
+
+
 # -- training curves ----------------------------------------------------------------------------------------------
 def curves_part(runs: list[str]) -> None:
     if not runs:
@@ -241,5 +347,9 @@ if part == "corruption":
                    "with one, or train one with `ctxmodels train bert --corpus FILE --out DIR`.")
 elif part == "directions":
     directions_part(compute.masked_lms(ids), compute.left_to_right(ids))
+elif part == "electra":
+    electra_part(compute.electras(ids))
+elif part == "pairs":
+    pairs_part(compute.pair_models(ids))
 else:
     curves_part(compute.with_curves(ids))

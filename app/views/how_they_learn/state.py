@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PARTS = {"corruption": "BERT's corruption", "directions": "Left to right or both ways",
-         "curves": "Training curves"}
+PARTS = {"corruption": "BERT's corruption", "directions": "Left to right or both ways", "electra": "ELECTRA",
+         "pairs": "NSP or SOP", "curves": "Training curves"}
 SENTENCE = "The old fisherman sat on the bank of the river and watched the boats drift slowly by."
 # Sentences that make a point: a long word split into pieces (whole-word masking), an easy and a hard guess.
 PRESETS = {
@@ -23,6 +23,12 @@ PAIR_B = "She walked down to the bank to pay in her wages."
 PAIR_WORD = "bank"
 # The shipped BERT first: it was trained here with both of BERT's objectives, and its training record ships with it.
 DEFAULT_MODELS = ("bert-eltec", "minilm-eltec")
+# A sentence pair, and a sentence from elsewhere for the "random" group (NSP's negative).
+PAIR_FIRST = "She opened the door and looked into the dark room."
+PAIR_NEXT = "Nobody had been inside it for years."
+PAIR_OTHER = "The price of wheat rose again that autumn."
+HELD_OUT = dict(min_value=20, max_value=500)  # pairs per group in the held-out measurement
+HELD_OUT_DEFAULT = 100
 SEED = dict(min_value=0, max_value=999_999)
 MAX_WORDS = 60  # a sentence or two: every word is guessed once per model in "left to right or both ways"
 WORD_CHARS = 40
