@@ -258,6 +258,26 @@ def test_the_saved_qa_model_is_transformers_class_with_our_logits(family, tiny_b
     assert answer and answer in context and np.isfinite(score)
 
 
+def test_resume_after_an_interrupt_continues_the_curve(tiny_bert, qa_file, tmp_path):
+    kw = dict(steps=8, lr=1e-3, batch_size=8, max_length=24, save_every=0, log_every=1)
+    task, trainer = _finetune(tiny_bert, qa_file, tmp_path / "full", **kw)
+    trainer.train()
+    task, trainer = _finetune(tiny_bert, qa_file, tmp_path / "part", **kw)
+    trainer.cfg.time_limit_s = 0.0  # stops after the first step with a checkpoint, as Ctrl-C does
+    trainer.train()
+    task, trainer = _finetune(tiny_bert, qa_file, tmp_path / "part", **kw)
+    trainer.train(resume=True)
+    full, resumed = (_losses(tmp_path / name) for name in ("full", "part"))
+    assert sorted(resumed) == sorted(full) == list(range(1, 9))
+    for step in full:
+        assert resumed[step] == pytest.approx(full[step], abs=1e-6), step
+
+
+def _losses(out: Path) -> dict[int, float]:
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in records if "loss" in r}
+
+
 # -- the command -----------------------------------------------------------------------------------------------------
 
 
