@@ -26,6 +26,10 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   learns (the probes' and AllenNLP's ELMo taggers' rate for freshly initialised layers); 5e-4 for a fine-tuned
   ELMo (the biLM moves; an LSTM language model pre-trained with ~1e-3 tolerates half of it, and the new task layer
   still learns within a few hundred steps).
+* A sentence-pair task (kind "pair", a ``text_a<TAB>text_b<TAB>label`` file) is a sentence task on
+  [CLS] A [SEP] B [SEP] (the model's own pair template; token types 0 and 1 where the model reads them), the
+  longer text losing words first. Extractive question answering is :class:`~ctxmodels.training.finetune_qa.QaTask`,
+  a subclass of the task here. ELMo takes neither.
 * Words beyond the model's length limit (``max_length``: word pieces with the specials for BERT and the other
   encoders, words for ELMo) are cut off at a word boundary; their labels are not trained or scored, and the
   card says how many.
