@@ -12,7 +12,8 @@ folder is our ELMo checkpoint (so the biLM loads as any ELMo) plus ``task_head.s
 ``classifier.*``) and ``task_head.json``.
 
 :func:`ctxmodels.load` reads any of them as its backbone (a plain BERT, transformers encoder or ELMo);
-:func:`load_task_model` gives the whole task model, with :meth:`TaskModel.predict`.
+:func:`load_task_model` gives the whole task model, with :meth:`TaskModel.predict` (``pair=`` for a sentence-pair
+task), or a :class:`SpanModel` with :meth:`SpanModel.answer` for extractive question answering.
 """
 
 from __future__ import annotations
