@@ -94,3 +94,11 @@ def test_labels_stay_off_each_other_and_a_shared_point_keeps_only_its_ring():
     faded = scatter.sense_scatter(xy, ["a", "a", "b", "b", "b"], ["s"] * 5, focus=[0, 1])
     legend = [t for t in faded.data if t.showlegend is not False and t.name in ("a", "b")]
     assert legend and all(t.marker.opacity == 1 for t in legend)  # the legend's dots are not faded
+
+
+def test_ties_with_the_last_neighbour_are_counted():
+    X = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # rows 0 to 3: one direction
+    picked = projector.isolated(X, 0, 2)
+    assert picked == [0, 1, 2] and projector.tied_with_last(X, picked) == 1  # row 3 is as near as row 2
+    assert projector.tied_with_last(X, projector.isolated(X, 0, 3)) == 0
+    assert projector.tied_with_last(X, [0]) == 0

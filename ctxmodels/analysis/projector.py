@@ -35,6 +35,19 @@ def isolated(X: np.ndarray, index: int, k: int) -> list[int]:
     return [index] + [nb.index for nb in nearest_occurrences(X, index, n=k)]
 
 
+def tied_with_last(X: np.ndarray, picked: Sequence[int], tol: float = 1e-6) -> int:
+    """How many occurrences outside ``picked`` (an occurrence, then its nearest: :func:`isolated`) are as near to it
+    as its last neighbour (cosine within ``tol``): in a context-free layer every occurrence of one spelling is."""
+    if len(picked) < 2:
+        return 0
+    U = unit_rows(np.asarray(X, dtype=np.float64))
+    cos = U @ U[picked[0]]
+    last = cos[picked[-1]]
+    outside = np.ones(len(U), dtype=bool)
+    outside[list(picked)] = False
+    return int(np.sum(outside & np.isfinite(cos) & (cos >= last - tol)))
+
+
 def word_anchor(model: LoadedModel, word: str) -> np.ndarray:
     """The model's vector of ``word`` at every layer, [n_layers, dim]: the mean over :data:`FRAMES` of its vector in
     each (the frames where the model has none left out). ValueError for a word that is not one word, or that the

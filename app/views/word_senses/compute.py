@@ -220,13 +220,19 @@ def focused(X: np.ndarray, s: SensesState) -> list[int]:
     return projector.isolated(X, s.focus, s.focus_k)
 
 
-def focus_note(sc: Scene, near: list[int], dim: int) -> str:
-    """What a focus shows, in Markdown: the star, its nearest, where they were found, and how many share its sense."""
+def focus_note(sc: Scene, near: list[int], X: np.ndarray, dim: int) -> str:
+    """What a focus shows, in Markdown: the star, its nearest, where they were found, how many share its sense, and
+    when more occurrences are as near as the last one shown (a context-free layer: every one is)."""
     share = projector.same_label_share(sc.labels, near)
     same = (f"; {round(share * (len(near) - 1))} of them have its sense, *{md(sc.labels[near[0]] or '')}*"
             if share is not None else "")
-    return (f"The star: occurrence {near[0] + 1}; in full colour, its {len(near) - 1} nearest in this layer (cosine "
+    note = (f"The star: occurrence {near[0] + 1}; in full colour, its {len(near) - 1} nearest in this layer (cosine "
             f"in all {dim} dimensions of the layer's vectors, not the distance on this picture){same}.")
+    tied = projector.tied_with_last(X, near)
+    if tied:
+        note += (f" {tied} more are exactly as near as the last of them (the same cosine), so which are shown is only "
+                 "the order of the sentences.")
+    return note
 
 
 def point_labels(sc: Scene, how: str, shown: list[int]) -> dict[int, str]:

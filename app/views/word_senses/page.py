@@ -262,7 +262,7 @@ def panel(col, model_id: str, model, ov, lay, layer_name: str, xy: np.ndarray, t
     with col:
         plot(fig, f"{name}-{layer_name}-{sc.chosen.target}", key=key, data=data, selectable=s.dims == 2)
         if near:
-            st.caption(compute.focus_note(sc, near, model.dim))
+            st.caption(compute.focus_note(sc, near, X, model.dim))
         if s.colour == "dictionary" and lay != MIX and any(read_as):
             st.caption(f"Each point coloured by the SemCor sense average nearest to it in this layer: "
                        f"{trust(av, lay)}.")
