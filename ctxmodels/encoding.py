@@ -237,13 +237,15 @@ class PieceTokenizer(ABC):
         """``question`` and ``context`` in the model's pair template ([CLS] question [SEP] context [SEP] for BERT),
         one encoding per window of the context's pieces when they do not fit in ``max_length`` (extractive question
         answering, as BERT's SQuAD recipe splits long documents): the question keeps its first ``max_question``
-        pieces; each window starts ``stride`` pieces after the one before (default: half a window, so every piece
-        is in two windows), the last one ends with the context. ``offsets`` of the context's pieces count in
-        ``context``; ``sequence_ids`` tell them (1) from the question's (0) and the specials (None)."""
+        pieces (at most half of what the specials leave); each window starts ``stride`` pieces after the one before
+        (default: half a window, so every piece is in two windows), the last one ends with the context. ``offsets``
+        of the context's pieces count in ``context``; ``sequence_ids`` tell them (1) from the question's (0) and the
+        specials (None)."""
         q = self._segment(question)
-        q = q.cut(min(len(q), max_question))
+        free = max_length - self.num_special_tokens(pair=True)
+        q = q.cut(min(len(q), max_question, max(free // 2, 1)))  # a long question leaves the context half the room
         c = self._segment(context)
-        room = max_length - len(q) - self.num_special_tokens(pair=True)
+        room = free - len(q)
         if room < 1:
             raise ValueError(f"max_length {max_length} leaves no room for the context beside a question of "
                              f"{len(q)} pieces and the special tokens")
