@@ -142,6 +142,7 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "ft_att_head": (int, 1, 2, "slider"),
     "step": (int, 1, 7, "selectbox"),  # the lesson's seven steps
     "learn_seed": (int, 0, 999_999, "number_input"),
+    "learn_n": (int, 20, 500, "number_input"),
 }
 CHOICES = {  # param: (options, widget)
     "source": (["preset", "own", "semcor", "corpus"], "radio"),
@@ -177,8 +178,9 @@ CHOICES = {  # param: (options, widget)
     "ft_split": (["dev", "test"], "selectbox"),
     "ft_layer": (["0", "1", "2"], "selectbox"),  # the tiny BERT's embeddings, layer 1, layer 2
     "ft_projection": (["pca", "umap"], "radio"),
-    "learn_part": (["corruption", "directions", "curves"], "radio"),
+    "learn_part": (["corruption", "directions", "electra", "pairs", "curves"], "radio"),
     "learn_wwm": (BOOL, "toggle"),
+    "learn_measure": (BOOL, "toggle"),
     "learn_bert": (["bert-eltec"], "selectbox"),
 }
 MANY = {"models": MODELS, "fill_models": ["bert-eltec"], "try_models": MODELS}
@@ -196,7 +198,9 @@ TEXT = {"word": ["bank", "zebra"], "corpus_word": ["bank", "zebra", "bank's"],
         "find": ["river", "river, money", " ,, ", "zebra", "a b c d e f g h i j k"],
         "learn_text": ["The bankers sat by the river.", "The [MASK] was here.", "x " * 61],
         "learn_a": ["She walked to the bank to fish.", "No such word here."],
-        "learn_b": ["She walked to the bank to pay.", ""], "learn_word": ["bank", "zebra", "", "river bank"]}
+        "learn_b": ["She walked to the bank to pay.", ""], "learn_word": ["bank", "zebra", "", "river bank"],
+        "learn_pa": ["She opened the door.", ""], "learn_pb": ["It was dark.", "x " * 61],
+        "learn_pc": ["Wheat was dear."]}
 EVERY_PAGE = {"present": BOOL, "image_format": ["png", "svg"]}
 PAGE_PARAMS = {
     "overview": ["try", "try_a", "try_b", "try_word", "try_models", "try_senses"],
@@ -211,7 +215,7 @@ PAGE_PARAMS = {
     "lesson": ["step", "reveal"],
     "models": [],
     "how_they_learn": ["learn_part", "learn_text", "learn_seed", "learn_wwm", "learn_bert", "learn_a", "learn_b",
-                       "learn_word"],
+                       "learn_word", "learn_pa", "learn_pb", "learn_pc", "learn_measure", "learn_n"],
     # ft_model and ft_base name the operator's folders (paths made by the fixture): hostile values only
     "fine_tuning": ["ft_model", "ft_base", "ft_split", "ft_sentences", "ft_layer", "ft_projection", "ft_att_layer",
                     "ft_att_head"],
