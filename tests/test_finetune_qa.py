@@ -164,8 +164,9 @@ def test_windows_cover_the_context_with_the_stride_and_find_the_answer(tiny_bert
     for w, (first, last) in holding:
         assert context[w.offsets[first][0] : w.offsets[last][1]] == "greta"
     # a question longer than the window keeps at most half of it: the context still gets the other half
-    for w in tok.encode_windows(QUESTION * 20, context, 20):
-        assert w.sequence_ids.count(0) <= (20 - 3) // 2 and w.sequence_ids.count(1) >= (20 - 3) // 2
+    long = tok.encode_windows(QUESTION * 20, context, 20)
+    assert all(w.sequence_ids.count(0) == (20 - 3) // 2 for w in long)
+    assert all(w.sequence_ids.count(1) == 20 - 3 - (20 - 3) // 2 for w in long[:-1])
 
 
 # -- the file ------------------------------------------------------------------------------------------------------
