@@ -241,8 +241,8 @@ def main() -> None:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps({
             "command": "python bench/bench_successors.py " + " ".join(sys.argv[1:]),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
-                       f"{args.device}{' bf16' if args.bf16 else ''}, load average {os.getloadavg()[0]:.1f}",
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, "
+                       f"{args.device}{' bf16' if args.bf16 else ''}, load average {os.getloadavg()[0]:.1f} at the end",
             "preset": args.preset, "batch": args.batch, "seq": args.seq, "steps": args.steps, "rows": table},
             indent=1) + "\n")
 

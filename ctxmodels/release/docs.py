@@ -275,6 +275,15 @@ def successors_speed(root: Path) -> str:
                                   f"{result['machine']}."])
 
 
+def successors_speed_line(root: Path) -> str:
+    """How much faster a step is as ``ctxmodels train`` runs it than through transformers' own loss."""
+    rows = {r["kind"]: r for r in _read(root, "bench/results/successors.json")["rows"]}
+    ratios = [(name, rows[f"{kind}-hf"]["step_ms"] / rows[kind]["step_ms"])
+              for kind, name in (("roberta", "RoBERTa"), ("albert", "ALBERT"), ("electra", "ELECTRA"))
+              if kind in rows and f"{kind}-hf" in rows]
+    return ", ".join(f"{name} {ratio:.1f}×" for name, ratio in ratios)
+
+
 _OBJECTIVE_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT", "electra": "ELECTRA", "gpt": "GPT"}
 _GUESSES = {"bert": "masked", "roberta": "masked", "albert": "masked", "electra": "masked (generator)",
             "gpt": "next word"}
@@ -311,6 +320,7 @@ PARTS: dict[str, Callable[[Path], str]] = {
     "capacity-30": capacity_30,
     "visitor-budget-table": visitor_budget_table,
     "successors-speed": successors_speed,
+    "successors-speed-line": successors_speed_line,
     "objectives-table": objectives_table,
 }
 
