@@ -220,11 +220,12 @@ def word_guess_lines(results: dict[str, dict], title: str = "") -> go.Figure:
 PAIR_GROUPS = {"consecutive": "B follows A", "swapped": "B and A swapped", "random": "B from another book"}
 
 
-def pair_bars(results: dict[str, dict], title: str = "") -> go.Figure:
+def pair_bars(results: dict[str, dict], title: str = "", models: Sequence[str] = ()) -> go.Figure:
     """Each model's probability that B follows A, per group of pairs (``results``: name -> {group: {"mean", "sem",
     "n"}}, :func:`ctxmodels.analysis.sentence_pairs.pair_test`'s dict; one pair a group has no error bar): a bar
-    per model in each group, with ±2 standard errors where there are many pairs."""
-    colours = model_colours(list(results))
+    per model in each group, with ±2 standard errors where there are many pairs. ``models``: every model the page
+    shows, in order, so that a model keeps its colour in a figure that leaves some out."""
+    colours = model_colours(list(models) + list(results))
     data = []
     for name, groups in results.items():
         keys = [g for g in PAIR_GROUPS if g in groups]
@@ -233,13 +234,14 @@ def pair_bars(results: dict[str, dict], title: str = "") -> go.Figure:
                   for g in keys]
         data.append(go.Bar(
             x=[PAIR_GROUPS[g] for g in keys], y=means, name=plain(name), marker=dict(color=colours[name]),
-            error_y=dict(type="data", array=errors, visible=any(errors)), text=[f"{m:.0%}" for m in means],
-            textposition="outside", cliponaxis=False, customdata=[groups[g]["n"] for g in keys],
+            error_y=dict(type="data", array=errors, visible=any(errors), color="#424242"),
+            text=[f"{m:.0%}" for m in means], textposition="inside", insidetextanchor="start",
+            textfont=dict(color="white"), customdata=[groups[g]["n"] for g in keys],
             hovertemplate=f"{plain(name)}, %{{x}}: %{{y:.1%}} (%{{customdata}} pairs)<extra></extra>"))
     fig = go.Figure(data)
     fig.update_layout(title=dict(text=plain(title)), barmode="group", height=380,
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      yaxis=dict(title=dict(text="probability that B follows A"), range=[0, 1.12], tickformat=".0%",
+                      yaxis=dict(title=dict(text="probability that B follows A"), range=[0, 1.05], tickformat=".0%",
                                  fixedrange=True),
                       xaxis=dict(fixedrange=True), legend=dict(orientation="h", y=-0.12, yanchor="top", x=0))
     return fig

@@ -278,14 +278,15 @@ def pairs_part(found: list[str]) -> None:
         with guard(label(model_id)), limits.heavy(f"{label(model_id)}'s answer"):
             typed[name] = compute.typed_pairs(model_id, *checked)
     if typed:
-        plot(page_figures.pair_bars(typed, title="Does B follow A? Each model's answer for your sentences"),
+        plot(page_figures.pair_bars(typed, title="Does B follow A? Each model's answer for your sentences",
+                                    models=list(typed)),
              "sentence-pairs", key="learn::pairs", data=compute.pairs_frame(typed))
     if "sop" not in {compute.head_of(m) for m in found}:
         st.info(TEXT["no_albert"])
-    measure_heldout(found)
+    measure_heldout(found, list(typed))
 
 
-def measure_heldout(found: list[str]) -> None:
+def measure_heldout(found: list[str], names: list[str]) -> None:
     c1, c2 = st.columns([2, 1], vertical_alignment="bottom")
     on = c1.toggle("Measure on pairs from text the models never trained on", key="learn_measure",
                    persist_state="session", help="Pairs drawn from the books each model's training held out: "
@@ -310,7 +311,7 @@ def measure_heldout(found: list[str]) -> None:
                                                  swap_gap=g["consecutive"] - g["swapped"]))
     if results:
         plot(page_figures.pair_bars(results, title=f"{n} held-out pairs of each kind: the mean probability that B "
-                                                   "follows A"),
+                                                   "follows A", models=names),
              "held-out-pairs", key="learn::heldout", data=compute.pairs_frame(results))
         st.caption(" ".join(lines) + " " + TEXT["pairs_point"])
 
