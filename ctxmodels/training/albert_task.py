@@ -126,17 +126,15 @@ class AlbertTask(LanguageModelTask):
         """Held-out masked-piece top-1 accuracy and perplexity, and sentence-order accuracy, on a fixed set."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
-        if self._eval_batches is None:
-            self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
         was = model.training
         model.eval()
         device = next(model.parameters()).device
         sums = np.zeros(5)
-        for batch in self._eval_batches:
+        for batch in self.eval_batches():
             sums += [float(x) for x in model({k: v.to(device) for k, v in batch.items()})]
         model.train(was)
         total, count, right, _, order_right = sums
-        pairs = sum(len(b["sentence_order_label"]) for b in self._eval_batches)
+        pairs = sum(len(b["sentence_order_label"]) for b in self.eval_batches())
         return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1))),
                 "sop_accuracy": order_right / max(pairs, 1)}
 
@@ -156,6 +154,15 @@ a group) |
 """
 
 
+def pair_options(settings: AlbertSettings) -> dict[str, Any]:
+    """How a run's sentence-order pairs are cut and masked: what its training and held-out
+    :class:`~.bert_data.PretrainingData` share (and what ``ctxmodels quality`` draws a shipped model's held-out
+    pairs with)."""
+    return dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
+                batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed,
+                sentence_order=True)
+
+
 def build_task(settings: AlbertSettings, out: str | Path, resume: bool = False) -> tuple[AlbertTask, TrainConfig]:
     """The task and trainer settings of an ALBERT run in ``out``: data prepared (and cached) as for BERT, sentence
     -order pairs of it, the model at the preset's size."""
@@ -167,9 +174,7 @@ def build_task(settings: AlbertSettings, out: str | Path, resume: bool = False) 
     config = albert_config(settings, tok)
     check_sequence_length(settings.max_seq_len, config)
     vocab = VocabInfo.from_tokenizer(tok)
-    common = dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
-                  batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed,
-                  sentence_order=True)
+    common = pair_options(settings)
     corpus = Path(settings.corpus).name
     train = PretrainingData(data.train, vocab, data_seed=settings.data_seed, name=f"{corpus} (training documents)",
                             **common)

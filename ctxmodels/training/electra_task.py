@@ -197,25 +197,32 @@ class ElectraTask(LanguageModelTask):
         return loss, {"tokens": int(batch["attention_mask"].sum()), "gen_loss": gen.item(), "disc_loss": disc.item(),
                       "disc_accuracy": int(scores.disc_right) / real, "replaced": int(scores.replaced) / real}
 
-    @torch.no_grad()
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Held-out figures on a fixed set with fixed samples: the generator's top-1 and perplexity at the masked
-        pieces; the discriminator's loss, accuracy over every real piece and share of the replaced ones it spots;
-        the share of pieces replaced."""
+        """Held-out figures on a fixed set with fixed samples (:meth:`heldout_scores`, :meth:`figures`)."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
-        if self._eval_batches is None:
-            self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
+        return self.figures(self.heldout_scores())
+
+    @torch.no_grad()
+    def heldout_scores(self) -> PairScores:
+        """The scores of the fixed held-out set summed over its batches, the generator's samples drawn from a
+        seed of their own (the same at every evaluation, and when ``ctxmodels quality`` measures the model
+        again)."""
         was = self.lm.training
         self.lm.eval()
         device = next(self.lm.parameters()).device
         sampler = torch.Generator(device=device).manual_seed(self.settings.seed * 1000 + _EVAL_SAMPLES)
         sums = np.zeros(len(PairScores._fields))
-        for batch in self._eval_batches:
+        for batch in self.eval_batches():
             scores = self.lm({k: v.to(device) for k, v in batch.items()}, sampler=sampler)
             sums += [float(x) for x in scores]
         self.lm.train(was)
-        s = PairScores(*sums)
+        return PairScores(*sums)
+
+    @staticmethod
+    def figures(s: PairScores) -> dict[str, float]:
+        """The generator's top-1 and perplexity at the masked pieces; the discriminator's loss, accuracy over
+        every real piece and share of the replaced ones it spots; the share of pieces replaced."""
         masked, real = max(s.masked, 1), max(s.real, 1)
         return {"gen_top1": s.gen_right / masked, "gen_ppl": float(np.exp(s.gen_total / masked)),
                 "disc_loss": s.disc_total / real, "disc_accuracy": s.disc_right / real,

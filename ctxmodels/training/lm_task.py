@@ -164,18 +164,23 @@ class LanguageModelTask(TrainTask):
         loss = total / n.clamp(min=1)
         return loss, {"tokens": int(batch["attention_mask"].sum()), self.LOSS_NAME: loss.item()}
 
+    def eval_batches(self) -> list[Batch]:
+        """The fixed held-out set (drawn on first use): the same sequences and masks at every evaluation, and
+        for ``ctxmodels quality``, which scores a shipped model on them again."""
+        if self._eval_batches is None:
+            self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
+        return self._eval_batches
+
     @torch.no_grad()
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Held-out top-1 accuracy and perplexity of the predicted pieces on a fixed set."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
-        if self._eval_batches is None:
-            self._eval_batches = self.eval_data.fixed_batches(self.settings.eval_sequences, self.settings.batch_size)
         was = model.training
         model.eval()
         device = next(model.parameters()).device
         total, count, right = 0.0, 0, 0
-        for batch in self._eval_batches:
+        for batch in self.eval_batches():
             s, n, r = model({k: v.to(device) for k, v in batch.items()})
             total, count, right = total + s.item(), count + int(n), right + int(r)
         model.train(was)
@@ -213,13 +218,19 @@ dropout {s.dropout:g} while training |
 """
 
 
+def packed_options(settings: BertSettings, mlm: bool) -> dict[str, Any]:
+    """How a run's sequences are packed and masked: what its training and held-out :class:`PackedData` share
+    (and what ``ctxmodels quality`` draws a shipped model's held-out set with)."""
+    return dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
+                max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
+                static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
+
+
 def packed_datasets(settings: BertSettings, data: Any, mlm: bool) -> tuple[PackedData, PackedData | None]:
     """The training sequences of the prepared ``data`` (:func:`prepare_on_every_rank`), and the held-out ones
     (None without held-out text or evaluation)."""
     vocab = VocabInfo.from_tokenizer(data.tokenizer)
-    common = dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
-                  max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
-                  static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
+    common = packed_options(settings, mlm)
     train = PackedData(data.train, vocab, data_seed=settings.data_seed,
                        name=f"{Path(settings.corpus).name} (training documents)", **common)
     eval_data = (PackedData(data.heldout, vocab, name=f"{Path(settings.corpus).name} (held-out documents)",
