@@ -313,3 +313,17 @@ def test_held_out_pairs_come_from_the_documents_training_held_out(tiny_assets, t
     result = sp.pair_test(model, pairs)
     assert {g: r["n"] for g, r in result.items()} == {"consecutive": 10, "swapped": 10, "random": 10}
     assert all(0 < r["mean"] < 1 and r["sem"] >= 0 for r in result.values())
+
+
+def test_the_views_from_a_model_draw_what_the_page_draws(bert, tiny_gpt):
+    import ctxmodels
+    from ctxmodels import viz
+    from ctxmodels.viz import objectives as drawing
+
+    text = "The boat drifted slowly towards the far bank of the river."
+    fig = viz.corruption(bert, text, seed=4)
+    page = drawing.corruption_strip(objectives.corruption(bert, text, 4).to_dict(), title=fig.layout.title.text)
+    assert fig.to_dict() == page.to_dict()
+    assert len(fig.layout.shapes) == len(bert.tokenizer.encode(text).ids)  # a box per piece
+    lines = viz.next_word_guesses([ctxmodels.load(tiny_gpt), bert], text)
+    assert [t.name.split(":")[0] for t in lines.data] == ["gpt-tiny", "bert-eltec"]

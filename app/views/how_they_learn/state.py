@@ -12,7 +12,7 @@ SENTENCE = "The old fisherman sat on the bank of the river and watched the boats
 # Sentences that make a point: a long word split into pieces (whole-word masking), an easy and a hard guess.
 PRESETS = {
     SENTENCE: "a river scene",
-    "The children were whispering excitedly about the extraordinary adventures of their grandfather.":
+    "The shipwrecked mariners were bewildered by the unfathomable tranquillity of the marshland.":
         "long words in pieces (try whole-word masking)",
     "She put the money in the bank and walked home along the river.": "one sentence, both banks",
     "It was the best of times, it was the worst of times.": "a famous opening",
