@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import ATTENTION, supports
+from .query_key import QueryKeys, catching, check_softmax_of_scores
+from .query_key import check_softmax_of_scores as _check_softmax_of_scores  # noqa: F401 - its old name
 
 CLS, SEP, PAD = "[CLS]", "[SEP]", "[PAD]"
 # The same roles as RoBERTa-style tokenizers write them (encoders read through transformers keep their own names).
@@ -350,91 +352,25 @@ def compute_attention(model: Any, tokenizer: Any, text: str | list[str], pair: s
     return maps
 
 
-@dataclass
-class QueryKeys:
-    """How every head of one sequence computes its weights: the queries and keys its dot products read.
-
-    A head's weight from position ``i`` to ``j`` is ``softmax_j(q_i · k_j / √d)``: ``queries[l, h, i]`` and
-    ``keys[l, h, j]`` are the layer's input projected by the head's query and key matrices (biases included),
-    ``d`` the head's width. :func:`query_keys` checks that this gives the model's own weights, ``attentions``.
-
-    queries, keys: float32 ``[layers, heads, T, d]``; attentions: ``[layers, heads, T, T]``.
-    tokens, word_ids, sequence_ids: as :class:`AttentionMaps`, at the level of word pieces with [CLS] and [SEP]
-    (where the weights are computed). Layers, heads and positions are 0-based here, as in the arrays.
-    """
-
-    queries: np.ndarray
-    keys: np.ndarray
-    attentions: np.ndarray
-    tokens: list[str]
-    word_ids: list[int | None]
-    sequence_ids: list[int | None]
-
-    @property
-    def head_dim(self) -> int:
-        return self.queries.shape[-1]
-
-    @property
-    def scale(self) -> float:
-        """1/√d: what the dot products are multiplied by before the softmax."""
-        return 1.0 / float(np.sqrt(self.head_dim))
-
-    def scores(self, layer: int, head: int) -> np.ndarray:
-        """[T, T]: q_i · k_j / √d, the scores whose softmax along a row is the head's weights."""
-        return (self.queries[layer, head] @ self.keys[layer, head].T) * self.scale
-
-    def products(self, layer: int, head: int, row: int) -> np.ndarray:
-        """[T, d]: the query of position ``row`` times each key, dimension by dimension, divided by √d: row ``j``
-        sums to ``scores(layer, head)[row, j]``, so it shows which dimensions make the score."""
-        return self.queries[layer, head, row][None, :] * self.keys[layer, head] * self.scale
-
-
-# The query and key projections of a head, by the names the BERT family gives them: BERT, RoBERTa, ELECTRA, ALBERT
-# and ours ("query", "key"), DistilBERT ("q_lin", "k_lin"). ALBERT shares one layer's modules across its layers:
-# they run once per layer, so outputs are collected in the order they run.
-_PROJECTION_NAMES = {"query": "query", "q_lin": "query", "key": "key", "k_lin": "key"}
-# DeBERTa's ("query_proj") feed scores that add relative positions to q · k: refused by name, because with random or
-# nearly uniform weights the numerical check below could not tell.
-_RELATIVE_NAMES = ("query_proj", "key_proj")
-
-
 def query_keys(model: Any, tokenizer: Any, text: str | list[str], pair: str | list[str] | None = None,
                max_length: int = 512) -> QueryKeys:
     """Run the model once on ``text`` (and ``pair``) and return every head's queries and keys with its weights
     (BertViz's "neuron view"): what a head's weight from one token to another is made of.
 
     model and tokenizer as for :func:`compute_attention`. ValueError for a model whose query and key projections
-    are not where the BERT family keeps them, or whose weights are not the softmax of q · k / √d alone (DeBERTa
-    adds relative positions to the scores): a break-down of q · k would not explain them.
+    are not where the BERT family or GPT-2 keeps them (:mod:`.query_key`), or whose weights are not the softmax of
+    q · k / √d alone (DeBERTa adds relative positions to the scores): a break-down of q · k would not explain them.
+    A GPT's are masked as its own are: a position sees only itself and the positions before it.
     """
     import torch
 
     encoder = _torch_encoder(model)
-    projections = [(role, module) for name, module in encoder.named_modules()
-                   if "attention" in name and (role := _PROJECTION_NAMES.get(name.rsplit(".", 1)[-1]))
-                   and isinstance(module, torch.nn.Linear)]
     name = getattr(model, "name", type(model).__name__)
-    if any(n.rsplit(".", 1)[-1] in _RELATIVE_NAMES for n, _ in encoder.named_modules()):
-        raise ValueError(f"{name} adds relative positions to query · key in its attention scores (DeBERTa does), "
-                         "so a break-down of query · key would not explain its weights (its attention maps still "
-                         "show them)")
-    if not projections:
-        raise ValueError(f"{name} keeps its attention's query and key projections where this view does not look "
-                         "(it reads the BERT family: BERT, RoBERTa, ELECTRA, ALBERT, DistilBERT)")
-    captured: dict[str, list[torch.Tensor]] = {"query": [], "key": []}
-
-    def keep(role: str):
-        return lambda module, args, output: captured[role].append(output.detach()[0].float().cpu())
-
-    handles = [module.register_forward_hook(keep(role)) for role, module in projections]
-    try:
+    with catching(encoder, name) as captured:
         enc, out = _forward(model, tokenizer, text, pair, max_length, attentions=True)
-    finally:
-        for handle in handles:
-            handle.remove()
     maps = attention_maps(out.attentions, enc)
     L, H, T, _ = maps.attentions.shape
-    if any(len(captured[role]) != L for role in captured):
+    if any(len(captured[role]) != L for role in ("query", "key")):
         raise ValueError(f"{name}: found {len(captured['query'])} query and {len(captured['key'])} key projections "
                          f"run for {L} layers of attention; this view cannot tell which belongs to which head")
     q, k = (torch.stack(captured[role]).numpy() for role in ("query", "key"))  # [L, T, hidden]
@@ -442,22 +378,9 @@ def query_keys(model: Any, tokenizer: Any, text: str | list[str], pair: str | li
         raise ValueError(f"{name}: query projections of shape {q.shape[1:]} do not split into {H} heads over {T} "
                          "positions")
     q, k = (a.reshape(L, T, H, -1).transpose(0, 2, 1, 3).astype(np.float32) for a in (q, k))
-    result = QueryKeys(q, k, maps.attentions, maps.tokens, maps.word_ids, maps.sequence_ids)
-    _check_softmax_of_scores(result, name)
+    result = QueryKeys(q, k, maps.attentions, maps.tokens, maps.word_ids, maps.sequence_ids, captured["causal"])
+    check_softmax_of_scores(result, name)
     return result
-
-
-def _check_softmax_of_scores(qk: QueryKeys, name: str, atol: float = 2e-3) -> None:
-    """ValueError unless softmax(q · k / √d) gives the model's own weights in every head."""
-    scores = np.einsum("lhid,lhjd->lhij", qk.queries, qk.keys) * qk.scale
-    scores -= scores.max(-1, keepdims=True)
-    weights = np.exp(scores)
-    weights /= weights.sum(-1, keepdims=True)
-    worst = float(np.abs(weights - qk.attentions).max())
-    if not worst <= atol:
-        raise ValueError(f"{name}'s attention weights are not the softmax of query · key / √d alone (they differ "
-                         f"by up to {worst:.3f}: the model adds something to the scores, as DeBERTa adds relative "
-                         "positions), so breaking the scores down into query · key would not explain them")
 
 
 def _is_module(model: Any) -> bool:

@@ -21,8 +21,10 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
     divided by √d (a row sums to that token's score); and the weights, the softmax of the scores.
 
     query: [d]; keys, products: [T, d]; weights: [T]. Red is positive, blue negative; each heatmap is centred on 0
-    with its own symmetric range. The rows are categories named by their labels (unique: "token ·position"), so the
-    hover reads them from the axis and the cells need no text of their own (it runs on every head change)."""
+    with its own symmetric range. A row of NaN products is a key the head may not look at (a GPT's later words,
+    hidden by its causal mask): left blank, its weight marked "later: not seen". The rows are categories named by
+    their labels (unique: "token ·position"), so the hover reads them from the axis and the cells need no text of
+    their own (it runs on every head change)."""
     keys, products = np.asarray(keys, dtype=np.float32), np.asarray(products, dtype=np.float32)
     weights = np.asarray(weights, dtype=float)
     T, d = keys.shape
@@ -31,10 +33,11 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
     # the query's row first, then a key per token (the query's own token in bold)
     labels = [f"<b>query</b> · {me}"] + [f"<b>{n} ·{j}</b>" if j == row else f"{n} ·{j}" for j, n in enumerate(names)]
     vectors = np.vstack([np.asarray(query, dtype=np.float32)[None, :], keys])
+    masked = np.isnan(products).all(axis=1)
     scores = products.sum(axis=1)
 
     def limit(a: np.ndarray) -> float:
-        return float(np.abs(a).max()) or 1.0
+        return float(np.nanmax(np.abs(a), initial=0.0)) or 1.0
 
     heat = dict(type="heatmap", x=np.arange(d, dtype=np.int32), y=labels, colorscale="RdBu", reversescale=True,
                 zmid=0, showscale=False, hoverongaps=False)
@@ -48,8 +51,10 @@ def query_key_view(tokens: Sequence[str], row: int, query: np.ndarray, keys: np.
                  zmax=limit(products), xaxis="x2",
                  hovertemplate=f"{me} → %{{y}}, dimension %{{x}}: q×k/√d %{{z:+.3f}}<extra></extra>"),
             dict(type="bar", x=weights, y=labels[1:], orientation="h", xaxis="x3", marker=dict(color=PALETTE[0]),
-                 text=[f"{percent(w)} ({s:+.1f})" for w, s in zip(weights, scores)], textposition="outside",
-                 cliponaxis=False, hovertemplate=f"{me} → %{{y}}: weight %{{x:.2%}}<extra></extra>"),
+                 text=["later: not seen" if m else f"{percent(w)} ({s:+.1f})"
+                       for w, s, m in zip(weights, scores, masked)],
+                 textposition="outside", cliponaxis=False,
+                 hovertemplate=f"{me} → %{{y}}: weight %{{x:.2%}}<extra></extra>"),
         ],
         layout=dict(
             title=dict(text=plain(title)), height=150 + 17 * (T + 1), margin=dict(l=10, r=70, t=70, b=10),

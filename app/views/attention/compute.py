@@ -15,6 +15,7 @@ from app.kit.inputs import check_text, quoted
 from app.kit.registry import get_model
 from app.views.attention.state import SHARES, AttentionState
 from ctxmodels.analysis import attention as att
+from ctxmodels.loading import LEFT_TO_RIGHT, declares
 from ctxmodels.viz import attention as attention_view
 
 Source = tuple[str, str, str | None]  # model, sentence A, sentence B (checked)
@@ -25,6 +26,11 @@ def source(s: AttentionState) -> Source:
     text = check_text(s.sentence, "sentence A")
     pair_text = check_text(s.pair, "sentence B") if s.pair.strip() else None
     return s.model, text, pair_text
+
+
+def left_to_right(model_id: str) -> bool:
+    """Whether the model reads left to right (a GPT: each position sees only itself and the ones before it)."""
+    return declares(get_model(model_id), LEFT_TO_RIGHT)
 
 
 @memo(max_entries=64, spinner="Running the model …")

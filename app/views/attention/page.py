@@ -144,6 +144,8 @@ else:
                    "maps themselves, or a layer and head below for one in detail.")
         summary = att.head_summaries(base)
         plot(page_figures.head_summary_grid(summary), "attention-summaries", key="att::grid", data=summary)
+if compute.left_to_right(shown_input[0]):
+    st.caption(TEXT["causal"].format(model=md(label(shown_input[0]))))
 with st.expander(f"Tokens and segments ({maps.n_tokens} word pieces)"):  # under the maps, which come first
     st.dataframe(compute.tokens_table(maps), width="stretch")
 
@@ -172,6 +174,8 @@ def query_key_view(source: compute.Source, layer: int, head: int) -> None:
         products = qk.products(layer, head, row)
         weights = qk.attentions[layer, head, row]
         st.caption(TEXT["query_key"].format(layer=layer + 1, dim=qk.head_dim, head=head + 1, me=quoted(tokens[row])))
+        if qk.causal:
+            st.caption(TEXT["query_key_causal"].format(me=quoted(tokens[row])))
         title = f"layer {layer + 1}, head {head + 1}: from {tokens[row]} ·{row}"
         plot(page_figures.query_key_view(tokens, row, qk.queries[layer, head, row], qk.keys[layer, head], products,
                                          weights, title=title),
