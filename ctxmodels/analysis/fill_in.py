@@ -222,6 +222,12 @@ def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int,
     return out
 
 
+def top_guesses(probs: torch.Tensor, tokenizer: Any, top_k: int, kinds: list[str]) -> list[list[dict]]:
+    """The ``top_k`` tokens of each row of ``probs`` [n, V], best first: for ``kinds`` "word" whole words only,
+    "piece" continuation pieces only, "any" every token (the module docstring)."""
+    return _top(probs, tokenizer, top_k, kinds)
+
+
 def _hide(enc: Encoded, word: int, mask_id: int) -> Encoded:
     """``enc`` with every piece of word ``word`` replaced by [MASK] (same length, so the positions hold)."""
     ids = [mask_id if w == word else i for i, w in zip(enc.ids, enc.word_ids)]

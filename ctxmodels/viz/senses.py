@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from ctxmodels.analysis import clusters, vectors
 from ctxmodels.analysis import word_senses as ws
-from ctxmodels.loading import ATTENTION, CONTEXTUAL, LoadedModel, declares
+from ctxmodels.loading import ATTENTION, CONTEXTUAL, LEFT_TO_RIGHT, LoadedModel, declares
 from ctxmodels.paths import examples_dir
 from ctxmodels.viz.models import Model, as_model, label_of
 from ctxmodels.viz.scatter import RING_MARGIN_PX, sense_scatter, shared_ranges
@@ -210,6 +210,8 @@ def same_vector(X: np.ndarray) -> list[list[int]]:
 
 def context_free_note(model: LoadedModel) -> str:
     """What the first panel's layer is: context-free, except BERT's, which adds position (and segment) embeddings."""
+    if declares(model, LEFT_TO_RIGHT):  # a GPT: word and position, no segments
+        return " (input embeddings: word + position)"
     if declares(model, ATTENTION):  # a BERT-family encoder: its layer 0 is the input embeddings
         return " (input embeddings: word + position + segment)"
     return " (context-free)"

@@ -1,6 +1,7 @@
 """What Fill in the blank computes, without Streamlit: each model's guesses at the blanks (or for a hidden word),
 what an answer rests on (hiding each word, or integrated gradients), the guesses read from every layer, and how a
-second sentence moves them. Cached per server by the model's name and the text (``app/kit/cache.py``); every result
+second sentence moves them; a left-to-right model's (a GPT's) guesses from the words before a blank, and the word
+after the sentence. Cached per server by the model's name and the text (``app/kit/cache.py``); every result
 is a plain dict, as the figures take it."""
 
 from __future__ import annotations
@@ -12,13 +13,27 @@ import pandas as pd
 from app.kit.cache import memo
 from app.kit.figures import percent
 from app.kit.inputs import check_masks, check_text, md
-from app.kit.registry import get_model
+from app.kit.registry import get_model, peeked_kind
 from app.views.fill_in.figures import times
 from app.views.fill_in.state import LENS_GUESSES
-from ctxmodels.analysis import fill_in
+from ctxmodels.analysis import fill_in, next_word, objectives
 from ctxmodels.analysis.blanks import check_comparable, rank_agreement
+from ctxmodels.loading import FILL_IN, LEFT_TO_RIGHT, MASKED_LM, declares, supports
 
 Hidden = tuple[str, int]  # a word of the sentence and which of its occurrences
+
+
+def offered(ids: list[str]) -> tuple[list[str], list[str]]:
+    """From the models' files (nothing loaded): those whose kind fills in blanks, and the left-to-right ones (a
+    GPT guesses a blank from the words before it)."""
+    kinds = {m: peeked_kind(m) for m in ids}
+    return ([m for m in ids if kinds[m] is not None and declares(kinds[m], FILL_IN)],
+            [m for m in ids if kinds[m] is not None and declares(kinds[m], LEFT_TO_RIGHT)])
+
+
+def left_to_right(model_id: str) -> bool:
+    """Whether the model guesses from the words before a position only (a GPT)."""
+    return next_word.reads_left_to_right(get_model(model_id))
 
 
 def fillers(ids: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -97,8 +112,45 @@ def changed(model_id: str, text_a: str, text_b: str, k: int, whole_words: bool) 
     return fill_in.compare_blanks(get_model(model_id), text_a, text_b, top_k=k, whole_words=whole_words).to_dict()
 
 
+def predicts_each_word(model_id: str) -> bool:
+    """Whether :func:`each_word` reads the model: a left-to-right model, or one with a masked-LM head."""
+    m = get_model(model_id)
+    return next_word.reads_left_to_right(m) or supports(m, MASKED_LM)
+
+
+@memo(max_entries=512)
+def before_blank(model_id: str, text: str, k: int, whole_words: bool) -> list:
+    """A left-to-right model's guesses for the first blank, from the words before it (one list)."""
+    return next_word.blank_guesses(get_model(model_id), text, top_k=k, whole_words=whole_words)
+
+
+@memo(max_entries=512)
+def before_word(model_id: str, text: str, word: str, occurrence: int, k: int, whole_words: bool) -> dict:
+    """A left-to-right model's probability, rank and guesses of a word of the sentence, from the words before it."""
+    return next_word.word_score(get_model(model_id), text, word, occurrence=occurrence, top_k=k,
+                                whole_words=whole_words).to_dict()
+
+
+@memo(max_entries=512)
+def after_sentence(model_id: str, text: str, k: int, whole_words: bool) -> list:
+    """A left-to-right model's guesses for the word after the sentence."""
+    return next_word.next_guesses(get_model(model_id), text, top_k=k, whole_words=whole_words)
+
+
+@memo(max_entries=256)
+def each_word(model_id: str, text: str) -> dict:
+    """Every word of the sentence as the model predicts it: a GPT from the words before it, a masked LM with the
+    word hidden (:func:`ctxmodels.analysis.objectives.word_guesses`)."""
+    return objectives.word_guesses(get_model(model_id), text).to_dict()
+
+
 def answers(model_id: str, text: str, hidden: Hidden | None, k: int, whole_words: bool):
-    """The guesses at every blank (a list per blank), or the hidden word's probability, rank and guesses (a dict)."""
+    """The guesses at every blank (a list per blank; a left-to-right model: the first blank only, from the words
+    before it), or the hidden word's probability, rank and guesses (a dict)."""
+    if left_to_right(model_id):
+        if hidden is None:
+            return [before_blank(model_id, text, k, whole_words)[0]]
+        return before_word(model_id, text, *hidden, k, whole_words)
     return guesses(model_id, text, k, whole_words) if hidden is None else score(model_id, text, *hidden, k, whole_words)
 
 
@@ -127,7 +179,9 @@ def hideable(text: str, model_id: str) -> dict[str, tuple[str, int, int]]:
     norm = str.lower if getattr(model.tokenizer, "lowercase", False) else str
     seen: Counter[str] = Counter()
     out = {}
-    for i, word in enumerate(fill_in.sentence_words(model, text)):
+    words = next_word.words_of(model, text) if next_word.reads_left_to_right(model) else \
+        fill_in.sentence_words(model, text)
+    for i, word in enumerate(words):
         n = seen[norm(word)]
         seen[norm(word)] += 1
         if word == fill_in.MASK or not any(c.isalnum() for c in word):

@@ -27,27 +27,28 @@ from app.views.fill_in import compute
 from app.views.fill_in import figures as page_figures
 from app.views.fill_in.state import BY, DEBOUNCE_MS, GUESS_CHARS, MODES, SENTENCE, TOP_K, FillState, summary
 from ctxmodels.analysis import fill_in
-from ctxmodels.loading import FILL_IN
 
 TEXT = page_text(__file__)
 page_header("Fill in the blank", TEXT["intro"])
 explain(TEXT["explain"], ["mlm", "integrated_gradients"])
 
-ids = require_models(capability=FILL_IN, what="filling in blanks")  # from the files: nothing loaded
-mlm_ids, no_head = compute.fillers(ids)
-if not mlm_ids:
-    st.warning("None of the available models can fill in blanks: "
-               + "; ".join(f"{md(label(m))}: {md(why)}" for m, why in no_head.items())
+ids = require_models(what="filling in blanks")
+fill_ids, gpt_ids = compute.offered(ids)  # from the files: nothing loaded
+mlm_ids, no_head = compute.fillers(fill_ids)
+choices = mlm_ids + gpt_ids  # a GPT guesses a blank from the words before it
+if not choices:
+    st.warning("None of the available models can fill in blanks"
+               + "".join(f"; {md(label(m))}: {md(why)}" for m, why in no_head.items())
                + ". Load a checkpoint saved with its MLM head (ours always are; BERT, RoBERTa, DistilBERT, ALBERT, "
-               "an ELECTRA generator, DeBERTa) or an ELMo trained with `ctxmodels train elmo` on the **Models** "
-               "page.")
+               "an ELECTRA generator, DeBERTa), an ELMo trained with `ctxmodels train elmo` or a GPT trained with "
+               "`ctxmodels train gpt` on the **Models** page.")
     st.stop()
 
 url_state("text", SENTENCE, max_chars=MAX_TEXT_CHARS)
 # One model by default (the first: the default BERT): every model shown is run again on every keystroke, and one
 # keeps a keystroke within the 150 ms a person reads as instant (bench/bench_fill_in.py: 145-149 ms with
 # minilm-eltec alone; 163-178 ms with bert-eltec beside it). "Which words it rests on" is off for the same reason.
-url_state("fill_models", mlm_ids[:1], options=mlm_ids, many=True, names=label)
+url_state("fill_models", choices[:1], options=choices, many=True, names=label)
 url_state("k", 5, kind=int, **TOP_K)
 url_state("whole_words", True, kind=bool)
 url_state("why", False, kind=bool)
@@ -186,7 +187,7 @@ def guess_charts(model_id: str, results: list, scale: list[float]) -> list:
     name = label(model_id)
     places = []
     for i, preds in enumerate(results, 1):
-        title = f"[MASK] {i}" if len(results) > 1 else "[MASK]"
+        title = f"[MASK] {i}" if len(scale) > 1 else "[MASK]"  # a GPT guesses only the first of several
         data = pd.DataFrame(preds).assign(mask=i, model=name)
         plot(page_figures.fill_bars(preds, title=title, x_max=scale[i - 1]), f"fill-{name}-{i}",
              key=f"fill::{model_id}::{i}", data=data)
@@ -251,6 +252,43 @@ def explain_each(places: dict, computed: dict, checked: str, hidden: compute.Hid
                 effect_chart(model_id, e, scales[i], key=f"why::{model_id}::{i}")
 
 
+def left_to_right_line(checked: str, hidden: compute.Hidden | None) -> str:
+    """What a left-to-right model's answers here are, in one line (and that it guesses only the first blank)."""
+    if hidden is not None:
+        return TEXT["left_to_right_word"]
+    extra = TEXT["first_blank_only"] if checked.count(fill_in.MASK) > 1 else ""
+    return TEXT["left_to_right"] + (" " + extra if extra else "")
+
+
+def next_word_view(checked: str, s: FillState) -> None:
+    """With no blank: each left-to-right model's guesses for the word after the sentence, then every word of the
+    sentence as each model predicts it (a GPT from the words before it, a masked LM with the word hidden)."""
+    gpts = [m for m in s.models if m in gpt_ids]
+    st.info(TEXT["no_mask_next"].format(word_mode=MODES["word"]))
+    cols, found = st.columns(len(gpts)), {}
+    for col, model_id in zip(cols, gpts):
+        with col, guard(label(model_id)), limits.heavy(f"{label(model_id)}'s guesses"):
+            st.subheader(md(label(model_id)))
+            found[model_id] = compute.after_sentence(model_id, checked, s.k, s.whole_words)
+    scale = page_figures.shared_bar_scale([[r] for r in found.values()])
+    for col, model_id in zip(cols, gpts):
+        if model_id in found:
+            with col:
+                plot(page_figures.fill_bars(found[model_id], title="the next word", x_max=scale[0]),
+                     f"next-{label(model_id)}", key=f"next::{model_id}",
+                     data=pd.DataFrame(found[model_id]).assign(model=label(model_id)))
+    lines = {}
+    for model_id in s.models:
+        with guard(label(model_id)), limits.heavy(f"{label(model_id)}: every word"):
+            if compute.predicts_each_word(model_id):
+                lines[label(model_id)] = compute.each_word(model_id, checked)
+    if lines:
+        plot(page_figures.word_guess_lines(lines, title="How likely each model finds each word of the sentence"),
+             "each-word", key="fill::each_word",
+             data=pd.concat([pd.DataFrame(r).assign(model=name) for name, r in lines.items()]))
+        st.caption(TEXT["each_word"])
+
+
 @st.fragment
 def fill_in_view() -> None:
     # st_keyup reports every keystroke (after DEBOUNCE_MS), so the guesses follow the typing; st.text_input would
@@ -266,7 +304,7 @@ def fill_in_view() -> None:
     mode = c1.radio("Guess", list(MODES), key="fill_mode", persist_state="session", format_func=MODES.get,
                     help="Fill in the blanks you write ([MASK]), or hide one word of the sentence and see how the "
                          "model rates it.")
-    chosen = c2.multiselect("Models", mlm_ids, key="fill_models", persist_state="session", format_func=label)
+    chosen = c2.multiselect("Models", choices, key="fill_models", persist_state="session", format_func=label)
     top_k = c3.slider("Guesses per blank", **TOP_K, key="k", persist_state="session")
     whole_words = c4.checkbox("Only whole words", key="whole_words", persist_state="session",
                               help="Leave word pieces (##s), special tokens and punctuation out of the guesses.")
@@ -292,7 +330,10 @@ def fill_in_view() -> None:
         if hidden is None:
             return
     elif fill_in.MASK not in checked:
-        st.info(TEXT["no_mask"].format(word_mode=MODES["word"]))
+        if any(m in gpt_ids for m in s.models):
+            next_word_view(checked, s)
+        else:
+            st.info(TEXT["no_mask"].format(word_mode=MODES["word"]))
         return
     # Every model's guesses first (each in its column, where a failure is reported), then the bars on one scale.
     cols, computed = st.columns(len(s.models)), {}
@@ -301,6 +342,8 @@ def fill_in_view() -> None:
         with col:
             st.subheader(md(name))
             st.caption(read_line(model_id))  # what it read, where its guesses show it
+            if model_id in gpt_ids:
+                st.caption(left_to_right_line(checked, hidden))
             with guard(name), limits.heavy(f"{name}'s guesses"):
                 computed[model_id] = compute.answers(model_id, checked, hidden, s.k, s.whole_words)
     scale = page_figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
@@ -312,12 +355,16 @@ def fill_in_view() -> None:
             continue
         with col, guard(label(model_id)):
             charts = guess_charts if hidden is None else score_charts
-            places[model_id] = charts(model_id, computed[model_id], scale)
+            drawn = charts(model_id, computed[model_id], scale)
+            if model_id not in gpt_ids:
+                places[model_id] = drawn
+            elif s.why or s.lens or (s.compare is not None and hidden is None):
+                st.caption(TEXT["left_to_right_extras"])
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
     published_offer("fill")  # models that read today's English, where the operator allows downloads
     if s.compare is not None:
-        compare_charts(cols, [m for m in s.models if m in computed], checked, s.compare, s)
+        compare_charts(cols, [m for m in s.models if m in places], checked, s.compare, s)
     if s.lens:
         layer_charts(places, computed, checked, s.whole_words, hidden)
     if s.why:

@@ -13,7 +13,7 @@ from app.kit.places import source_of
 from app.kit.presets import preset_sentences, preset_words
 from app.kit.registry import get_model, label, offered_as, registry
 from app.views.models.state import TrainRun
-from ctxmodels.analysis import fill_in, projections, vectors
+from ctxmodels.analysis import fill_in, next_word, projections, vectors
 from ctxmodels.loading import ATTENTION, MASKED_LM, declares, found_models, supports
 from ctxmodels.paths import assets_dir, cache_dir, hf_cache_dirs
 
@@ -51,6 +51,8 @@ def facts(model) -> str:
         parts.append(f"read by transformers ({d.get('model_type')})")
     if declares(model, MASKED_LM) and not supports(model, MASKED_LM):
         parts.append("no fill-in: " + (model.no_fill_reason or "no masked-LM head"))
+    if next_word.reads_left_to_right(model):
+        parts.append("reads left to right: fills in a blank from the words before it only")
     return " · ".join(parts)
 
 
@@ -60,7 +62,8 @@ def summary_row(model_id: str, found: list[dict]) -> dict:
     d = m.describe()
     kind = f"{d['model_type']} (transformers)" if d["kind"] == "transformers" else d["kind"]
     return {"model": label(model_id), "kind": kind, "layers": len(d["layers"]), "dim": d["dim"],
-            "parameters": f"{d['parameters']:,}", "fill in": fill_in.fills_blanks(m),
+            "parameters": f"{d['parameters']:,}",
+            "fill in": fill_in.fills_blanks(m) or next_word.reads_left_to_right(m),  # a GPT: from the words before
             "attention": d["has_attention"], "language model": d["has_lm"], "from": source_of(d["path"], found)}
 
 
