@@ -316,6 +316,8 @@ register(ModelKind(
                  options="ctxmodels.commands.train:albert_options", extras=("resume",), command="albert"),
     ),
     finetune="ctxmodels.training.finetune_backends:TransformersEncoder",
+    # the held-out figures of a model `ctxmodels train roberta|albert|electra` wrote (nothing for other encoders)
+    release=Release(measure="ctxmodels.release.successors:heldout", card="ctxmodels.release.successors:heldout_part"),
 ))
 register(ModelKind(
     name="elmo", title="ELMo", adapter="ctxmodels.loading.elmo:ElmoLoaded", layouts=("elmo", "elmo-published"),
@@ -347,4 +349,5 @@ register(ModelKind(
     training=Training("ctxmodels.training.gpt_task", "GptSettings",
                       "GPT: a left-to-right language model (next-word loss, causal attention)",
                       options="ctxmodels.commands.train:gpt_options", extras=("resume",)),
+    release=Release(measure="ctxmodels.release.successors:heldout", card="ctxmodels.release.successors:heldout_part"),
 ))

@@ -1,7 +1,9 @@
 """Turn training runs into the shipped default models: ``assets/bert-eltec``, ``elmo-eltec``, ``static-eltec``.
 
 ``ctxmodels ship RUN_DIR ASSET_DIR`` copies what a user needs from a finished run (weights, config, tokenizer or
-vocabulary, the training card and log) and stores the weights as fp16, which halves the download (``--fp32``
+vocabulary, the training card and log, ELECTRA's ``generator/``, the run's settings without this machine's paths
+as ``train_args.json``: what ``ctxmodels quality`` and the held-out sentence pairs draw the run's held-out text
+with) and stores the weights as fp16, which halves the download (``--fp32``
 keeps float32, for a model whose measured figures fp16 would move); every loader widens fp16 back to float32
 (:func:`ctxmodels.checkpoint.load_tensors`). Optimizer state, data caches and the static model's context vectors
 stay behind.
@@ -45,6 +47,8 @@ LEFT_BEHIND = {"checkpoint", "data", "data_cache", "probes", "static-data.npz", 
                # the settings --resume reads and the --init-from record, with this machine's paths (the card has both)
                "run.json", "start.json", LOCK_NAME}
 DROPPED_TENSORS = {"output_embeddings.weight"}  # word2vec's context vectors: not used by anything we ship
+SUBMODELS = ("generator",)  # a model's folders of further models, shipped the same way: ELECTRA's generator
+SETTINGS_COPY = "train_args.json"  # the run's settings (run.json's), paths cut to file names
 BEGIN, END = "<!-- measured: begin -->", "<!-- measured: end -->"
 
 
@@ -66,15 +70,20 @@ def _ship(run_dir: Path, asset_dir: Path, half: bool) -> Path:
     if asset_dir.exists():  # first: the current folder or one above it is refused before anything is renamed
         _check_replaceable(asset_dir, run_dir)
     recover_dir(asset_dir)  # a swap that a kill interrupted: the earlier model goes back in place
-    tensors, metadata, dropped = _shipped_weights(run_dir, half, asset_dir)
-    needed = sum(t.numel() * t.element_size() for t in tensors.values()) + sum(
-        f.stat().st_size for f in _copied_files(run_dir))
+    parts = {part: _shipped_weights(run_dir / part, half, asset_dir)
+             for part in [".", *(s for s in SUBMODELS if (run_dir / s / WEIGHTS).is_file())]}
+    needed = sum(t.numel() * t.element_size() for tensors, _, _ in parts.values() for t in tensors.values()) + sum(
+        f.stat().st_size for part in parts for f in _copied_files(run_dir / part))
     _remove_stale_builds(asset_dir)
     tmp: Path | None = None
     try:
         tmp = new_tmp_dir(asset_dir)
-        _write_model(run_dir, tmp, tensors, metadata, dropped)
-        _check_loads(tmp, asset_dir)
+        for part, (tensors, metadata, dropped) in parts.items():
+            (tmp / part).mkdir(exist_ok=True)
+            _write_model(run_dir / part, tmp / part, tensors, metadata, dropped)
+        _write_settings(run_dir, tmp)
+        for part in parts:
+            _check_loads(tmp / part, asset_dir)
         replace_dir_atomic(tmp, asset_dir)
     except OSError as e:
         if not is_disk_full(e):
@@ -137,6 +146,22 @@ def _write_model(run_dir: Path, folder: Path, tensors: dict[str, torch.Tensor], 
                                              "Output (context) vectors not included (left out when shipped)."))
 
 
+def _write_settings(run_dir: Path, folder: Path) -> None:
+    """The run's settings (``run.json``, left behind for its paths) as :data:`SETTINGS_COPY`, each path cut to its
+    file name: the held-out documents, sequence length and seeds stay known to whoever measures the model again."""
+    record = run_dir / "run.json"
+    if (folder / SETTINGS_COPY).exists() or not record.is_file():
+        return
+    try:
+        stored = read_json(record)
+        settings = {k: Path(v).name if isinstance(v, str) and Path(v).is_absolute() else v
+                    for k, v in stored["settings"].items()}
+    except (CheckpointError, KeyError, AttributeError, TypeError):
+        return  # a damaged record: the model ships without it, as before there was one
+    write_text_atomic(folder / SETTINGS_COPY, json.dumps({"kind": stored.get("kind"), "settings": settings},
+                                                         indent=2) + "\n")
+
+
 def _check_loads(folder: Path, asset_dir: Path) -> None:
     """CheckpointError unless the model built in ``folder`` loads as every user will load it."""
     from ..loading import load
@@ -169,7 +194,8 @@ def _check_replaceable(asset_dir: Path, run_dir: Path) -> None:
         raise ValueError(f"{asset_dir}: is the current folder, the run, or a folder above them; shipping would "
                          "replace it. Give the model's own folder, e.g. assets/NAME")
     entries = list(asset_dir.iterdir())
-    if entries and (any(not e.is_file() for e in entries) or not (asset_dir / "config.json").is_file()):
+    if entries and (any(not e.is_file() and e.name not in SUBMODELS for e in entries)
+                    or not (asset_dir / "config.json").is_file()):
         raise ValueError(f"{asset_dir}: holds files that are not a shipped model's; shipping replaces the whole "
                          "folder, so give a new folder or an earlier shipped model's")
 
