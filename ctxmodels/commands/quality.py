@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-senses", action="store_true", help="skip the SemCor word-sense figures and probes")
     p.add_argument("--no-probes", action="store_true", help="skip the scalar-mix probes")
     p.add_argument("--bert-sequences", type=bounded_int(1, 1_000_000), default=2048,
-                   help="held-out BERT sequences (default 2048)")
+                   help="held-out sequences of a BERT, and of a model `train roberta|albert|electra|gpt` wrote "
+                        "(default 2048)")
     p.add_argument("--elmo-tokens", type=bounded_int(1, 100_000_000), default=100_000,
                    help="held-out ELMo tokens (default 100,000)")
     p.add_argument("--fp32-report", default=None, metavar="JSON",

@@ -10,6 +10,7 @@
   sense);
 - **held-out language modelling** with the ``--corpus`` the models were trained on: BERT's masked-token
   top-1/top-5 accuracy, MLM perplexity and NSP accuracy; ELMo's forward and backward full-softmax perplexity;
+  those of a model ``ctxmodels train roberta|albert|electra|gpt`` wrote (:mod:`.successors`);
 - **the cloze check** (``assets/examples/cloze.tsv``): the share of sentences whose answer is among the top 5
   predictions for the masked word, and the same for **the classroom sentences** (``assets/examples/classroom.tsv``),
   with the rank of each answer;
