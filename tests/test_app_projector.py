@@ -90,3 +90,14 @@ def test_a_clicked_point_in_the_link_is_ringed_on_its_panel_and_can_be_cleared()
              if b.label == "Show only it and its nearest"]
     at2 = focus[0].click().run()
     assert at2.session_state["focus"] == 3 and traces(at2, "occurrence 3")
+
+
+def test_the_folded_controls_name_the_tools_in_use():
+    from app.views.word_senses import state
+
+    plain = {"source": "preset", "preset": "bank", "models": ["bert-eltec"], "projection": "pca", "dims": 2}
+    assert state.summary(plain) == "“bank” in preset sentences · bert-eltec · PCA, 2-D"
+    tools = dict(plain, axis_from="money", axis_to="river", focus=3)
+    assert state.summary(tools) == ("“bank” in preset sentences · bert-eltec · axis money → river, 2-D · "
+                                    "occurrence 3 and its nearest")
+    assert state.summary(dict(plain, axis_from="money")) == state.summary(plain)  # one word: no axis yet

@@ -45,7 +45,7 @@ def tool_inputs(box, sentences: list[str], k_range: dict, max_chars: int, max_la
         st.session_state["focus"] = 0
     box.caption("**The Embedding Projector's tools**: label points, show one occurrence with its nearest, or "
                 "place every occurrence on an axis from one word to another.")
-    c1, c2, c3 = box.columns([2, 4, 1])
+    c1, c2, c3 = box.columns([2, 3, 1.4])  # "Nearest" keeps its 9.5rem (the controls' least) at 1280 px
     labels = c1.radio("Labels on points", list(LABELS), key="labels", persist_state="session", horizontal=True,
                       format_func=LABELS.get,
                       help=f"At most {max_labels} points are labelled: the occurrence shown with its nearest, else "

@@ -86,5 +86,9 @@ def summary(values: Mapping, name: Callable[[str], str] = str) -> str:
     models = [name(m) for m in values.get("models") or ()]
     shown = ", ".join(models) if len(models) <= 3 else f"{len(models)} models"
     method = METHOD_NAMES.get(values.get("projection", ""), values.get("projection", ""))
+    axis = [str(values.get(k) or "").strip() for k in ("axis_from", "axis_to")]
+    view = f"axis {axis[0]} → {axis[1]}" if all(axis) else f"{method}"
+    focus = values.get("focus") or 0
     return " · ".join(p for p in (f"“{word}” in {SOURCE_SHORT.get(source, source)}" if word else "", shown,
-                                  f"{method}, {values.get('dims', 2)}-D") if p)
+                                  f"{view}, {values.get('dims', 2)}-D",
+                                  f"occurrence {focus} and its nearest" if focus else "") if p)
