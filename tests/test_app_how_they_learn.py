@@ -132,12 +132,12 @@ def test_presentation_mode_and_the_explanation_with_its_formulas():
     assert len(box.latex) == 4 and box.caption  # masked LM, NSP, left to right, ELECTRA
 
 
-@pytest.mark.parametrize("part", ["directions", "curves"])
-def test_no_part_shows_an_internal_name(monkeypatch, tiny_gpt, part):
+@pytest.mark.parametrize("part", ["directions", "electra", "pairs", "curves"])
+def test_no_part_shows_an_internal_name(monkeypatch, tiny_gpt, tiny_electra, part):
     from tests.test_app_words import internal_names, visible_text
 
-    with_gpt(monkeypatch, tiny_gpt)
-    at = open_explanation(page("how_they_learn", learn_part=part))
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", f"{tiny_gpt},{tiny_electra}")
+    at = open_explanation(page("how_they_learn", learn_part=part, learn_measure="1"))
     assert_clean(at)
     found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
     assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
