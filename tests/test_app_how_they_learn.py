@@ -105,6 +105,20 @@ def test_with_a_gpt_its_mask_is_a_triangle_and_its_two_banks_are_one(monkeypatch
     assert any("are the same in every layer" in c for c in texts(at.caption))
 
 
+def test_a_shipped_gpt_among_the_successors_is_on_the_page_without_the_operator(monkeypatch, tiny_assets, tiny_gpt,
+                                                                                 tmp_path):
+    assets = tmp_path / "assets"
+    (assets / "successors").mkdir(parents=True)
+    for item in tiny_assets.iterdir():
+        (assets / item.name).symlink_to(item)
+    (assets / "successors" / "gpt-eltec").symlink_to(tiny_gpt)
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    at = page("how_they_learn", learn_part="directions")
+    assert_clean(at)
+    assert not any("ctxmodels train gpt" in i for i in texts(at.info))
+    assert {t["name"].split(":")[0] for t in charts(at)[1]["data"]} == {"gpt-eltec", "bert-eltec"}
+
+
 def test_training_curves_show_each_part_of_the_loss(monkeypatch, tiny_gpt):
     at = page("how_they_learn", learn_part="curves")
     assert_clean(at)

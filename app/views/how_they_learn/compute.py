@@ -15,7 +15,7 @@ from app.kit.registry import get_model, label, peeked_kind
 from app.views.how_they_learn.state import MAX_WORDS
 from ctxmodels.analysis import objectives, replaced_tokens, sentence_pairs, training_curves
 from ctxmodels.analysis.word_senses import find_in_both, same_word
-from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, supports
+from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, successor_models, supports
 from ctxmodels.text import tokenize
 
 
@@ -27,6 +27,12 @@ def checked(text: str, what: str = "sentence") -> str:
     if n > MAX_WORDS:
         raise ValueError(f"the {what} has {n:,} words; this page reads at most {MAX_WORDS} (a sentence or two)")
     return text
+
+
+def with_successors(ids: list[str]) -> list[str]:
+    """The page's models: the app's, then the shipped successors (RoBERTa, ALBERT, ELECTRA, GPT trained here, kept
+    in ``assets/successors/``), which the other pages list only when the operator adds them."""
+    return ids + [name for name in successor_models() if name not in ids]
 
 
 def masked_lms(ids: list[str]) -> list[str]:

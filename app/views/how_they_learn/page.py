@@ -47,7 +47,7 @@ TEXT = page_text(__file__)
 page_header("How they learn", TEXT["intro"])
 explain(TEXT["explain"], ["mlm", "nsp", "causal_lm", "electra"])
 
-ids = require_models()
+ids = compute.with_successors(require_models())
 url_state("learn_part", "corruption", options=list(PARTS))
 url_state("learn_text", SENTENCE, max_chars=MAX_TEXT_CHARS)
 url_state("learn_seed", 0, kind=int, **SEED)
