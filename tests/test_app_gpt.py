@@ -10,7 +10,7 @@ import pytest
 
 from ctxmodels.analysis import next_word
 from tests import test_objectives
-from tests.app_fixtures import assert_clean, charts, figure_array, page, texts
+from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts
 
 pytest.importorskip("streamlit.testing.v1")
 
@@ -40,7 +40,7 @@ def test_fill_in_offers_the_gpt_and_guesses_the_blank_from_the_words_before_it(g
     at = page("fill_in", fill_models=gpt, text=text, k="5")
     assert_clean(at)
     assert gpt in at.multiselect[0].options or "gpt-tiny" in at.multiselect[0].options
-    assert titles(at) == ["[MASK]"]
+    assert titles(at) == ["[MASK]: from the words before it"]
     assert any("from the words before it only" in c and "cannot read the words after" in c
                for c in texts(at.caption))
     bars = charts(at)[0]["data"][0]
@@ -51,7 +51,7 @@ def test_fill_in_offers_the_gpt_and_guesses_the_blank_from_the_words_before_it(g
 def test_beside_bert_it_guesses_only_the_first_of_two_blanks(gpt):
     at = page("fill_in", fill_models=f"bert-eltec,{gpt}", text="The [MASK] was by the [MASK].")
     assert_clean(at)
-    assert titles(at) == ["[MASK] 1", "[MASK] 2", "[MASK] 1"]
+    assert titles(at) == ["[MASK] 1", "[MASK] 2", "[MASK] 1: from the words before it"]
     assert any("first blank only" in c for c in texts(at.caption))
 
 
@@ -121,3 +121,17 @@ def test_every_other_page_takes_the_gpt(gpt, name, query):
     if name == "word_senses":
         assert any(t.replace("<br>", " ").startswith("gpt-tiny · embeddings (input embeddings: word + position)")
                    for t in titles(at))
+
+
+@pytest.mark.parametrize("name, query", [
+    ("fill_in", {"fill_models": "bert-eltec,{gpt}", "text": "The [MASK] was by the [MASK].", "why": "1", "lens": "1"}),
+    ("fill_in", {"fill_models": "bert-eltec,{gpt}", "text": "The boat drifted towards the far bank"}),
+    ("attention", {"att_model": "{gpt}", "qk": "1"}),
+])
+def test_the_gpt_views_show_no_internal_name(gpt, name, query):
+    from tests.test_app_words import internal_names, visible_text
+
+    at = open_explanation(page(name, **{k: v.format(gpt=gpt) for k, v in query.items()}))
+    assert_clean(at)
+    found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
+    assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())

@@ -182,12 +182,16 @@ def effect_chart(model_id: str, results: dict, scale: float, key: str) -> None:
         st.caption(compute.gradients_note(gradients))
 
 
+BEFORE = ": from the words before it"  # a left-to-right model's bars, in their title
+
+
 def guess_charts(model_id: str, results: list, scale: list[float]) -> list:
     """Each blank's guesses as bars; returns a place under each blank's bars for what its guess rests on."""
     name = label(model_id)
     places = []
     for i, preds in enumerate(results, 1):
         title = f"[MASK] {i}" if len(scale) > 1 else "[MASK]"  # a GPT guesses only the first of several
+        title += BEFORE if model_id in gpt_ids else ""
         data = pd.DataFrame(preds).assign(mask=i, model=name)
         plot(page_figures.fill_bars(preds, title=title, x_max=scale[i - 1]), f"fill-{name}-{i}",
              key=f"fill::{model_id}::{i}", data=data)
@@ -206,7 +210,8 @@ def score_charts(model_id: str, s: dict, scale: list[float]) -> list:
                                           zip(s["pieces"], s["piece_probs"], s["piece_ranks"])))
     for j, (piece, preds) in enumerate(zip(s["pieces"], s["top"])):
         data = pd.DataFrame(preds).assign(piece=piece, model=name)
-        plot(page_figures.fill_bars(preds, title=f"guesses for “{piece}”", truth=piece, x_max=scale[j]),
+        title = f"guesses for “{piece}”" + (BEFORE if model_id in gpt_ids else "")
+        plot(page_figures.fill_bars(preds, title=title, truth=piece, x_max=scale[j]),
              f"mask-{name}-{piece}", key=f"mask::{model_id}::{j}", data=data)
     return [st.container()]
 
@@ -342,8 +347,6 @@ def fill_in_view() -> None:
         with col:
             st.subheader(md(name))
             st.caption(read_line(model_id))  # what it read, where its guesses show it
-            if model_id in gpt_ids:
-                st.caption(left_to_right_line(checked, hidden))
             with guard(name), limits.heavy(f"{name}'s guesses"):
                 computed[model_id] = compute.answers(model_id, checked, hidden, s.k, s.whole_words)
     scale = page_figures.shared_bar_scale([r if hidden is None else r["top"] for r in computed.values()])
@@ -358,7 +361,9 @@ def fill_in_view() -> None:
             drawn = charts(model_id, computed[model_id], scale)
             if model_id not in gpt_ids:
                 places[model_id] = drawn
-            elif s.why or s.lens or (s.compare is not None and hidden is None):
+                continue
+            st.caption(left_to_right_line(checked, hidden))  # under its bars: both columns' bars start level
+            if s.why or s.lens or (s.compare is not None and hidden is None):
                 st.caption(TEXT["left_to_right_extras"])
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
