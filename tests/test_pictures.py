@@ -84,3 +84,19 @@ def test_maps_side_by_side_share_one_colour_scale():
     figs = [attention_heatmap(m, ["x", "y"], zmax=top) for m in (a, b)]
     assert [(f.data[0].zmin, f.data[0].zmax) for f in figs] == [(0, top), (0, top)]
     assert attention_heatmap(b, ["x", "y"]).data[0].zmax is None  # alone: its own largest weight
+
+
+def test_a_heap_of_shared_points_draws_lighter_smaller_rings():
+    """A BERT's input layer on SemCor's play: one shared point per spelling and position, 57 rings in four heaps. Past
+    a dozen rings they are drawn thin, light and small, so the dots' colours show through."""
+    from ctxmodels.viz import scatter
+
+    rng = np.random.default_rng(0)
+    few, many = rng.normal(size=(10, 2)), rng.normal(size=(40, 2))
+    pairs = lambda n: [[2 * i, 2 * i + 1] for i in range(n)]  # noqa: E731
+    for xy, n in ((np.repeat(few, 2, axis=0), 10), (np.repeat(many, 2, axis=0), 40)):
+        fig = scatter.sense_scatter(xy, ["a", "b"] * n, ["s"] * 2 * n, stacks=pairs(n))
+        ring = next(t for t in fig.data if t.name == "shared points")
+        crowded = n > scatter.CROWDED_RINGS
+        assert ring.marker.line.width == (1 if crowded else 2)
+        assert (ring.marker.color != "#222") == crowded

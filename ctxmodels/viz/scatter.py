@@ -218,6 +218,7 @@ def word_axis(fig: go.Figure, word_a: str, word_b: str) -> go.Figure:
 
 
 SPREAD_MAX_PX = 16  # the largest sunflower's radius
+CROWDED_RINGS = 12  # beyond this many shared points the rings are drawn smaller, thinner and lighter
 RING_MAX_PX = 42  # the largest ring's diameter
 RING_MARGIN_PX = RING_MAX_PX / 2 + 2  # the room a panel keeps at its edges for a ring
 
@@ -256,14 +257,19 @@ def _stack_trace(centres: np.ndarray, stacks: list[list[int]], spreads: Sequence
         for i in st:
             senses[names[i]] = senses.get(names[i], 0) + 1
         listed = "<br>".join(f"{plain(name)}: {n}" for name, n in sorted(senses.items(), key=lambda x: -x[1]))
-        sizes.append(min(RING_MAX_PX, max(14 + 4 * np.log2(len(st)), 2 * spread + 6)))
+        ring = 14 + 4 * np.log2(len(st))
+        if len(stacks) > CROWDED_RINGS:  # a heap of rings (a BERT's input layer: one per word and position)
+            ring = 8 + 3 * np.log2(len(st))
+        sizes.append(min(RING_MAX_PX, max(ring, 2 * spread + 6)))
         counts.append(f"×{len(st)}")
         hovers.append(f"<b>{len(st)} occurrences share this point</b> (the same vector)<br>{listed}")
     # customdata: a click on the ring picks the stack's first occurrence, as a click on a point would.
     trace = dict(type="scatter", name="shared points", mode="markers+text", x=centres[:, 0], y=centres[:, 1],
                  text=counts, customdata=[st[0] for st in stacks], hovertext=hovers,
                  hovertemplate="%{hovertext}<extra></extra>",
-                 marker=dict(size=sizes, symbol="circle-open", color="#222", line=dict(width=2)), showlegend=True)
+                 marker=dict(size=sizes, symbol="circle-open", color="#222" if len(stacks) <= CROWDED_RINGS
+                             else "rgba(34,34,34,0.45)", line=dict(width=2 if len(stacks) <= CROWDED_RINGS else 1)),
+                 showlegend=True)
     if centres.shape[1] == 3:  # a turning cloud has no fixed place to keep a label off: each goes above its ring
         # a filled grey dot, no sense's colour: the point stands for every occurrence, whatever its sense
         return dict(trace, type="scatter3d", z=centres[:, 2], textposition="top center",
