@@ -125,6 +125,8 @@ def test_a_word_is_rated_from_the_words_before_it_by_the_chain_rule(gpt):
         assert s.word == word and math.isclose(s.prob, every.prob[i], rel_tol=1e-4)
         assert math.isclose(s.prob, math.prod(s.piece_probs), rel_tol=1e-6) and s.rank == max(s.piece_ranks)
         assert len(s.top) == len(s.pieces)
+    with pytest.raises(ValueError, match="a blank comes before 'bank'"):
+        next_word.word_score(gpt, "The [MASK] bank of the river.", "bank")
     # the words after it change nothing
     assert next_word.word_score(gpt, "The far bank of the river.", "bank").prob == pytest.approx(
         next_word.word_score(gpt, "The far bank was closed.", "bank").prob, rel=1e-5)

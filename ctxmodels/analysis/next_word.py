@@ -98,6 +98,9 @@ def word_score(model: Any, text: str, word: str | int, occurrence: int = 0, top_
     :func:`ctxmodels.analysis.fill_in.mask_word` reports a hidden word)."""
     words = words_of(model, text)
     index = find_word(words, word, occurrence, getattr(model.tokenizer, "lowercase", False))
+    if MASK in words[:index]:
+        raise ValueError(f"a blank comes before {words[index]!r}, and a left-to-right model reads the words before a "
+                         "word as they are written: fill in the blank first")
     enc, logp = _run(model, words[:index + 1])
     positions = _pieces(enc, index, f"the word {words[index]!r}")
     original = [enc.ids[p] for p in positions]
