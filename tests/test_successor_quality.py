@@ -214,6 +214,9 @@ def test_shipped_successors_are_measured_and_carded(runs, corpus_file, tmp_path,
         # the run's own evaluation was the first EVAL of these 8 sequences, drawn alike
         assert f"the first {EVAL} of these{', with the same masks' * (kind != 'gpt')}, scored by" in card
     electra = (assets / "electra-tiny" / "README.md").read_text(encoding="utf-8")
+    (assets / "electra-tiny" / "probes").mkdir()  # what `ctxmodels quality` caches beside a model it probed
+    assert cli.main(["ship", str(runs["electra"]), str(assets / "electra-tiny")]) == 0  # shipped again over both
+    assert (assets / "electra-tiny" / "generator" / "config.json").is_file()
     assert "replaced pieces caught (recall)" in electra and "(precision)" in electra
     assert "sentence order: accuracy" in (assets / "albert-tiny" / "README.md").read_text(encoding="utf-8")
 

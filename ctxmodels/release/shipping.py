@@ -194,7 +194,8 @@ def _check_replaceable(asset_dir: Path, run_dir: Path) -> None:
         raise ValueError(f"{asset_dir}: is the current folder, the run, or a folder above them; shipping would "
                          "replace it. Give the model's own folder, e.g. assets/NAME")
     entries = list(asset_dir.iterdir())
-    if entries and (any(not e.is_file() and e.name not in SUBMODELS for e in entries)
+    # its folders: a further model (SUBMODELS) and the probes' cache of the model being replaced
+    if entries and (any(not e.is_file() and e.name not in (*SUBMODELS, "probes") for e in entries)
                     or not (asset_dir / "config.json").is_file()):
         raise ValueError(f"{asset_dir}: holds files that are not a shipped model's; shipping replaces the whole "
                          "folder, so give a new folder or an earlier shipped model's")
