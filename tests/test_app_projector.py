@@ -101,3 +101,15 @@ def test_the_folded_controls_name_the_tools_in_use():
     assert state.summary(tools) == ("“bank” in preset sentences · bert-eltec · axis money → river, 2-D · "
                                     "occurrence 3 and its nearest")
     assert state.summary(dict(plain, axis_from="money")) == state.summary(plain)  # one word: no axis yet
+
+
+def test_the_tools_in_3d_shrink_the_others_and_put_the_words_on_the_first_axis():
+    at = page("word_senses", **BASE, dims="3", labels="number", focus="2", focus_k="1", axis_from="money",
+              axis_to="river")
+    assert_clean(at)
+    fig = charts(at)[-1]
+    assert fig["layout"]["scene"]["xaxis"]["ticktext"] == ["<b>money</b>", "<b>river</b>"]
+    assert traces(at, "occurrence 2")[0]["marker"]["symbol"] == "diamond"
+    sizes = [s for t in fig["data"] if t.get("name") in ("money", "river") and t.get("showlegend") is False
+             for s in figure_array(t["marker"]["size"])]
+    assert 2 in sizes and max(sizes) > 2  # the others a speck, the occurrence's nearest full size
