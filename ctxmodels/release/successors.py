@@ -159,7 +159,7 @@ def _top_guesses(head: torch.nn.Module, gpt: bool) -> Iterator[list[torch.Tensor
     found: list[torch.Tensor] = []
 
     def keep(module: torch.nn.Module, inputs: Any, output: torch.Tensor) -> None:
-        guesses = output.topk(TOP_K, dim=-1).indices
+        guesses = output.topk(TOP_K, dim=-1).indices.cpu()  # beside the batches' labels
         found.append(guesses[:, :-1] if gpt else guesses)
 
     handle = head.register_forward_hook(keep)
@@ -177,7 +177,7 @@ def _top_k_share(found: list[torch.Tensor], batches: list[dict], right: Callable
     hits = total = 0
     for guesses, batch in zip(found, batches, strict=True):
         rows = guesses[batch["labels"][:, 1:] != IGNORE_INDEX] if guesses.dim() == 3 else guesses
-        answers = right(batch).to(rows.device)
+        answers = right(batch)
         hits += int((rows == answers[:, None]).any(-1).sum())
         total += len(answers)
     return hits / max(total, 1)
