@@ -176,6 +176,16 @@ def test_other_encoders_get_no_heldout_figures(runs, corpus_file, tmp_path):
     assert "heldout" not in entry and "trained_as" not in entry
 
 
+def test_another_text_than_the_runs_is_measured_with_a_warning(runs, tmp_path, capsys):
+    other = tmp_path / "other.txt"
+    other.write_text(synthetic_corpus(n_docs=6, paragraphs=6, seed=1), encoding="utf-8")
+    capsys.readouterr()
+    entry = quality([runs["roberta"]], other, tmp_path / "r.json", "--bert-sequences", "2")["models"]["roberta"]
+    assert "heldout" in entry
+    assert "warning: other.txt is not the text its run trained on (run.json names synthetic.txt)" in \
+        capsys.readouterr().err
+
+
 def test_without_a_record_the_trainers_defaults_draw_the_set(runs, corpus_file, tmp_path):
     bare = tmp_path / "bare"
     shutil.copytree(runs["gpt"], bare, ignore=shutil.ignore_patterns("run.json", "checkpoint", "data"))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import kinds
-from ..checkpoint import CheckpointError
+from ..checkpoint import CheckpointError, file_sha256
 from .quality import BERT_SEQUENCES
 from .shipping import _columns, _pct
 
@@ -230,6 +230,9 @@ def heldout(m: LoadedModel, corpus: str | Path | None = None, bert_sequences: in
 
     settings, source = run_settings(folder, command)
     settings.eval_sequences = bert_sequences
+    if settings.corpus_sha256 and settings.corpus_sha256 != file_sha256(corpus):
+        log(f"{m.name}: warning: {Path(corpus).name} is not the text its run trained on ({source} names "
+            f"{Path(settings.corpus).name or 'another'}); its held-out documents are drawn from {Path(corpus).name}")
     docs, held = heldout_documents(corpus, settings.heldout_docs, settings.seed)
     if not held:
         raise CheckpointError(f"{corpus}: no held-out documents to measure {m.name} on")
