@@ -135,3 +135,12 @@ def test_the_gpt_views_show_no_internal_name(gpt, name, query):
     assert_clean(at)
     found = {t[:80]: internal_names(t) for t in visible_text(at) if internal_names(t)}
     assert not found, "\n".join(f"{k!r}: {v}" for k, v in found.items())
+
+
+@pytest.mark.parametrize("text", ["[MASK]", "[MASK] [MASK] [MASK]", "[MASK] of the river.", "bank " * 200 + "[MASK].",
+                                  "[MASK] " + "bank " * 200, "🏦 [MASK] 🏦", ".", "the bank " * 200])
+@pytest.mark.parametrize("mode", ["masks", "word"])
+def test_hostile_sentences_get_a_message_never_a_traceback(gpt, text, mode):
+    at = page("fill_in", fill_models=gpt, text=text, fill_mode=mode, blank="bank")
+    assert not at.exception, texts(at.exception)
+    assert all("Traceback" not in e for e in texts(at.error))
