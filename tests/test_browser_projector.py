@@ -127,3 +127,24 @@ def test_at_900_px_a_rows_model_name_is_one_line_and_the_lessons_buttons_are_who
     previous = [b for b in buttons if b.startswith("arrow_back") or "Previous" in b]
     assert previous and not any(buttons[b] for b in previous), buttons
     page.close()
+
+
+def test_back_after_showing_one_occurrence_returns_to_the_whole_cloud(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/word_senses?projection=pca&models=bert-eltec")
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    settle(page)
+    test_browser.open_controls(page)
+    page.get_by_role("combobox", name="Show only one occurrence and its nearest").click()
+    page.locator('[role="option"]').nth(2).click()  # occurrence 2
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => p.data.some("
+                           "t => t.name === 'occurrence 2'))", timeout=60_000)
+    settle(page)
+    assert "focus=2" in page.url, page.url
+    page.go_back()
+    page.wait_for_function("() => !location.search.includes('focus=2')", timeout=30_000)
+    settle(page)
+    assert not page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => p.data.some("
+                             "t => (t.name || '').startsWith('occurrence ')))")
+    assert "/word_senses" in page.url, page.url
+    page.close()
