@@ -242,3 +242,15 @@ def test_word_senses_per_layer_on_each_kind(runs, shipped_semcor, tmp_path):
     summary = read_json(tmp_path / "r.json")["senses"]["summary"]
     for kind in KINDS:
         assert summary[kind]["best_layer"] in summary[kind]["layers"], kind
+
+
+def test_a_report_missing_what_the_card_reads_is_refused_naming_the_field(report, tmp_path):
+    from ctxmodels.checkpoint import CheckpointError
+
+    edited = json.loads(json.dumps(report))
+    del edited["models"]["gpt"]["heldout_settings"]["max_seq_len"]
+    with pytest.raises(CheckpointError, match="models.gpt.heldout_settings.max_seq_len is missing"):
+        check_report(edited, tmp_path / "report.json")
+    edited["models"]["gpt"]["heldout"]["top5"] = "high"
+    with pytest.raises(CheckpointError, match="models.gpt.heldout.top5 should be a number"):
+        check_report(edited, tmp_path / "report.json")

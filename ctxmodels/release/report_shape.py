@@ -40,7 +40,7 @@ _CLASSROOM = {**_CLOZE, "rows": [{"sentence": STR, "answers": [STR], "top": [STR
 ENTRY = {"kind": STR, "weights_sha256": STR, "?weights_dtype": STR, "?heldout": _FIGURES, "?cloze": _CLOZE,
          "?classroom": _CLASSROOM, "?neighbours": {"*": [(STR, NUM)]}, "?heldout_sequences": INT,
          # BERT's successors (release/successors.py): which training wrote the model, how its held-out set was drawn
-         "?trained_as": STR, "?heldout_settings": {"?source": STR, "?seed": INT, "?max_seq_len": INT}}
+         "?trained_as": STR, "?heldout_settings": {"source": STR, "seed": INT, "max_seq_len": INT}}
 _SENSES = {"summary": {"*": {"layers": {"*": {"accuracy": NUM, "macro_f1": NUM}}, "?best_layer": STR,
                              "?static_layer": STR, "?gain_macro_f1_points": NUM}},
            "lemmas": [STR], "records": [{"n": NUM, "model": STR, "layer_index": INT}]}
