@@ -78,6 +78,9 @@ def test_a_word_it_hides_is_rated_from_the_words_before_it_and_the_extras_say_no
     assert any("rates the word from the words before it only" in c for c in texts(at.caption))
     assert any("not for this left-to-right model" in c for c in texts(at.caption))
     assert "what “bank” rests on" in titles(at)  # BERT's explanation still comes
+    lenses = [t for t in titles(at) if t.startswith("the guesses, layer by layer")]
+    assert len(lenses) == 2  # each model's, the GPT's read at the word before
+    assert any("at the word before the hidden word" in c for c in texts(at.caption))
 
 
 def test_attention_shows_the_causal_triangle_and_masks_later_keys(gpt):

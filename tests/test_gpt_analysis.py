@@ -138,3 +138,25 @@ def test_a_model_that_reads_both_ways_is_not_taken_for_one(gpt, bert):
     assert next_word.reads_left_to_right(gpt) and not next_word.reads_left_to_right(bert)
     with pytest.raises(ValueError, match="not a left-to-right"):
         next_word.next_guesses(bert, "The far bank")
+
+
+def test_the_guesses_layer_by_layer_read_the_head_after_the_final_norm(gpt):
+    from ctxmodels.analysis import next_word
+
+    text = "The boat drifted towards the far [MASK] of the river."
+    lens = next_word.blank_by_layer(gpt, text, top_k=5, whole_words=False)
+    assert lens.layer_names == gpt.layer_names and len(lens.top) == len(gpt.layer_names)
+    own = next_word.blank_guesses(gpt, text, top_k=5)[0]
+    assert [g["token"] for g in lens.top[-1]] == [g["token"] for g in own]  # the last layer: its own guesses
+    assert np.allclose([g["prob"] for g in lens.top[-1]], [g["prob"] for g in own], atol=1e-6)
+    # the embeddings' row, from the weights alone: the final norm and the head on word + position of "far"
+    enc = gpt.tokenizer.encode_words(["The", "boat", "drifted", "towards", "the", "far"], gpt.max_length)[0]
+    p = enc.word_pieces(5)[-1]
+    t = gpt.model.transformer
+    with torch.no_grad():
+        x = t.wte.weight[enc.ids[p]] + t.wpe.weight[p]
+        probs = gpt.model.lm_head(t.ln_f(x)).softmax(-1)
+    assert lens.top[0][0]["prob"] == pytest.approx(float(probs.max()), rel=1e-4)
+    word = next_word.word_by_layer(gpt, "The far bank of the river.", "bank", whole_words=False)
+    assert word.answer == "bank" and word.answer_probs[-1] == pytest.approx(
+        next_word.word_score(gpt, "The far bank of the river.", "bank").piece_probs[0], rel=1e-4)

@@ -222,6 +222,11 @@ def _top(probs: torch.Tensor, tokenizer: WordPieceTokenizer, top_k: int,
     return out
 
 
+def allowed_guesses(tokenizer: Any, size: int, whole_words: bool) -> torch.Tensor:
+    """Bool [size]: the ids a guess may be, whole words only with ``whole_words`` (the module docstring)."""
+    return _allowed_ids(tokenizer, size, "word" if whole_words else "any")
+
+
 def top_guesses(probs: torch.Tensor, tokenizer: Any, top_k: int, kinds: list[str]) -> list[list[dict]]:
     """The ``top_k`` tokens of each row of ``probs`` [n, V], best first: for ``kinds`` "word" whole words only,
     "piece" continuation pieces only, "any" every token (the module docstring)."""

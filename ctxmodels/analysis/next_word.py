@@ -9,6 +9,10 @@ of their probabilities: exact for such a model, unlike a masked LM's pieces gues
 worst of its pieces' ranks, as :func:`ctxmodels.analysis.fill_in.mask_word` gives it. A word with nothing before it
 (no start token, and first in the text) cannot be guessed at all.
 
+The guesses layer by layer (:func:`blank_by_layer`, :func:`word_by_layer`) are the "logit lens" as it was first
+read on GPT-2: the model's final layer norm and next-word head applied to every layer's vector at the piece before
+the blank, not only the last one's (whose row is the model's own guesses).
+
 Every word's probability in a sentence (the left-to-right line beside a masked LM's) is
 :func:`ctxmodels.analysis.objectives.word_guesses`.
 """
@@ -22,8 +26,8 @@ import torch
 
 from ..kinds import LANGUAGE_MODEL, LEFT_TO_RIGHT, declares, supports
 from ..tokenization import MASK
-from .blanks import WordScore, find_word, normalize_masks
-from .fill_in import top_guesses
+from .blanks import LayerGuesses, WordScore, find_word, layer_guesses, normalize_masks
+from .fill_in import allowed_guesses, top_guesses
 
 NOTHING_BEFORE = ("nothing comes before it, and a left-to-right model guesses a word only from the words before it: "
                   "put a word or two in front")
@@ -112,3 +116,54 @@ def word_score(model: Any, text: str, word: str | int, occurrence: int = 0, top_
                      prob=math.exp(log_prob), log_prob=log_prob, rank=max(ranks),
                      piece_probs=[math.exp(v) for v in piece_logp], piece_ranks=ranks,
                      top=top_guesses(rows.exp(), model.tokenizer, top_k, _kinds(len(positions), whole_words)))
+
+
+def _lens(model: Any, words: list[str], word: int, what: str) -> tuple[Any, int, torch.Tensor]:
+    """(the encoding of ``words``, the position read: the piece before word ``word``, P over the vocabulary
+    [layers, V] from the final layer norm and the next-word head applied to every layer's vector there)."""
+    _require(model)
+    enc, _ = model.tokenizer.encode_words(words, model.max_length)
+    position = _pieces(enc, word, what)[0] - 1
+    gpt = model.model
+    gpt.eval()
+    with torch.inference_mode():
+        batch = model.tokenizer.collate([enc], device=model.device)
+        out = gpt.transformer(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                              output_hidden_states=True, return_dict=True)
+        states = torch.stack([h[0, position] for h in out.hidden_states]).float()
+        final = out.last_hidden_state[0, position].float()
+        # the last layer's state is the final norm's output in some transformers versions and its input in others
+        normed = torch.allclose(states[-1], final, atol=1e-5)
+        rows = torch.cat([gpt.transformer.ln_f(states[:-1]), final[None]]) if normed else gpt.transformer.ln_f(states)
+        probs = gpt.lm_head(rows).float().softmax(dim=-1)
+    if not bool(probs.isfinite().all()):
+        raise ValueError(f"{model.name} computed NaN or infinite scores for this sentence; its weights are damaged")
+    return enc, position, probs
+
+
+def blank_by_layer(model: Any, text: str, top_k: int = 5, whole_words: bool = True) -> LayerGuesses:
+    """The guesses for the first blank read from every layer at the piece before it (the logit lens), as
+    :func:`ctxmodels.analysis.fill_in.guesses_by_layer` gives a masked LM's; the last layer's are
+    :func:`blank_guesses`'."""
+    words = words_of(model, text)
+    if MASK not in words:
+        raise ValueError(f"the text has no {MASK}; write {MASK} where the model should guess a word")
+    blank = words.index(MASK)
+    _, _, probs = _lens(model, words[:blank + 1], blank, "the blank")
+    allowed = allowed_guesses(model.tokenizer, probs.shape[-1], whole_words).to(probs.device)
+    return layer_guesses(model.layer_names, probs, model.tokenizer.id_to_token, allowed, top_k)
+
+
+def word_by_layer(model: Any, text: str, word: str | int, occurrence: int = 0, top_k: int = 5,
+                  whole_words: bool = True) -> LayerGuesses:
+    """The guesses for a word of ``text`` read from every layer at the piece before it, and the rank of the word's
+    first piece in each (as :func:`ctxmodels.analysis.fill_in.hidden_by_layer` follows a hidden word's)."""
+    words = words_of(model, text)
+    index = find_word(words, word, occurrence, getattr(model.tokenizer, "lowercase", False))
+    if MASK in words[:index]:
+        raise ValueError(f"a blank comes before {words[index]!r}, and a left-to-right model reads the words before a "
+                         "word as they are written: fill in the blank first")
+    enc, position, probs = _lens(model, words[:index + 1], index, f"the word {words[index]!r}")
+    allowed = allowed_guesses(model.tokenizer, probs.shape[-1], whole_words).to(probs.device)
+    return layer_guesses(model.layer_names, probs, model.tokenizer.id_to_token, allowed, top_k,
+                         answer=enc.ids[position + 1])

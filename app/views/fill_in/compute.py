@@ -154,8 +154,24 @@ def answers(model_id: str, text: str, hidden: Hidden | None, k: int, whole_words
     return guesses(model_id, text, k, whole_words) if hidden is None else score(model_id, text, *hidden, k, whole_words)
 
 
+@memo(max_entries=256)
+def before_blank_by_layer(model_id: str, text: str, whole_words: bool) -> dict:
+    return next_word.blank_by_layer(get_model(model_id), text, top_k=LENS_GUESSES, whole_words=whole_words).to_dict()
+
+
+@memo(max_entries=256)
+def before_word_by_layer(model_id: str, text: str, word: str, occurrence: int, whole_words: bool) -> dict:
+    return next_word.word_by_layer(get_model(model_id), text, word, occurrence=occurrence, top_k=LENS_GUESSES,
+                                   whole_words=whole_words).to_dict()
+
+
 def layers_read(model_id: str, text: str, hidden: Hidden | None, blank: int, whole_words: bool) -> dict:
-    """The guesses the head reads from every layer at the blank (or at the hidden word)."""
+    """The guesses the head reads from every layer at the blank (or at the hidden word; a left-to-right model: at
+    the word before it)."""
+    if left_to_right(model_id):
+        if hidden is None:
+            return before_blank_by_layer(model_id, text, whole_words)
+        return before_word_by_layer(model_id, text, *hidden, whole_words)
     if hidden is not None:
         return hidden_by_layer(model_id, text, *hidden, whole_words)
     return by_layer(model_id, text, blank, whole_words)

@@ -231,7 +231,9 @@ def layer_charts(places: dict, computed: dict, checked: str, whole_words: bool,
                      data=lambda result=result, name=label(model_id), blank=i + 1:
                      compute.layers_frame(result, name, blank))
                 ranks = ", ".join(f"{r:,}" for r in result["answer_ranks"])
-                st.caption(TEXT["by_layer"].format(where="the blank" if hidden is None else "the hidden word",
+                where = "the blank" if hidden is None else "the hidden word"
+                where = f"the word before {where}" if model_id in gpt_ids else where
+                st.caption(TEXT["by_layer"].format(where=where,
                                                    what=compute.layers_answer(result, hidden), ranks=ranks))
 
 
@@ -358,22 +360,20 @@ def fill_in_view() -> None:
             continue
         with col, guard(label(model_id)):
             charts = guess_charts if hidden is None else score_charts
-            drawn = charts(model_id, computed[model_id], scale)
-            if model_id not in gpt_ids:
-                places[model_id] = drawn
-                continue
-            st.caption(left_to_right_line(checked, hidden))  # under its bars: both columns' bars start level
-            if s.why or s.lens or (s.compare is not None and hidden is None):
-                st.caption(TEXT["left_to_right_extras"])
+            places[model_id] = charts(model_id, computed[model_id], scale)
+            if model_id in gpt_ids:
+                st.caption(left_to_right_line(checked, hidden))  # under its bars: both columns' bars start level
+                if s.why or (s.compare is not None and hidden is None):
+                    st.caption(TEXT["left_to_right_extras"])
     if len(computed) > 1:
         st.caption("The models' bars for a blank share one scale, so their lengths compare across the columns.")
     published_offer("fill")  # models that read today's English, where the operator allows downloads
     if s.compare is not None:
-        compare_charts(cols, [m for m in s.models if m in places], checked, s.compare, s)
+        compare_charts(cols, [m for m in s.models if m in places and m not in gpt_ids], checked, s.compare, s)
     if s.lens:
         layer_charts(places, computed, checked, s.whole_words, hidden)
     if s.why:
-        explain_each(places, computed, checked, hidden, s)
+        explain_each({m: p for m, p in places.items() if m not in gpt_ids}, computed, checked, hidden, s)
 
 
 fill_in_view()
