@@ -135,8 +135,12 @@ def test_back_after_showing_one_occurrence_returns_to_the_whole_cloud(server, br
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     settle(page)
     test_browser.open_controls(page)
-    page.get_by_role("combobox", name="Show only one occurrence and its nearest").click()
-    page.locator('[role="option"]').nth(2).click()  # occurrence 2
+    box = page.get_by_role("combobox", name="Show only one occurrence and its nearest")
+    box.scroll_into_view_if_needed()
+    box.click()
+    page.keyboard.type("2. ")  # the picker filters the sentences: "2. " first matches occurrence 2
+    page.wait_for_selector('[role="option"]', timeout=30_000)
+    page.keyboard.press("Enter")
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => p.data.some("
                            "t => t.name === 'occurrence 2'))", timeout=60_000)
     settle(page)
