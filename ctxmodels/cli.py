@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import signal
 import sys
+import threading
 import warnings
 
 from .commands import COMMANDS, show_ranges
@@ -20,8 +22,17 @@ def _selected(argv: list[str]) -> str:
     return words[0] if words else ""
 
 
+def _interruptible() -> None:
+    """Ctrl-C (SIGINT) stops a run cleanly with a checkpoint, also when the process was started with SIGINT ignored
+    (a shell starts a background job, `cmd &`, that way, and the app's training jobs inherit it from a server started
+    so): the app's Cancel sends SIGINT and must be heard."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _interruptible()
     parser = argparse.ArgumentParser(
         prog="ctxmodels", description="Train, load and look inside ELMo, BERT and static word vectors."
     )

@@ -5,6 +5,7 @@ heavy computations are bounded (app/kit/limits.py); the long-lived heap stays ou
 from __future__ import annotations
 
 import gc
+import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +20,9 @@ from tests.app_fixtures import page, texts
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]  # stands in for the trainer: runs until cancelled
+# stands in for the trainer: runs until cancelled, and hears SIGINT however the suite was started (as ctxmodels.cli)
+SLEEPER = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "time.sleep(120)"]
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
@@ -239,3 +242,17 @@ def test_settle_freezes_what_lasts_after_a_warm_up():
         memory.settle_after(None)  # no warm-up (CTXMODELS_APP_WARMUP=0): nothing to wait for
     finally:
         gc.unfreeze()
+
+
+def test_a_job_started_with_sigint_ignored_still_hears_cancel():
+    """A server started in the background (`streamlit run ... &`) passes SIGINT ignored to its jobs; ctxmodels' own
+    command line takes it back, so Cancel (SIGINT) still stops a training run."""
+    code = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); from ctxmodels.cli import "
+            "_interruptible; _interruptible(); print('ready', flush=True); time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) != 0  # KeyboardInterrupt, not the two minutes' sleep
+    finally:
+        proc.kill()
