@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reproduce the four shipped models (assets/minilm-eltec, bert-eltec, elmo-eltec, static-eltec) and their measured
-# cards, the compact SemCor copy (assets/semcor) and the fine-tuned example (assets/bert-eltec-pos).
+# Reproduce the four shipped models (assets/minilm-eltec, bert-eltec, elmo-eltec, static-eltec), the successors
+# (assets/successors/) and their measured cards, the compact SemCor copy (assets/semcor) and the fine-tuned example
+# (assets/bert-eltec-pos).
 #
 #   bash assets/reproduce.sh            # train (or resume) in runs/, ship to assets/, measure, write the cards
 #   STAGE=measure bash assets/reproduce.sh   # only ship + measure + cards, from finished runs
@@ -202,3 +203,17 @@ if [ "$STAGE" = all ]; then
       --threads 1 --no-progress $([ -f "$RUNS/bert-eltec-pos/run.json" ] && echo --resume || true)
 fi
 $CLI ship --fp32 "$RUNS/bert-eltec-pos" assets/bert-eltec-pos
+
+# BERT's successors (assets/successors/): BERT, RoBERTa, ALBERT, ELECTRA and a GPT trained from random weights to
+# the same compute (3,000 BERT steps' operations each, counted per step), snapshots measured for docs/successors.md,
+# then the four successors shipped (fp16) with cards saying how they were made, measured, and carded. The bench
+# keeps its runs in runs/objectives and resumes where it stopped.
+PYTHON_BIN=${PYTHON:-python}
+[ "$STAGE" = all ] && CTXMODELS_DATA="$DATA" $PYTHON_BIN bench/bench_objectives.py --budget 3000
+$PYTHON_BIN bench/bench_objectives.py --phase ship --kinds roberta albert electra gpt
+SUCCESSORS=(--model roberta-eltec --model albert-eltec --model electra-eltec --model gpt-eltec)
+$CLI quality "${SUCCESSORS[@]}" --corpus "$CORPUS" --semcor assets/semcor --no-probes --threads 2 \
+  --out assets/successors/quality.json
+$CLI ship --cards assets/successors/quality.json --command "ctxmodels quality ${SUCCESSORS[*]} --corpus $CORPUS \
+--semcor assets/semcor --no-probes --out assets/successors/quality.json" assets/successors/roberta-eltec \
+  assets/successors/albert-eltec assets/successors/electra-eltec assets/successors/gpt-eltec

@@ -171,8 +171,11 @@ def tokens_seen(kind: str, args: argparse.Namespace, step: int) -> int | None:
     return seen[-1] if seen else None
 
 
-def pos_accuracy(model: Path, args: argparse.Namespace) -> dict:
-    """Part-of-speech fine-tuning of ``model`` for ``--pos-steps`` steps: SemCor's dev and test accuracy."""
+def pos_accuracy(model: Path, args: argparse.Namespace) -> dict | None:
+    """Part-of-speech fine-tuning of ``model`` for ``--pos-steps`` steps: SemCor's dev and test accuracy (None for a
+    GPT: ``ctxmodels finetune`` does not fine-tune a left-to-right model yet)."""
+    if json.loads((model / "config.json").read_text()).get("model_type") == "gpt2":
+        return None
     out = model.with_name(model.name + "-pos")
     if not (out / "finetune.json").exists():
         shutil.rmtree(out, ignore_errors=True)
@@ -220,7 +223,7 @@ def measure_kind(kind: str, args: argparse.Namespace, state: dict) -> None:
 
 def guess_accuracy(kind: str, evaluation: dict) -> float | None:
     """Held-out guesses right: masked words (BERT's, ELECTRA's generator's) or the next word (a GPT)."""
-    return evaluation.get("mlm_accuracy", evaluation.get("generator_accuracy", evaluation.get("top1")))
+    return evaluation.get("mlm_accuracy", evaluation.get("gen_top1", evaluation.get("top1")))
 
 
 def result_rows(state: dict) -> list[dict]:
@@ -237,8 +240,9 @@ def print_table(rows: list[dict]) -> None:
         guess = f"{100 * r['guess_accuracy']:.1f}%" if r["guess_accuracy"] is not None else "-"
         best = r["senses"]["best_macro_f1"]
         sense = f"{100 * best:.1f}% {r['senses']['best_layer']}" if best is not None else "-"
+        pos = f"{100 * r['pos']['test']['accuracy']:.1f}%" if r["pos"] else "-"
         print(f"{r['kind']:9} {r['step']:>5}/{r['steps']:<5} {r['flops'] / 1e12:6.1f} {seen:>6} {guess:>8} "
-              f"{100 * r['pos']['test']['accuracy']:8.1f}% {sense:>16}")
+              f"{pos:>9} {sense:>16}")
 
 
 def report(args: argparse.Namespace, state: dict, command: str) -> None:
@@ -258,6 +262,55 @@ def report(args: argparse.Namespace, state: dict, command: str) -> None:
 
         figure = json.loads(objectives_by_compute(rows).to_json())
         photograph({args.figure.stem: figure}, args.figure.parent, 1100)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# shipping the finished runs as assets/successors/KIND-eltec (then `ctxmodels quality` and `ship --cards`)
+
+
+def started_as(kind: str, args: argparse.Namespace) -> str:
+    """The command that started the kind's run, with this machine's folders taken out."""
+    first = json.loads((args.out / "runs" / kind / "metrics.jsonl").read_text().splitlines()[0])
+    return without_folders(first["command"], args).split(" --stop-at")[0]
+
+
+def without_folders(text: str, args: argparse.Namespace) -> str:
+    """``text`` with this machine's folders written as a checkout's (the corpus beside it in ../shared)."""
+    return text.replace(str(args.corpus), "../shared/data/corpus/eltec-eng.txt").replace(str(ROOT) + "/", "")
+
+
+def card_intro(kind: str, args: argparse.Namespace, state: dict) -> str:
+    steps, _ = plan(kind, args, state)
+    budget = args.budget * state["flops"]["bert"]
+    return (f"# {kind}-eltec: a small {OBJECTIVE_TITLES[kind]} trained with ctxmodels on ELTeC-eng novels\n\n"
+            f"One of the objectives that came after BERT, trained from random weights to the same compute as the "
+            f"others by `python bench/bench_objectives.py` ({budget / 1e12:.1f} TFLOP: {args.budget:,} steps of "
+            f"BERT's; this kind's step costs {state['flops'][kind] / 1e9:.1f} GFLOP, so {steps:,} steps), on one "
+            f"CPU thread. Started as `{started_as(kind, args)}` (stopped at snapshots and resumed; the schedule ran "
+            f"to its end). A small model trained briefly: its guesses are rough, and it is here to show how its "
+            f"objective works (the How they learn page), not to be used for a task. Weights stored in fp16 (every "
+            f"loader widens them to float32).\n\n")
+
+
+OBJECTIVE_TITLES = {"roberta": "RoBERTa (masked words only)", "albert": "ALBERT (masked words + sentence order)",
+                    "electra": "ELECTRA (replaced-token detection; its generator in generator/)",
+                    "gpt": "GPT (a left-to-right language model)"}
+
+
+def ship_kind(kind: str, args: argparse.Namespace, state: dict) -> None:
+    from ctxmodels.release.shipping import ship
+
+    steps, _ = plan(kind, args, state)
+    if not (args.out / "snapshots" / kind / f"step-{steps}").exists():
+        print(f"{kind}: not finished, not shipped")
+        return
+    folder = ROOT / "assets" / "successors" / f"{kind}-eltec"
+    ship(args.out / "runs" / kind, folder)
+    card = folder / "README.md"
+    text = card.read_text(encoding="utf-8")
+    text = without_folders(text.replace("# ", "## Training run: ", 1), args)
+    card.write_text(card_intro(kind, args, state) + text, encoding="utf-8")
+    print(f"{kind}: shipped to {folder}")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -308,7 +361,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--pos-steps", type=int, default=300)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--phase", choices=("all", "flops", "train", "measure", "report"), default="all")
+    p.add_argument("--phase", choices=("all", "flops", "train", "measure", "report", "ship"), default="all",
+                   help="ship: copy the finished runs to assets/successors/KIND-eltec (fp16) with a card saying how "
+                        "they were made (not part of all)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "objectives.json")
     p.add_argument("--figure", type=Path, default=ROOT / "docs" / "images" / "objectives-by-compute.png",
                    help="where the figure's picture goes (Chromium photographs it); '' for none")
@@ -334,6 +389,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.phase in ("all", "measure"):
         for kind in kinds:
             measure_kind(kind, args, state)
+    if args.phase == "ship":
+        for kind in kinds:
+            if kind != "bert":
+                ship_kind(kind, args, state)
+        return
     report(args, state, state.get("command", ""))
 
 

@@ -19,7 +19,7 @@ OBJECTIVES = {"bert": "BERT (masked words + next sentence)", "roberta": "RoBERTa
 #: (title, the row's value) for each panel
 PANELS = (
     ("Held-out guesses right", lambda r: r.get("guess_accuracy")),
-    ("Part of speech after fine-tuning", lambda r: r["pos"]["test"]["accuracy"]),
+    ("Part of speech after fine-tuning", lambda r: r["pos"]["test"]["accuracy"] if r.get("pos") else None),
     ("Word senses, best layer (macro-F1)", lambda r: r["senses"]["best_macro_f1"]),
 )
 
