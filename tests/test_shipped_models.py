@@ -44,7 +44,7 @@ def models() -> dict:
 
 def test_assets_stay_small():
     total = sum(f.stat().st_size for f in ASSETS.rglob("*") if f.is_file())
-    assert total < 120e6, f"assets/ holds {total / 1e6:.1f} MB: the ceiling is 120 MB"
+    assert total < 150e6, f"assets/ holds {total / 1e6:.1f} MB: the ceiling is 150 MB"
 
 
 def test_each_model_loads_by_name_and_reports_its_layers(models):

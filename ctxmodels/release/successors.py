@@ -315,6 +315,9 @@ def heldout_part(entry: dict[str, Any], held: dict[str, Any], fp32: dict[str, An
         if key not in held:
             continue
         fmt = (lambda v: f"{v:.1f}") if key.endswith("ppl") else _pct
+        # every piece called original: right on all but the replaced ones, so no "replaced" call to be right
+        if key == "disc_precision" and abs(held.get("disc_accuracy", 0) + held.get("replaced", 0) - 1) < 1e-9:
+            fmt = (lambda v: "– (no piece called replaced)")  # noqa: E731 - precision of no calls is undefined
         parts.append(f"| {label} | {fmt(held[key])} |" + (f" {fmt(fp32[key])} |" if fp32 and key in fp32
                                                             else " – |" if fp32 else ""))
     return parts + [""] + _same_run(entry, training, command)
