@@ -403,6 +403,6 @@ def occurrence_vectors(
                          f"all {len(finite)} occurrences came out empty (NaN)")
     if not finite.all():
         warnings.warn(f"{int((~finite).sum())} of {len(finite)} occurrences of {target!r} have no vector in "
-                      f"{model.name} (a word it does not know, or past the longest text it reads): they are left out (their "
-                      "rows are NaN)", stacklevel=2)
+                      f"{model.name} (a word it does not know, or past the longest text it reads): they are left out "
+                      "(their rows are NaN)", stacklevel=2)
     return result
