@@ -145,35 +145,35 @@ def bert_options(p: argparse.ArgumentParser) -> None:
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 
 
-def roberta_options(p: argparse.ArgumentParser) -> None:
+def packed_options(p: argparse.ArgumentParser, kind: str, masked: bool = True):
+    """The options every transformers kind trained here shares (train roberta, albert, electra, gpt): the common
+    ones with BERT's learning rates by preset, the word-piece options and, for a masked LM, the masking options.
+    Returns the kind's option type maker (``T("field")``) for its own options."""
     from ..training.bert_task import DEFAULT_LR
 
-    S = settings_class("roberta")
-    T = _typer(S)
+    T = _typer(settings_class(kind))
     lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
-    add_common_arguments(p, "roberta", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
-    piece_options(p, "roberta")
-    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
-                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
-    p.add_argument("--whole-word-masking", action="store_true", default=None,
-                   help="mask all pieces of a word together")
+    add_common_arguments(p, kind, {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
+    piece_options(p, kind)
+    if masked:
+        p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
+                       help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
+        p.add_argument("--whole-word-masking", action="store_true", default=None,
+                       help="mask all pieces of a word together")
+    return T
+
+
+def roberta_options(p: argparse.ArgumentParser) -> None:
+    T = packed_options(p, "roberta")
     p.add_argument("--static-masking", type=T("static_masking"), default=None, metavar="N",
                    help="draw each sequence's masks once and reuse them for N epochs, as the original BERT data "
                         "did (default 0: dynamic masking, a new draw every time a sequence is seen)")
 
 
 def electra_options(p: argparse.ArgumentParser) -> None:
-    from ..training.bert_task import DEFAULT_LR
     from ..training.electra_task import FRACTION, ElectraSettings, fraction_problem
 
-    T = _typer(ElectraSettings)
-    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
-    add_common_arguments(p, "electra", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
-    piece_options(p, "electra")
-    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
-                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
-    p.add_argument("--whole-word-masking", action="store_true", default=None,
-                   help="mask all pieces of a word together")
+    T = packed_options(p, "electra")
 
     def fraction(text: str) -> float:
         try:
@@ -196,17 +196,7 @@ def electra_options(p: argparse.ArgumentParser) -> None:
 
 
 def albert_options(p: argparse.ArgumentParser) -> None:
-    from ..training.albert_task import AlbertSettings
-    from ..training.bert_task import DEFAULT_LR
-
-    T = _typer(AlbertSettings)
-    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
-    add_common_arguments(p, "albert", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
-    piece_options(p, "albert")
-    p.add_argument("--max-predictions", type=T("max_predictions"), default=None,
-                   help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
-    p.add_argument("--whole-word-masking", action="store_true", default=None,
-                   help="mask all pieces of a word together")
+    T = packed_options(p, "albert")
     p.add_argument("--embedding-size", type=T("embedding_size"), default=None, metavar="E",
                    help="width of the word-piece embeddings, projected to the hidden size (factorised embeddings; "
                         "default half the preset's hidden size, at most 128: 64 for tiny, 128 from mini on)")
@@ -216,11 +206,7 @@ def albert_options(p: argparse.ArgumentParser) -> None:
 
 
 def gpt_options(p: argparse.ArgumentParser) -> None:
-    from ..training.bert_task import DEFAULT_LR
-
-    lrs = ", ".join(f"{preset} {lr:g}" for preset, lr in DEFAULT_LR.items())
-    add_common_arguments(p, "gpt", {"lr": f"by preset: {lrs}", "warmup": "10%% of --steps, at most 10000"})
-    piece_options(p, "gpt")
+    packed_options(p, "gpt", masked=False)
     masked = "a GPT predicts every next word from the words before it: nothing is masked"
     for option, reason in (("--max-predictions", masked), ("--whole-word-masking", masked),
                            ("--static-masking", masked),
