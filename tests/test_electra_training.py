@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
-from ctxmodels import cli
 from ctxmodels.training.bert_data import IGNORE_INDEX
 from ctxmodels.training.electra_task import (
     GENERATOR,
@@ -21,39 +19,11 @@ from ctxmodels.training.electra_task import (
     replaced_token_labels,
 )
 from ctxmodels.training.trainer import Trainer
-from tests.helpers import synthetic_corpus
+from tests import lm_fixtures
 
-TINY = ["--preset", "tiny", "--max-seq-len", "32", "--batch-size", "4", "--eval-sequences", "4", "--no-progress",
-        "--threads", "1", "--log-every", "1", "--eval-every", "0"]
-
-
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("corpus") / "synthetic.txt"
-    path.write_text(synthetic_corpus(n_docs=6, paragraphs=6), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory, corpus_file) -> Path:
-    from ctxmodels.text import read_documents
-    from ctxmodels.tokenization import WordPieceTokenizer
-
-    out = tmp_path_factory.mktemp("tokenizer")
-    WordPieceTokenizer.train([p for d in read_documents(corpus_file) for p in d], vocab_size=150).save(out)
-    return out
-
-
-@pytest.fixture(autouse=True)
-def _restore_torch_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def train(argv: list[str], capsys) -> tuple[int, str]:
-    rc = cli.main(argv)
-    return rc, capsys.readouterr().err
+TINY, train = lm_fixtures.TINY, lm_fixtures.train
+corpus_file, tokenizer_dir = lm_fixtures.corpus_file, lm_fixtures.tokenizer_dir  # module fixtures
+_restore_torch_threads = lm_fixtures._restore_torch_threads  # autouse
 
 
 def tiny_pair(disc_weight: float = 50.0) -> ElectraPair:
