@@ -104,22 +104,30 @@ def checked_text(text: str, what: str = "The sentence") -> str | None:
 
 
 # -- BERT's corruption ---------------------------------------------------------------------------------------------
-def corruption_part(mlms: list[str]) -> None:
+def draw_controls(key: str, models: list[str], model_help: str, seed_help: str, done: str) -> DrawState | None:
+    """The sentence, a model among ``models`` (in ``key``), the draw's seed and the whole-word switch, as BERT's
+    corruption and ELECTRA share them; None when the sentence is not usable (said on the page)."""
     text = sentence_row(with_draw=True)
     box = controls(summary=summary("corruption", st.session_state["learn_seed"], st.session_state["learn_wwm"],
-                                   label(st.session_state.get("learn_bert") or first_choice(mlms))))
+                                   label(st.session_state.get(key) or first_choice(models))))
     c1, c2, c3 = box.columns([2, 2, 2], vertical_alignment="bottom")
-    bert = model_choice(c1, "learn_bert", mlms, "Model", "A model with a masked-LM head: it guesses hidden pieces.")
+    model = model_choice(c1, key, models, "Model", model_help)
     seed = int(c2.number_input("Seed of the draw", **SEED, step=1, key="learn_seed", persist_state="session",
-                               help="The same seed gives the same draw: the link keeps it."))
+                               help=seed_help))
     wwm = c3.toggle("Whole-word masking", key="learn_wwm", persist_state="session",
-                    help="Choose whole words: all pieces of a word are hidden together.")
+                    help=f"Choose whole words: all pieces of a word are {done} together.")
     preset_box(box)
     to_url("learn_seed", "learn_wwm")
     checked = checked_text(text)
-    if checked is None:
+    return None if checked is None else DrawState(model, checked, seed, wwm)
+
+
+def corruption_part(mlms: list[str]) -> None:
+    s = draw_controls("learn_bert", mlms, "A model with a masked-LM head: it guesses hidden pieces.",
+                      "The same seed gives the same draw: the link keeps it.", "hidden")
+    if s is None:
         return
-    s = DrawState(bert, checked, seed, wwm)
+    seed = s.seed
     name = label(s.model)
     c = None
     with guard(name), limits.heavy(f"{name}'s guesses"):
@@ -219,21 +227,11 @@ def electra_part(found: list[str]) -> None:
     if not found:
         st.info(TEXT["no_electra"])
         return
-    text = sentence_row(with_draw=True)
-    box = controls(summary=summary("corruption", st.session_state["learn_seed"], st.session_state["learn_wwm"],
-                                   label(st.session_state.get("learn_electra") or found[0])))
-    c1, c2, c3 = box.columns([2, 2, 2], vertical_alignment="bottom")
-    model = model_choice(c1, "learn_electra", found, "Model", "An ELECTRA discriminator with its generator.")
-    seed = int(c2.number_input("Seed of the draw", **SEED, step=1, key="learn_seed", persist_state="session",
-                               help="The same seed gives the same draw and the same samples: the link keeps it."))
-    wwm = c3.toggle("Whole-word masking", key="learn_wwm", persist_state="session",
-                    help="Choose whole words: all pieces of a word are replaced together.")
-    preset_box(box)
-    to_url("learn_seed", "learn_wwm")
-    checked = checked_text(text)
-    if checked is None:
+    s = draw_controls("learn_electra", found, "An ELECTRA discriminator with its generator.",
+                      "The same seed gives the same draw and the same samples: the link keeps it.", "replaced")
+    if s is None:
         return
-    s = DrawState(model, checked, seed, wwm)
+    seed = s.seed
     name = label(s.model)
     r = None
     with guard(name), limits.heavy(f"{name}'s replacements"):
