@@ -15,6 +15,7 @@ from ctxmodels import cli
 from ctxmodels.checkpoint import read_json
 from ctxmodels.release import successors
 from ctxmodels.release.report_shape import check_report
+from tests import lm_fixtures
 from tests.helpers import synthetic_corpus
 
 KINDS = ("roberta", "albert", "electra", "gpt")
@@ -23,18 +24,8 @@ TINY = ["--preset", "tiny", "--max-seq-len", "32", "--batch-size", "4", "--eval-
         "--no-progress", "--threads", "1", "--log-every", "1", "--eval-every", "0", "--vocab-size", "150"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_torch_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("corpus") / "synthetic.txt"
-    path.write_text(synthetic_corpus(n_docs=6, paragraphs=6), encoding="utf-8")
-    return path
+corpus_file = lm_fixtures.corpus_file  # a module fixture
+_restore_torch_threads = lm_fixtures._restore_torch_threads  # autouse
 
 
 @pytest.fixture(scope="module")
