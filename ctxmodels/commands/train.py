@@ -141,6 +141,7 @@ def bert_options(p: argparse.ArgumentParser) -> None:
                         "of noise (they still train; the checkpoint format is unchanged)")
     p.add_argument("--whole-word-masking", action="store_true", default=None,
                    help="mask all pieces of a word together")
+    mask_split_option(p)
     p.add_argument("--eval-sequences", type=T("eval_sequences"), default=None,
                    help="held-out sequences per evaluation, 0 = no evaluation" + _default(S, "eval_sequences", {}))
 
@@ -160,7 +161,24 @@ def packed_options(p: argparse.ArgumentParser, kind: str, masked: bool = True):
                        help="most masked pieces per sequence (default 15%% of --max-seq-len, i.e. 20 for 128)")
         p.add_argument("--whole-word-masking", action="store_true", default=None,
                        help="mask all pieces of a word together")
+        mask_split_option(p)
     return T
+
+
+def mask_split_option(p: argparse.ArgumentParser) -> None:
+    """``--mask-split MASK/RANDOM/KEEP`` of the masked LMs, stored as run.json writes it (``"85/0/15"``)."""
+    from ..masking import format_mask_split, parse_mask_split
+
+    def split(text: str) -> str:
+        try:
+            return format_mask_split(parse_mask_split(text))
+        except ValueError as e:  # argparse names the option itself
+            raise argparse.ArgumentTypeError(str(e).removeprefix("--mask-split ")) from None
+
+    p.add_argument("--mask-split", type=split, default=None, metavar="MASK/RANDOM/KEEP",
+                   help="of the chosen pieces, the percentages that become [MASK], a random piece and stay as they "
+                        "are (default 80/10/10, BERT's, for every kind, so that they are corrupted alike; ELECTRA's "
+                        "released code feeds its generator 85/0/15)")
 
 
 def roberta_options(p: argparse.ArgumentParser) -> None:
@@ -209,7 +227,7 @@ def gpt_options(p: argparse.ArgumentParser) -> None:
     packed_options(p, "gpt", masked=False)
     masked = "a GPT predicts every next word from the words before it: nothing is masked"
     for option, reason in (("--max-predictions", masked), ("--whole-word-masking", masked),
-                           ("--static-masking", masked),
+                           ("--static-masking", masked), ("--mask-split", masked),
                            ("--nsp", "a GPT has no next-sentence prediction; train bert has it"),
                            ("--sop", "a GPT has no sentence-order prediction")):
         p.add_argument(option, nargs="?", action=_refused(reason), help=argparse.SUPPRESS)

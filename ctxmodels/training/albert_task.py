@@ -1,7 +1,7 @@
 """``ctxmodels train albert``: transformers' ``AlbertForPreTraining`` trained by the shared trainer on a masked LM
-(15%, 80/10/10, as BERT) plus sentence-order prediction (SOP): two consecutive segments of one document, in their
-order (label 0) or swapped (label 1), 50/50 — BERT's sentence pairs (:class:`.bert_data.PretrainingData` with
-``sentence_order``) with the swap in place of the random second segment.
+(15%, 80/10/10 as BERT, or the run's ``--mask-split``) plus sentence-order prediction (SOP): two consecutive
+segments of one document, in their order (label 0) or swapped (label 1), 50/50 — BERT's sentence pairs
+(:class:`.bert_data.PretrainingData` with ``sentence_order``) with the swap in place of the random second segment.
 
 ALBERT's two savings are settings: ``--embedding-size E`` (factorised embeddings: word pieces are E wide and
 projected to the hidden size, V·E + E·H weights instead of V·H; default half the hidden size, at most 128, as
@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..bounds import Bound, int_range
+from ..masking import describe_mask_split
 from .bert_corpus import prepare_on_every_rank
 from .bert_data import IGNORE_INDEX, MLM_PROBABILITY, PretrainingData, VocabInfo
 from .lm_task import LanguageModelTask, PackedSettings, check_sequence_length
@@ -91,7 +92,7 @@ class AlbertTask(LanguageModelTask):
 
     def objective(self) -> str:
         s = self.settings
-        return (f"{MLM_PROBABILITY:.0%} of pieces masked (80% [MASK] / 10% random / 10% kept, at most "
+        return (f"{MLM_PROBABILITY:.0%} of pieces masked ({describe_mask_split(s.mask_shares)}, at most "
                 f"{s.max_predictions}{', whole words' * s.whole_word_masking}), a new draw every epoch; plus "
                 "sentence order: segment A then its continuation B (label 0) or the two swapped (label 1), 50/50")
 
@@ -160,7 +161,7 @@ def pair_options(settings: AlbertSettings) -> dict[str, Any]:
     pairs with)."""
     return dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
                 batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed,
-                sentence_order=True)
+                sentence_order=True, mask_split=settings.mask_shares)
 
 
 def build_task(settings: AlbertSettings, out: str | Path, resume: bool = False) -> tuple[AlbertTask, TrainConfig]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..masking import MLM_PROBABILITY, VocabInfo, mask_tokens
+from ..masking import MASK_SPLIT, MLM_PROBABILITY, VocabInfo, mask_tokens
 from ..text import CorpusError
 from .bert_corpus import (
     PreparedData,
@@ -93,6 +93,7 @@ class PretrainingData:
     ``data_seed`` (default ``seed``) seeds the epochs' order and the training batches' masks and pairs; ``seed``
     the packing into sequences and the fixed evaluation set. ``sentence_order``: ALBERT's sentence-order pairs
     (label 1: A and B swapped, as transformers' ``sentence_order_label``) instead of next-sentence pairs.
+    ``mask_split``: the percentages of the chosen pieces that become [MASK], a random piece and stay the same.
     """
 
     def __init__(
@@ -110,6 +111,7 @@ class PretrainingData:
         name: str = "corpus",
         data_seed: int | None = None,
         sentence_order: bool = False,
+        mask_split: tuple[int, int, int] = MASK_SPLIT,
     ):
         if max_seq_len < 5:
             raise ValueError(f"--max-seq-len must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_len}")
@@ -120,7 +122,7 @@ class PretrainingData:
         self.whole_word_masking, self.seed, self.mlm_probability = whole_word_masking, seed, mlm_probability
         self.order_seed = seed if data_seed is None else data_seed
         self.max_tokens = max_seq_len - 3
-        self.sentence_order = sentence_order
+        self.sentence_order, self.mask_split = sentence_order, mask_split
         self.label_key = "sentence_order_label" if sentence_order else "next_sentence_label"
         self.pool = docs if random_pool is None else random_pool
         self._exclude_own = random_pool is None and not sentence_order
@@ -229,7 +231,7 @@ class PretrainingData:
             word_start = ~v.continuation[ids]
             word_start[[1, len(a) + 2]] = True  # a segment always starts a word (B is never empty)
         masked, positions, labels = mask_tokens(
-            ids, maskable, rng, v, self.max_predictions, word_start, self.mlm_probability
+            ids, maskable, rng, v, self.max_predictions, word_start, self.mlm_probability, self.mask_split
         )
         return Example(masked, type_ids, positions, labels, is_random, chunk)
 

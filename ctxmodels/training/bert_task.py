@@ -20,6 +20,7 @@ from torch import nn
 
 from ..bounds import Bound, float_range, int_range
 from ..checkpoint import CheckpointError, load_tensors, read_json
+from ..masking import MASK_SPLIT, describe_mask_split, format_mask_split, parse_mask_split
 from ..text import CorpusError
 from ..tokenization import SPECIAL_TOKENS
 from .bert_corpus import batch_encoder, prepare_on_every_rank, tokenize_documents
@@ -70,6 +71,8 @@ class BertSettings(RunSettings):
     batch_size: int = 32
     max_predictions: int | None = None  # 15% of max_seq_len, rounded up: 20 for 128, as in BERT
     whole_word_masking: bool = False
+    # of the chosen pieces, percent [MASK] / random / kept (a string, as run.json stores it and --mask-split takes it)
+    mask_split: str = format_mask_split(MASK_SPLIT)
     dropout: float = 0.1
     sinusoidal_positions: bool = False
     init_from: str | None = None  # an earlier run's model to start from (continued pre-training)
@@ -83,6 +86,7 @@ class BertSettings(RunSettings):
             raise ValueError(f"unknown --preset {self.preset!r}; choose one of {', '.join(DEFAULT_LR)}")
         if self.max_predictions is None:
             self.max_predictions = math.ceil(MLM_PROBABILITY * self.max_seq_len)
+        self.mask_split = format_mask_split(parse_mask_split(self.mask_split))
         if self.lr is None:
             # A pre-trained start (its own size) gets the BERT papers' rate for further pre-training.
             self.lr = DEFAULT_LR[self.preset] if self.preset else INIT_LR
@@ -91,6 +95,11 @@ class BertSettings(RunSettings):
         if self.max_predictions > self.max_seq_len:
             raise ValueError(f"--max-predictions {self.max_predictions} is more than the pieces in a sequence "
                              f"(--max-seq-len {self.max_seq_len})")
+
+    @property
+    def mask_shares(self) -> tuple[int, int, int]:
+        """``mask_split`` as numbers: the percentages [MASK] / random / kept."""
+        return parse_mask_split(self.mask_split)
 
     @classmethod
     def legacy(cls, out: Path) -> dict[str, Any] | None:
@@ -268,7 +277,7 @@ in {m['train_sentences']:,} sentences |
 | held-out documents | {', '.join(map(str, m['heldout_indices'])) or 'none'} (0-based, in corpus order; \
 {m['heldout_tokens']:,} word pieces) |
 | sequences | up to {s.max_seq_len} pieces, batch {s.batch_size}, {MLM_PROBABILITY:.0%} masked (at most \
-{s.max_predictions} a sequence; 80% [MASK] / 10% random / 10% kept){', whole-word masking' * s.whole_word_masking} |
+{s.max_predictions} a sequence; {describe_mask_split(s.mask_shares)}){', whole-word masking' * s.whole_word_masking} |
 | held-out evaluation | {s.eval_sequences} fixed sequences from the held-out documents, masked as in training |
 {order_row}"""
         if "eltec" in m["corpus"].lower():
@@ -343,7 +352,8 @@ def build_task(settings: BertSettings, out: str | Path, resume: bool = False
     tok = data.tokenizer
     vocab = VocabInfo.from_tokenizer(tok)
     common = dict(max_seq_len=settings.max_seq_len, max_predictions=settings.max_predictions,
-                  batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed)
+                  batch_size=settings.batch_size, whole_word_masking=settings.whole_word_masking, seed=settings.seed,
+                  mask_split=settings.mask_shares)
     train_name = Path(settings.corpus).name + (f" + {Path(settings.add_text).name}" if settings.add_text else "")
     train = PretrainingData(data.train, vocab, name=f"{train_name} (training documents)",
                             data_seed=settings.data_seed, **common)

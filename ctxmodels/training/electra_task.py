@@ -5,7 +5,8 @@ Two transformers models are trained together, in one forward (:class:`ElectraPai
 
 - the **generator**, ``ElectraForMaskedLM``, a fraction of the discriminator's width (``--generator-fraction``,
   default 1/4: the paper found 1/4 to 1/2 best; hidden size, feed-forward size and heads scaled, at least one head,
-  the same depth), is a masked LM on 15% of the pieces (80% [MASK] / 10% random / 10% kept);
+  the same depth), is a masked LM on 15% of the pieces (80% [MASK] / 10% random / 10% kept by default, as every
+  masked LM here; ``--mask-split 85/0/15`` is what the paper's released code feeds its generator);
 - its **samples** from its softmax at those positions (no gradient flows through the sampling) replace the
   original pieces, and the **discriminator**, ``ElectraForPreTraining``, says for every real (non-pad) piece
   whether it was replaced; a sample that happens to be the original word counts as original, as in the paper.
@@ -34,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..bounds import Bound, float_range
+from ..masking import describe_mask_split
 from .bert_corpus import prepare_on_every_rank
 from .bert_data import IGNORE_INDEX
 from .lm_task import (
@@ -240,7 +242,7 @@ class ElectraTask(LanguageModelTask):
     def objective(self) -> str:
         s = self.settings
         return (f"replaced-token detection: a generator {s.generator_fraction:g} as wide fills in 15% of pieces "
-                f"(80% [MASK] / 10% random / 10% kept, at most {s.max_predictions}; dynamic masking), its samples "
+                f"({describe_mask_split(s.mask_shares)}, at most {s.max_predictions}; dynamic masking), its samples "
                 f"replace them, and the discriminator tells every piece replaced or original; loss = generator MLM "
                 f"+ {s.disc_weight:g} x discriminator loss; embeddings shared")
 

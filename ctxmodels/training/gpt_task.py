@@ -36,6 +36,8 @@ class GptSettings(PackedSettings):
         if self.whole_word_masking:
             raise ValueError("--whole-word-masking does not fit a GPT: it predicts every next word, nothing is "
                              "masked")
+        if self.mask_split != type(self).mask_split:  # the field's default: a GPT run stores it untouched
+            raise ValueError("--mask-split does not fit a GPT: it predicts every next word, nothing is masked")
         super().check()
 
 

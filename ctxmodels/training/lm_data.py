@@ -6,11 +6,11 @@ Sentences follow each other in corpus order into sequences of up to ``max_seq_le
 (RoBERTa's ``<s> … </s>``), with an extra ``[SEP]`` where one document ends and the next begins. Unlike BERT's
 data (:mod:`.bert_data`) there are no sentence pairs and no next-sentence label.
 
-Masking is the 15% / 80-10-10 draw of :func:`.bert_data.mask_tokens`, seeded by (seed, sequence, draw): with
-dynamic masking (``static_masking`` 0) the draw is the epoch, so a sequence gets new masks every time it is seen;
-with ``static_masking`` N the draw is ``epoch // N``, so masks drawn once are reused for N epochs, as the original
-BERT data did (its corpus duplicated with 10 maskings). Every batch stays a pure function of (seeds, epoch, index),
-as the trainer's exact resume requires.
+Masking is the 15% draw of :func:`.bert_data.mask_tokens` (80/10/10, or the run's ``mask_split``), seeded by
+(seed, sequence, draw): with dynamic masking (``static_masking`` 0) the draw is the epoch, so a sequence gets new
+masks every time it is seen; with ``static_masking`` N the draw is ``epoch // N``, so masks drawn once are reused
+for N epochs, as the original BERT data did (its corpus duplicated with 10 maskings). Every batch stays a pure
+function of (seeds, epoch, index), as the trainer's exact resume requires.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import math
 import numpy as np
 import torch
 
+from ..masking import MASK_SPLIT
 from ..text import CorpusError
 from .bert_corpus import TokenizedDocuments
 from .bert_data import IGNORE_INDEX, MLM_PROBABILITY, VocabInfo, mask_tokens
@@ -55,12 +56,12 @@ class PackedData:
     def __init__(self, docs: TokenizedDocuments, vocab: VocabInfo, max_seq_len: int = 128, batch_size: int = 32,
                  mlm: bool = True, max_predictions: int = 20, static_masking: int = 0,
                  whole_word_masking: bool = False, seed: int = 0, data_seed: int | None = None,
-                 name: str = "corpus"):
+                 name: str = "corpus", mask_split: tuple[int, int, int] = MASK_SPLIT):
         if max_seq_len < 3:
             raise ValueError(f"--max-seq-len must be at least 3 ([CLS] a word [SEP]), got {max_seq_len}")
         self.docs, self.vocab, self.max_seq_len, self.batch_size = docs, vocab, max_seq_len, batch_size
         self.mlm, self.max_predictions, self.static_masking = mlm, max_predictions, static_masking
-        self.whole_word_masking, self.seed = whole_word_masking, seed
+        self.whole_word_masking, self.seed, self.mask_split = whole_word_masking, seed, mask_split
         self.order_seed = seed if data_seed is None else data_seed
         self.budget = max_seq_len - 2
         self.rows = pack_stream(docs, self.budget)
@@ -104,7 +105,7 @@ class PackedData:
         maskable &= ids != self.vocab.sep_id
         word_start = ~self.vocab.continuation[ids] if self.whole_word_masking else None
         masked, positions, originals = mask_tokens(ids, maskable, rng, self.vocab, self.max_predictions,
-                                                   word_start, MLM_PROBABILITY)
+                                                   word_start, MLM_PROBABILITY, self.mask_split)
         labels = np.full(len(ids), IGNORE_INDEX, np.int64)
         labels[positions] = originals
         return masked, labels

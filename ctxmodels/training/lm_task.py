@@ -223,7 +223,8 @@ def packed_options(settings: BertSettings, mlm: bool) -> dict[str, Any]:
     (and what ``ctxmodels quality`` draws a shipped model's held-out set with)."""
     return dict(max_seq_len=settings.max_seq_len, batch_size=settings.batch_size, mlm=mlm,
                 max_predictions=settings.max_predictions, whole_word_masking=settings.whole_word_masking,
-                static_masking=getattr(settings, "static_masking", 0), seed=settings.seed)
+                static_masking=getattr(settings, "static_masking", 0), seed=settings.seed,
+                mask_split=settings.mask_shares)
 
 
 def packed_datasets(settings: BertSettings, data: Any, mlm: bool) -> tuple[PackedData, PackedData | None]:

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..bounds import Bound, int_range
+from ..masking import describe_mask_split
 from .bert_data import IGNORE_INDEX
 from .lm_task import LanguageModelTask, PackedSettings, build_lm_task
 from .trainer import Batch, TrainConfig
@@ -46,7 +47,8 @@ class RobertaTask(LanguageModelTask):
         s = self.settings
         how = (f"static: drawn once, reused {s.static_masking} epochs" if s.static_masking
                else "dynamic: a new draw every time a sequence is seen")
-        return f"15% of pieces masked (80% [MASK] / 10% random / 10% kept, at most {s.max_predictions}); {how}"
+        return (f"15% of pieces masked ({describe_mask_split(s.mask_shares)}, at most {s.max_predictions}); "
+                f"{how}")
 
     @staticmethod
     def score(lm: nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
