@@ -1,4 +1,5 @@
-"""Fill-in: top-k guesses per [MASK] (checked against transformers' fill-mask pipeline), word scoring, the CLI."""
+"""Fill-in: top-k guesses per [MASK] (checked against transformers' fill-mask pipeline), word scoring, the CLI,
+which takes a GPT as the Fill in the blank page does (the first blank from the words before it, or the next word)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from ctxmodels.analysis.fill_in import (
 )
 from ctxmodels.bert import BertForPreTraining
 from ctxmodels.cli import main as cli_main
+from tests import test_objectives
 from tests.helpers import save_tiny_mlm_bert
+
+tiny_gpt = test_objectives.tiny_gpt  # a GPT trained for two steps by `ctxmodels train gpt` (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -317,3 +321,52 @@ def test_rank_agreement_of_the_two_methods():
     assert blanks.rank_agreement(effects, {"scores": [-3.0, -1.0, 0.0, 2.0, None]}) == pytest.approx(-1.0)
     assert blanks.rank_agreement(effects, {"scores": [None, None, 1.0, 2.0, 3.0]}) is None  # two words in common
     assert blanks.rank_agreement(effects, {"scores": [1.0, 1.0, 1.0, 1.0, None]}) is None  # no order to compare
+
+
+# -- a left-to-right model (a GPT) -----------------------------------------------------------------------------------
+
+
+def test_cli_guesses_a_gpts_first_blank_from_the_words_before_it(tiny_gpt, capsys):
+    import ctxmodels
+    from ctxmodels.analysis import next_word
+
+    gpt, text = ctxmodels.load(tiny_gpt), "The boat drifted towards the far [MASK] of the [MASK] river."
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--top-k", "4", "--json", text]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == json.loads(json.dumps(next_word.blank_guesses(gpt, text, top_k=4)))
+    note = out.err.strip().splitlines()
+    assert len(note) == 1 and "first blank" in note[0] and "words before it" in note[0]
+    assert "the later blank is not guessed" in note[0]
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--top-k", "3", text]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "reads left to right" in lines[0] and lines[1] == "[MASK]:" and len(lines) == 5  # the masked LMs' format
+    assert lines[2].split()[0] == next_word.blank_guesses(gpt, text, top_k=3)[0][0]["token"]
+
+
+def test_cli_gives_a_gpts_next_word_when_the_text_has_no_blank(tiny_gpt, capsys):
+    import ctxmodels
+    from ctxmodels.analysis import next_word
+
+    gpt, text = ctxmodels.load(tiny_gpt), "The boat drifted towards the far"
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--top-k", "4", "--whole-words", "--json", text]) == 0
+    out = capsys.readouterr()
+    expected = next_word.next_guesses(gpt, text, top_k=4, whole_words=True)
+    assert json.loads(out.out) == json.loads(json.dumps([expected])) and "no [MASK]" in out.err
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--by-layer", text]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "no [MASK]" in lines[0] and lines[1] == "next word:" and "layer by layer" in lines[7]
+    assert len(lines) == 8 + len(gpt.layer_names)
+
+
+def test_cli_rates_a_word_with_a_gpt_and_refuses_rests_on(tiny_gpt, capsys):
+    import ctxmodels
+    from ctxmodels.analysis import next_word
+
+    gpt, text = ctxmodels.load(tiny_gpt), "The far bank of the river."
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--json", "--word", "bank", text]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == json.loads(json.dumps(next_word.word_score(gpt, text, "bank").to_dict()))
+    assert "rates the word from the words before it" in out.err
+    assert cli_main(["fill-mask", "--model", str(tiny_gpt), "--rests-on", "The [MASK] of the river."]) == 2
+    err = capsys.readouterr().err
+    assert "--rests-on" in err and "left-to-right" in err and "Traceback" not in err

@@ -1,11 +1,15 @@
-"""``ctxmodels fill-mask``."""
+"""``ctxmodels fill-mask``: a masked LM's (or an ELMo's) guesses for every blank, or a left-to-right model's (a GPT,
+:mod:`ctxmodels.analysis.next_word`, as the Fill in the blank page shows it) for the first blank from the words
+before it, or for the word after the text when it has no blank."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import sys
 
+from ..analysis import next_word
 from ..analysis.fill_in import (
     LayerGuesses,
     WordAttributions,
@@ -22,6 +26,7 @@ from ..analysis.fill_in import (
     word_effects,
 )
 from ..analysis.integrated_gradients import RELATIVE_TOLERANCE, TOLERANCE
+from ..tokenization import MASK
 from . import bounded_int, load_model
 
 
@@ -30,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an encoder with a masked-LM head or an ELMo with its LM softmax (ours): a BERT checkpoint "
                         "directory (ours or Hugging Face's), "
                         "a RoBERTa / DistilBERT / ALBERT / ELECTRA generator / DeBERTa folder, ORG/NAME in the "
-                        "Hugging Face cache, or a short name (bert-eltec)")
+                        "Hugging Face cache, or a short name (bert-eltec); or a left-to-right model (a GPT such as "
+                        "gpt-eltec), which guesses the first blank from the words before it, and with no blank the "
+                        "word after the text")
     p.add_argument("--top-k", type=bounded_int(1, 1000), default=5,
                    help="how many guesses per mask (default 5)")
     p.add_argument("--whole-words", action="store_true",
@@ -105,37 +112,60 @@ def print_by_layer(result: LayerGuesses) -> None:
         print(f"    {name:<{width}}  #{rank:<6,}  {shown}")
 
 
+def print_score(score, layers: LayerGuesses | None, effects) -> None:
+    print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
+    for piece, guesses in zip(score.pieces, score.top):
+        shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
+        print(f"  {piece}: model's guesses {shown}")
+    if layers is not None:
+        print_by_layer(layers)
+    if effects is not None:
+        print_explanation(effects)
+
+
+def print_guesses(header: str, guesses: list[dict]) -> None:
+    print(header)
+    width = max(len(g["token"]) for g in guesses)
+    for g in guesses:
+        print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
+
+
+def print_json(main, layers: list[LayerGuesses] | LayerGuesses | None, effects=None) -> None:
+    """``main`` alone, or with --rests-on / --by-layer {"guesses": main, "rests_on": ..., "by_layer": ...} (a hidden
+    word's dict gets the two keys itself)."""
+    extra = {}
+    if effects is not None:
+        extra["rests_on"] = [e.to_dict() for e in effects] if isinstance(effects, list) else effects.to_dict()
+    if layers is not None:
+        extra["by_layer"] = [r.to_dict() for r in layers] if isinstance(layers, list) else layers.to_dict()
+    if isinstance(main, dict):
+        print(json.dumps({**main, **extra}, ensure_ascii=False))
+    else:
+        print(json.dumps({"guesses": main, **extra} if extra else main, ensure_ascii=False))
+
+
 def run(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     model = load_model(args.model)
-    if not fills_blanks(model):
+    left_to_right = next_word.reads_left_to_right(model)
+    if not left_to_right and not fills_blanks(model):
         raise ValueError(f"{args.model} cannot fill in blanks: {why_no_fill(model)}")
-    tokenizer = model.tokenizer
     if args.guess is not None and not args.rests_on:
         raise ValueError("--guess names the guess that --rests-on explains; add --rests-on")
     if (args.by != "hiding" or args.steps is not None) and not args.rests_on:
         raise ValueError("--by and --steps say how --rests-on explains an answer; add --rests-on")
+    if left_to_right:
+        return run_left_to_right(model, text, args)
+    tokenizer = model.tokenizer
     if args.word is not None:
         score = mask_word(model, tokenizer, text, args.word, top_k=args.top_k, whole_words=args.whole_words)
         effects = explain(model, tokenizer, text, args) if args.rests_on else None
         layers = hidden_by_layer(model, tokenizer, text, args.word, top_k=args.top_k,
                                  whole_words=args.whole_words) if args.by_layer else None
         if args.json:
-            out = score.to_dict()
-            if effects is not None:
-                out["rests_on"] = effects.to_dict()
-            if layers is not None:
-                out["by_layer"] = layers.to_dict()
-            print(json.dumps(out, ensure_ascii=False))
+            print_json(score.to_dict(), layers, effects)
         else:
-            print(f"{score.word!r} ({' '.join(score.pieces)}): probability {score.prob:.4g}, rank {score.rank}")
-            for piece, guesses in zip(score.pieces, score.top):
-                shown = ", ".join(f"{g['token']} {g['prob']:.3f}" for g in guesses)
-                print(f"  {piece}: model's guesses {shown}")
-            if layers is not None:
-                print_by_layer(layers)
-            if effects is not None:
-                print_explanation(effects)
+            print_score(score, layers, effects)
         return 0
     results = fill_mask(model, tokenizer, text, top_k=args.top_k, whole_words=args.whole_words)
     effects_per_blank = [explain(model, tokenizer, text, args, n) for n in range(len(results))] \
@@ -146,20 +176,58 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         # with --rests-on / --by-layer: {"guesses": [...], "rests_on": [per blank], "by_layer": [per blank]};
         # without either: the guesses' list, as before
-        extra = {}
-        if effects_per_blank is not None:
-            extra["rests_on"] = [e.to_dict() for e in effects_per_blank]
-        if layers_per_blank is not None:
-            extra["by_layer"] = [r.to_dict() for r in layers_per_blank]
-        print(json.dumps({"guesses": results, **extra} if extra else results, ensure_ascii=False))
+        print_json(results, layers_per_blank, effects_per_blank)
         return 0
     for n, guesses in enumerate(results, 1):
-        print(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:")
-        width = max(len(g["token"]) for g in guesses)
-        for g in guesses:
-            print(f"  {g['token']:<{width}}  {g['prob']:.4f}")
+        print_guesses(f"[MASK] {n}:" if len(results) > 1 else "[MASK]:", guesses)
         if layers_per_blank is not None:
             print_by_layer(layers_per_blank[n - 1])
         if effects_per_blank is not None:
             print_explanation(effects_per_blank[n - 1])
     return 0
+
+
+def run_left_to_right(model, text: str, args: argparse.Namespace) -> int:
+    """A GPT's answers, as the Fill in the blank page gives them: the hidden ``--word`` rated from the words before
+    it, the first blank guessed from the words before it, or with no blank the word after the text; one line says
+    which (on stderr with --json, so that the output stays JSON). The JSON has a masked LM's shape: one list of
+    guesses for the one place guessed."""
+    if args.rests_on:
+        raise ValueError(f"--rests-on hides each other word of the sentence, for a model that reads both sides of a "
+                         f"blank; {args.model} is a left-to-right model (a GPT), which reads only the words before it")
+    k, whole, name = args.top_k, args.whole_words, getattr(model, "name", args.model)
+    if args.word is not None:
+        note = f"{name} reads left to right: it rates the word from the words before it only"
+        score = next_word.word_score(model, text, args.word, top_k=k, whole_words=whole)
+        layers = next_word.word_by_layer(model, text, args.word, top_k=k, whole_words=whole) \
+            if args.by_layer else None
+        _say(note, args.json)
+        if args.json:
+            print_json(score.to_dict(), layers)
+        else:
+            print_score(score, layers, None)
+        return 0
+    blanks = next_word.words_of(model, text).count(MASK)
+    if blanks:
+        note = (f"{name} reads left to right: its guesses for the first blank come from the words before it only"
+                + ("; the later blank is not guessed" if blanks == 2 else
+                   f"; the {blanks - 1} later blanks are not guessed" if blanks > 2 else ""))
+        header, guesses = "[MASK]:", next_word.blank_guesses(model, text, top_k=k, whole_words=whole)[0]
+        with_blank = text
+    else:
+        note = f"no {MASK} in the text: {name} reads left to right, and guesses the word after it"
+        header, guesses = "next word:", next_word.next_guesses(model, text, top_k=k, whole_words=whole)
+        with_blank = f"{text} {MASK}"  # the same place: the piece after the text's last one
+    layers = [next_word.blank_by_layer(model, with_blank, top_k=k, whole_words=whole)] if args.by_layer else None
+    _say(note, args.json)
+    if args.json:
+        print_json([guesses], layers)
+        return 0
+    print_guesses(header, guesses)
+    if layers is not None:
+        print_by_layer(layers[0])
+    return 0
+
+
+def _say(note: str, to_stderr: bool) -> None:
+    print(note, file=sys.stderr if to_stderr else sys.stdout)
