@@ -123,3 +123,23 @@ def test_a_run_that_stored_no_split_resumes_with_80_10_10(tmp_path, corpus_file,
     rc, err = train(["train", "roberta", "--out", str(out), "--resume", "--no-progress"], capsys)
     assert rc == 0, err
     assert json.loads((out / "run.json").read_text())["settings"]["mask_split"] == "80/10/10"
+
+
+def test_quality_measures_a_run_with_its_own_split_and_the_card_says_so(tmp_path, corpus_file, tokenizer_dir,
+                                                                        capsys):
+    from ctxmodels.release import successors
+    from tests.test_successor_quality import quality, run_eval
+
+    run = tmp_path / "electra"
+    rc, err = train(["train", "electra", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--out",
+                     str(run), "--steps", "3", "--mask-split", "85/0/15", *TINY], capsys)
+    assert rc == 0, err
+    entry = quality([run], corpus_file, tmp_path / "report.json", "--bert-sequences", "4")["models"]["electra"]
+    assert entry["heldout_settings"]["mask_split"] == "85/0/15"
+    own = run_eval(run)
+    assert own
+    for key, value in own.items():  # the same sequences and masks as the run's own evaluation
+        assert entry["heldout"][key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+    how = successors._how("electra", entry["heldout_sequences"], entry["heldout_settings"])
+    assert "85% [MASK], 0% random, 15% kept" in how
+    assert "80% [MASK], 10% random, 10% kept" in successors._how("roberta", 4, {"seed": 0, "max_seq_len": 32})

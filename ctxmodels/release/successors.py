@@ -243,6 +243,8 @@ def heldout(m: LoadedModel, corpus: str | Path | None = None, bert_sequences: in
     log(f"{m.name}: held-out {command} figures on up to {bert_sequences} sequences (settings: {source})")
     figures = {k: float(v) for k, v in task_figures(command, task).items()}
     drawn = {k: getattr(settings, k) for k in DRAW} | {"heldout_docs": len(held), "source": source}
+    if command != "gpt" and settings.mask_split != "80/10/10":  # (a default run's report stays as it was)
+        drawn["mask_split"] = settings.mask_split
     return {"heldout": figures, "heldout_sequences": sum(len(b["input_ids"]) for b in task.eval_batches()),
             "trained_as": command, "heldout_settings": drawn}
 
@@ -252,7 +254,16 @@ def heldout(m: LoadedModel, corpus: str | Path | None = None, bert_sequences: in
 
 _TITLES = {"roberta": "masked language model (RoBERTa)", "albert": "masked language model and sentence order "
            "(ALBERT)", "electra": "generator and discriminator (ELECTRA)", "gpt": "next-word prediction (GPT)"}
-_MASKED = ("masked as in training (15% of the pieces; 80% [MASK], 10% random, 10% kept)")
+
+
+def _masked(s: dict[str, Any]) -> str:
+    """How the held-out pieces were masked: as the run trained, 80/10/10 unless its ``--mask-split`` said else."""
+    from ..masking import parse_mask_split
+
+    mask, random, keep = parse_mask_split(str(s.get("mask_split", "80/10/10")))
+    return f"masked as in training (15% of the pieces; {mask}% [MASK], {random}% random, {keep}% kept)"
+
+
 _ROWS = {
     "roberta": (("top1", "masked-word top-1"), ("top5", "masked-word top-5"),
                 ("ppl", "perplexity over the masked pieces")),
@@ -272,11 +283,11 @@ def _how(command: str, n: int, s: dict[str, Any]) -> str:
     seqs = f"{n:,} held-out sequences of up to {s['max_seq_len']} pieces"
     if command == "albert":
         return (f"{seqs}, each two consecutive segments of a held-out document ([CLS] A [SEP] B [SEP]), half of them "
-                f"swapped, {_MASKED}; the pairs and masks drawn with seed {s['seed']}.")
+                f"swapped, {_masked(s)}; the pairs and masks drawn with seed {s['seed']}.")
     if command == "gpt":
         return (f"{seqs} (whole sentences packed across the held-out documents); every next piece guessed from the "
                 "pieces before it.")
-    what = (f"{seqs} (whole sentences packed across the held-out documents), {_MASKED}, the masks drawn with seed "
+    what = (f"{seqs} (whole sentences packed across the held-out documents), {_masked(s)}, the masks drawn with seed "
             f"{s['seed']}")
     if command == "electra":
         return (what + "; the generator's samples at the masked pieces (drawn with a fixed seed) replace them, and "
