@@ -349,5 +349,6 @@ register(ModelKind(
     training=Training("ctxmodels.training.gpt_task", "GptSettings",
                       "GPT: a left-to-right language model (next-word loss, causal attention)",
                       options="ctxmodels.commands.train:gpt_options", extras=("resume",)),
+    finetune="ctxmodels.training.finetune_backends:Gpt",
     release=Release(measure="ctxmodels.release.successors:heldout", card="ctxmodels.release.successors:heldout_part"),
 ))

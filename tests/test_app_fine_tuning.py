@@ -15,6 +15,7 @@ import pytest
 
 from app.kit import training
 from app.views.fine_tuning import figures as tuning_figures
+from tests import test_objectives
 from tests.app_fixtures import assert_clean, charts, figure_array, finetune_tiny, page, texts, write_tag_task
 
 pytest.importorskip("streamlit.testing.v1")
@@ -249,5 +250,32 @@ def test_the_page_compares_a_finetuned_roberta_with_its_base(tuned_roberta, monk
     assert heat["layout"]["yaxis"]["ticktext"] == ["layer 1", "layer 2"]
     info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
     assert info["base_kind"] == "transformers" and info["base_path"] == str(base)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["test accuracy"] == f"{info['metrics']['test']['accuracy']:.1%}"
+
+
+tiny_gpt = test_objectives.tiny_gpt  # a GPT trained for two steps by `ctxmodels train gpt` (a fixture)
+
+
+@pytest.fixture(scope="module")
+def tuned_gpt(tiny_gpt, tmp_path_factory):
+    """The tiny GPT fine-tuned with the real ``ctxmodels finetune`` on the tag task."""
+    root = tmp_path_factory.mktemp("finetuned-gpt")
+    return finetune_tiny(tiny_gpt, write_tag_task(root / "tags.conll"), root / "gpt-tags"), tiny_gpt
+
+
+def test_the_page_compares_a_finetuned_gpt_with_its_base(tuned_gpt, monkeypatch):
+    folder, base = tuned_gpt
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
+    at = page("fine_tuning")
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    found = charts(at)
+    cka = next(c for c in found if any(t.get("name", "").endswith("gpt-tags") and "→" in t.get("name", "")
+                                       for t in c["data"]))
+    assert cka["layout"]["xaxis"]["ticktext"] == ["embeddings", "layer 1", "layer 2"]
+    assert any(x.startswith("before: gpt-tiny, layer 2") for x in titles(at)), titles(at)
+    info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
+    assert info["base_kind"] == "gpt" and info["base_path"] == str(base)
     shown = {m.label: m.value for m in at.metric}
     assert shown["test accuracy"] == f"{info['metrics']['test']['accuracy']:.1%}"

@@ -92,7 +92,7 @@ def test_capability_queries_answer_for_a_registered_kind(toy_kind, toy_folder):
     with pytest.raises(ValueError, match="has no attention maps"):
         attention.compute_attention(model, None, "the bank")
     assert not attention.has_next_sentence_head(model)
-    with pytest.raises(ValueError, match="is a toy model: only BERT, transformers encoder, ELMo models"):
+    with pytest.raises(ValueError, match="is a toy model: only BERT, transformers encoder, ELMo, GPT models"):
         backend_for(model, FinetuneSettings(model="toy-model"))
 
 
@@ -148,7 +148,7 @@ def test_capabilities_of_the_shipped_kinds():
     assert kinds.training_commands()["roberta"].name == kinds.training_commands()["electra"].name == "transformers"
     assert kinds.training_commands()["albert"].name == "transformers"
     assert kinds.training_for("electra").settings == "ElectraSettings" and kinds.training_for("bart") is None
-    assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo")
+    assert kinds.with_capability(kinds.FINETUNE) == ("bert", "transformers", "elmo", "gpt")
     assert kinds.with_capability(kinds.CONTEXTUAL) == ("bert", "transformers", "elmo", "gpt")
     assert kinds.backends() == ("transformers",) and kinds.get("transformers").reads == ("bert",)
     with pytest.raises(ValueError, match="no model kind 'gpt2'"):

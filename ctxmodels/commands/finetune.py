@@ -1,6 +1,7 @@
 """``ctxmodels finetune --model M --task T --out DIR``: fine-tune a BERT, another encoder transformers reads
-(RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2) or ELMo on a labelled task; the encoders also on sentence pairs
-and on extractive question answering (:mod:`ctxmodels.training.finetune_qa`).
+(RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa-v2), a GPT (as ``ctxmodels train gpt`` writes it) or ELMo on a
+labelled task; all but ELMo also on sentence pairs and on extractive question answering
+(:mod:`ctxmodels.training.finetune_qa`).
 
 The run goes through the shared trainer (progress bar, metrics.jsonl, checkpoints, Ctrl-C then ``--resume``, the
 NaN guard); at the end dev and test are scored and ``finetune.json`` and the model card are written
@@ -23,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None,
                    help="the pre-trained model: anything ctxmodels.load accepts (bert-eltec, elmo-eltec, a BERT or "
                         "ELMo folder, a Hugging Face encoder folder or cache name: BERT, RoBERTa, DistilBERT, "
-                        "ALBERT, ELECTRA, DeBERTa-v2); not needed with --resume")
+                        "ALBERT, ELECTRA, DeBERTa-v2; a GPT-2 folder such as gpt-eltec); not needed with --resume")
     p.add_argument("--task", default=None,
                    help="pos, ner, wsd:LEMMA, period, or a file: .tsv (text<TAB>label; a first line "
                         "text_a<TAB>text_b<TAB>label makes it a sentence-pair task), SQuAD v1.1 .json (question "

@@ -1,17 +1,18 @@
 """Fine-tuned models on disk: a BERT with a task head in Hugging Face's layout, an encoder read through transformers
-(RoBERTa, DistilBERT, ...) with transformers' own head, an ELMo with its scalar mix and task layer beside it, and
-``finetune.json`` saying what was fine-tuned from what.
+(RoBERTa, DistilBERT, ...) or a GPT with transformers' own head, an ELMo with its scalar mix and task layer beside
+it, and ``finetune.json`` saying what was fine-tuned from what.
 
 A fine-tuned BERT folder is a transformers folder: ``config.json`` (``architectures`` names the head class, with
 ``num_labels``, ``id2label``, ``label2id``), ``model.safetensors`` (``bert.*`` plus ``classifier.*`` or
 ``qa_outputs.*``) and the tokenizer files, so ``transformers.AutoModelForTokenClassification.from_pretrained``
 (or the sequence-classification class) reads it. A fine-tuned transformers encoder is what transformers'
 ``save_pretrained`` writes for its head class (``RobertaForTokenClassification``, ...) plus the tokenizer files
-(:func:`transformers_task_head` makes one, :func:`save_transformers_task_model` saves it). A fine-tuned ELMo
-folder is our ELMo checkpoint (so the biLM loads as any ELMo) plus ``task_head.safetensors`` (``scalar_mix.*``,
+(:func:`transformers_task_head` makes one, :func:`save_transformers_task_model` saves it); a fine-tuned GPT's
+(``GPT2ForTokenClassification``, ...) likewise, its tokenizer files saying it takes no token types. A fine-tuned
+ELMo folder is our ELMo checkpoint (so the biLM loads as any ELMo) plus ``task_head.safetensors`` (``scalar_mix.*``,
 ``classifier.*``) and ``task_head.json``.
 
-:func:`ctxmodels.load` reads any of them as its backbone (a plain BERT, transformers encoder or ELMo);
+:func:`ctxmodels.load` reads any of them as its backbone (a plain BERT, transformers encoder, GPT or ELMo);
 :func:`load_task_model` gives the whole task model, with :meth:`TaskModel.predict` (``pair=`` for a sentence-pair
 task), or a :class:`SpanModel` with :meth:`SpanModel.answer` for extractive question answering.
 """
@@ -102,6 +103,8 @@ def save_elmo_task_model(model: ElmoForTask, base: ElmoLanguageModel, directory:
 
 #: what a saved transformers classifier's class name ends with (``architectures`` in its config.json)
 TRANSFORMERS_HEADS = ("ForTokenClassification", "ForSequenceClassification", "ForQuestionAnswering")
+#: the base kinds (finetune.json's ``base_kind``) whose fine-tuned folders transformers' own head classes read
+TRANSFORMERS_BASES = ("transformers", "gpt")
 
 
 def transformers_task_head(folder: str | Path, labels: Sequence[str], sentence: bool, qa: bool = False
@@ -310,7 +313,7 @@ class SpanModel:
 
 def _span_model(directory: Path, info: dict[str, Any]) -> SpanModel:
     settings = info.get("settings") if isinstance(info.get("settings"), dict) else {}
-    if info.get("base_kind") == "transformers":
+    if info.get("base_kind") in TRANSFORMERS_BASES:
         model, tokenizer, _ = load_transformers_task_model(directory)
         limit = tokenizer.max_length or 512
     else:
@@ -323,7 +326,7 @@ def _span_model(directory: Path, info: dict[str, Any]) -> SpanModel:
 
 
 def load_task_model(directory: str | Path) -> TaskModel | SpanModel:
-    """The task model of a folder written by ``ctxmodels finetune`` (BERT, a transformers encoder or ELMo): a
+    """The task model of a folder written by ``ctxmodels finetune`` (BERT, a transformers encoder, a GPT or ELMo): a
     :class:`TaskModel` that labels text, or a :class:`SpanModel` that answers questions."""
     directory = Path(directory)
     info = read_finetune_info(directory)
@@ -338,7 +341,7 @@ def load_task_model(directory: str | Path) -> TaskModel | SpanModel:
     if is_file(directory / HEAD_FILE):
         model, _, labels = load_elmo_task_model(directory)
         return TaskModel(model, labels, kind, None)
-    if info.get("base_kind") == "transformers":
+    if info.get("base_kind") in TRANSFORMERS_BASES:
         model, tokenizer, labels = load_transformers_task_model(directory)
         return TaskModel(model, labels, kind, tokenizer, max_length=tokenizer.max_length or 512)
     model, tokenizer, labels = load_bert_task_model(directory)

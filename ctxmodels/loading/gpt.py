@@ -37,6 +37,7 @@ class GptLoaded(EncoderLoaded):
     def from_files(cls, path: Path, layout: str, name: str, device: str | torch.device, card: str) -> GptLoaded:
         import transformers
 
+        from ..formats.finetuned import TRANSFORMERS_HEADS
         from ..formats.transformers_models import _quiet, _short, fit_length, load_tokenizer
 
         folder = folder_of(path)
@@ -58,7 +59,11 @@ class GptLoaded(EncoderLoaded):
             raise CheckpointError(f"{folder}: the tokenizer has ids up to {tokenizer.largest_id} but the model's "
                                   f"vocabulary has {model.config.vocab_size} rows")
         fit_length(tokenizer, model.config)
-        return cls(name, path, model.float().to(device).eval(), tokenizer, card)
+        loaded = cls(name, path, model.float().to(device).eval(), tokenizer, card)
+        # a folder `ctxmodels finetune` wrote holds a task head: its word embeddings moved for the task, so the
+        # next-word head tied to them no longer guesses words
+        loaded.has_lm = not str((model.config.architectures or [""])[0]).endswith(TRANSFORMERS_HEADS)
+        return loaded
 
     @property
     def n_heads(self) -> int:

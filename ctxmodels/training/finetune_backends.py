@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..char_ids import batch_to_char_ids
-from ..checkpoint import CheckpointError, load_tensors
+from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
 from ..formats.finetuned import (
     HEAD_FILE,
     save_bert_task_model,
@@ -243,3 +243,63 @@ class Elmo(Backend):
     def head(self, kind: str) -> str:
         return {"sentence": "scalar mix -> mean over the words -> linear",
                 "token": "scalar mix -> linear on each word", "word": "scalar mix -> linear on the target word"}[kind]
+
+
+class Gpt(TransformersEncoder):
+    """A left-to-right GPT-2 (kind "gpt", as ``ctxmodels train gpt`` writes it) with transformers' own GPT-2 heads:
+    ``GPT2ForTokenClassification`` (a label on each word's first piece, which has read only the words before it and
+    itself), ``GPT2ForSequenceClassification`` (the last piece that is not padding: the only one that has read the
+    whole text, or both texts of a pair) and ``GPT2ForQuestionAnswering`` (start and end scores, each from the pieces
+    up to it). Saved with ``save_pretrained``, so transformers' Auto classes read the folder."""
+
+    title = "GPT"
+
+    def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
+        super().__init__(backbone, settings)
+        self.title = "GPT"
+
+    def build(self, labels: list[str], kind: str) -> nn.Module:
+        model = super().build(labels, kind)
+        if model.config.pad_token_id is None:  # the sentence head finds each text's last piece by the padding id
+            model.config.pad_token_id = self.tokenizer.pad_id
+        if hasattr(model, "dropout"):  # the token head's dropout follows the GPT's own, as BERT's heads do
+            model.config.classifier_dropout = model.config.resid_pdrop
+            model.dropout.p = model.config.resid_pdrop
+        return model
+
+    def inputs(self, items: Sequence[Encoded], model: nn.Module) -> dict[str, torch.Tensor]:
+        """The ids and the mask: GPT-2 would add token types through its word embeddings, which it was never
+        trained with (a pair's texts are told apart by the [SEP] between them)."""
+        batch = super().inputs(items, model)
+        batch.pop("token_type_ids", None)
+        return batch
+
+    def save(self, model: nn.Module, directory: Path, labels: list[str]) -> None:
+        save_transformers_task_model(model, self.tokenizer, directory)
+        no_token_types(directory)
+
+    def trains(self, mode: str) -> str:
+        return {"finetune": "every weight of the GPT (a left-to-right decoder) and a new task head trained",
+                "feature": "the GPT (a left-to-right decoder) frozen; only the new task head trained"}[mode]
+
+    def head(self, kind: str) -> str:
+        arch = getattr(self, "architecture", "")
+        return {"sentence": f"sequence classification (transformers' {arch}: the last piece, the only one that has "
+                            "read the whole text)",
+                "pair": f"sentence-pair classification (transformers' {arch} on [CLS] A [SEP] B [SEP]: the last "
+                        "piece, the only one that has read both texts)",
+                "qa": f"span extraction (transformers' {arch}: start and end scores, each piece's from the pieces up "
+                      "to it; the best valid span)",
+                "token": f"token classification (transformers' {arch}: a label on each word's first piece, which "
+                         "has read only the words before it and itself)",
+                "word": f"word classification (transformers' {arch}, scored at the target word only, which has read "
+                        "only the words before it)"}[kind]
+
+
+def no_token_types(directory: Path) -> None:
+    """Make the saved tokenizer give only ids and a mask (``model_input_names``), so that
+    ``AutoTokenizer`` + ``AutoModelFor...`` (and ctxmodels' own loading) feed the GPT as it was trained."""
+    path = directory / "tokenizer_config.json"
+    config = read_json(path)
+    config["model_input_names"] = ["input_ids", "attention_mask"]
+    write_json(path, config)

@@ -53,7 +53,7 @@ class QaItem:
 
 
 class QaTask(FinetuneTask):
-    """Extractive question answering on a pre-trained encoder (our BERT or one transformers reads)."""
+    """Extractive question answering on a pre-trained encoder (our BERT or one transformers reads) or a GPT."""
 
     def __init__(self, backbone: LoadedModel, data, settings: FinetuneSettings):
         self.backend = backend_for(backbone, settings)

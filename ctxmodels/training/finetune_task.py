@@ -1,5 +1,5 @@
-"""Fine-tuning a pre-trained BERT, another encoder transformers reads, or ELMo on a labelled task, as a task of the
-shared trainer.
+"""Fine-tuning a pre-trained BERT, another encoder transformers reads, a GPT or ELMo on a labelled task, as a task of
+the shared trainer.
 
 The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters et al. 2018, sec. 3.3):
 
@@ -15,6 +15,11 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
   The learning rates are BERT's by hidden size (``Backend.default_lr``): these are BERT-shaped encoders, and 3e-5
   lies in the range their papers fine-tuned base-size models with (roughly 1e-5 to 5e-5; ELECTRA-base used 1e-4
   together with a layer-wise decay, which is not applied here).
+* A GPT (kind "gpt", a left-to-right GPT-2 as ``ctxmodels train gpt`` writes it): the same recipe and rates through
+  transformers' GPT-2 heads. Each piece has read only the pieces before it, so a word's label sits on a piece that
+  has not seen the words after it, and a sentence (or pair) is read at its last piece, the only one that has read
+  it all (``GPT2ForSequenceClassification``: the last piece that is not padding). No token types: GPT-2 would add
+  them through its word embeddings, which it was not pre-trained with.
 * ELMo, ``feature``: the biLM is frozen (no dropout inside it); the scalar mix s_j, gamma and the task layer
   learn (eq. 1 of the ELMo paper). ``finetune``: the biLM trains too.
 * AdamW with weight decay 0.01 except biases, LayerNorms and the mix's scalars (the trainer's rule), linear
@@ -29,7 +34,7 @@ The recipe is BERT's (Devlin et al. 2019, sec. 3.2 and A.3) and ELMo's (Peters e
 * A sentence-pair task (kind "pair", a ``text_a<TAB>text_b<TAB>label`` file) is a sentence task on
   [CLS] A [SEP] B [SEP] (the model's own pair template; token types 0 and 1 where the model reads them), the
   longer text losing words first. Extractive question answering is :class:`~ctxmodels.training.finetune_qa.QaTask`,
-  a subclass of the task here. ELMo takes neither.
+  a subclass of the task here. ELMo takes neither (a GPT takes both).
 * Words beyond the model's length limit (``max_length``: word pieces with the specials for BERT and the other
   encoders, words for ELMo) are cut off at a word boundary; their labels are not trained or scored, and the
   card says how many.
@@ -270,7 +275,7 @@ def backend_for(backbone: LoadedModel, settings: FinetuneSettings) -> Any:
 
 class FinetuneTask(TrainTask):
     """A labelled task on a pre-trained backbone (a :class:`~ctxmodels.loading.LoadedModel` of kind bert,
-    transformers or elmo)."""
+    transformers, gpt or elmo)."""
 
     name = "finetune"
 

@@ -40,7 +40,7 @@ def same_kind(ids: list[str], model_id: str) -> list[str]:
 
 
 def tunable(ids: list[str]) -> list[str]:
-    """The models one can fine-tune here: BERTs, other encoders and ELMos that are not fine-tuned themselves."""
+    """The models one can fine-tune here: BERTs, other encoders, GPTs and ELMos that are not fine-tuned themselves."""
     return [m for m in ids if (lm := loaded(m)) is not None and supports(lm, FINETUNE)
             and ft.finetune_info(lm) is None]
 

@@ -58,7 +58,7 @@ def finetune_here() -> None:
     busy = job is not None and job.running
     bases = compute.tunable(model_ids())
     if not bases:
-        st.info("No model to fine-tune is loaded (a BERT, another encoder such as RoBERTa, or an ELMo).")
+        st.info("No model to fine-tune is loaded (a BERT, another encoder such as RoBERTa, a GPT or an ELMo).")
         return
     tasks = TASKS
     with guard("The built-in tasks"):
