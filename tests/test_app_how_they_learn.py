@@ -226,3 +226,85 @@ def test_a_bad_pair_sentence_is_an_error_not_a_traceback():
     at = page("how_they_learn", learn_part="pairs", learn_pb="")
     assert not at.exception
     assert any("sentence B" in e and "empty" in e for e in texts(at.error)), texts(at.error)
+
+
+# -- per unit of compute -----------------------------------------------------------------------------------------
+
+
+def with_comparison(monkeypatch, tiny_assets, tmp_path, text: str) -> None:
+    """The tiny models, with ``text`` as the comparison beside the successors (successors/compute.json)."""
+    assets = tmp_path / "assets"
+    (assets / "successors").mkdir(parents=True)
+    for item in tiny_assets.iterdir():
+        (assets / item.name).symlink_to(item)
+    (assets / "successors" / "compute.json").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+
+
+def test_without_the_comparison_the_page_says_how_to_make_it():
+    at = page("how_they_learn", learn_part="compute")
+    assert_clean(at)
+    assert any("compute.json" in i and "bench/bench_objectives.py" in i for i in texts(at.info)) and not charts(at)
+
+
+def test_each_measure_against_compute_with_the_unmeasured_said(monkeypatch, tiny_assets, tmp_path):
+    import json
+
+    from ctxmodels.analysis.compute_comparison import from_results
+    from tests.test_compute_comparison import RESULTS
+
+    with_comparison(monkeypatch, tiny_assets, tmp_path, json.dumps(from_results(RESULTS)))
+    at = page("how_they_learn", learn_part="compute")
+    assert_clean(at)
+    assert at.query_params["learn_metric"] == "guesses"
+    (fig,) = charts(at)
+    assert [t["name"] for t in fig["data"]] == ["BERT (masked words + next sentence)", "GPT (next word, left to right)"]
+    said = " ".join(texts(at.caption))
+    assert "GPT 20.0%, BERT 15.0%" in said and RESULTS["command"] in said and "Not measured" not in said
+    assert any("unigram plateau" in m for m in texts(at.markdown))
+    at = page("how_they_learn", learn_part="compute", learn_metric="pos")
+    assert_clean(at)
+    (fig,) = charts(at)
+    assert fig["data"][1]["name"] == "GPT (next word, left to right): not measured"
+    assert any("Not measured: GPT" in c and "30 steps" in c for c in texts(at.caption))
+    assert at.radio(key="learn_metric").value == "pos"
+
+
+def test_the_shipped_comparison_shows_on_a_fresh_install(monkeypatch, tiny_assets, tmp_path):
+    from tests.app_fixtures import ROOT
+
+    with_comparison(monkeypatch, tiny_assets, tmp_path,
+                    (ROOT / "assets" / "successors" / "compute.json").read_text(encoding="utf-8"))
+    monkeypatch.delenv("CTXMODELS_DATA", raising=False)
+    at = page("how_they_learn", learn_part="compute", learn_metric="senses", present="1")
+    assert_clean(at)
+    (fig,) = charts(at)
+    assert len(fig["data"]) == 5 and all(len(t["x"]) == 3 for t in fig["data"])
+    assert fig["layout"]["font"]["size"] == 17  # presentation mode
+
+
+def test_a_damaged_comparison_is_an_error_not_a_traceback(monkeypatch, tiny_assets, tmp_path):
+    with_comparison(monkeypatch, tiny_assets, tmp_path, '{"rows": [{"kind": "bert", "step": 1, "tflop": 1, '
+                                                        '"pos": 75}]}')
+    at = page("how_they_learn", learn_part="compute", learn_metric="nonsense")
+    assert not at.exception
+    assert any("pos is not a share" in e for e in texts(at.error)), texts(at.error)
+
+
+def test_a_part_loads_only_the_models_it_shows(monkeypatch, tiny_gpt, tiny_electra):
+    import ctxmodels
+    from app.kit.registry import label
+    from tests.app_fixtures import forget_app_state
+
+    monkeypatch.setenv("CTXMODELS_APP_MODELS", f"{tiny_gpt},{tiny_electra}")
+    loaded, load = [], ctxmodels.load
+    monkeypatch.setattr(ctxmodels, "load", lambda name, *a, **k: loaded.append(label(str(name))) or load(name, *a, **k))
+    forget_app_state()  # a first visit: no model loaded yet
+    assert_clean(page("how_they_learn"))
+    assert loaded == ["bert-eltec"]  # not the GPT, the ELECTRA, the encoder without a head, ELMo or the vectors
+    loaded.clear()
+    assert_clean(page("how_they_learn", learn_part="electra"))
+    assert loaded == ["electra-tiny", "generator"]
+    loaded.clear()
+    assert_clean(page("how_they_learn", learn_part="compute"))
+    assert loaded == []

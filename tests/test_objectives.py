@@ -327,3 +327,28 @@ def test_the_views_from_a_model_draw_what_the_page_draws(bert, tiny_gpt):
     assert len(fig.layout.shapes) == len(bert.tokenizer.encode(text).ids)  # a box per piece
     lines = viz.next_word_guesses([ctxmodels.load(tiny_gpt), bert], text)
     assert [t.name.split(":")[0] for t in lines.data] == ["gpt-tiny", "bert-eltec"]
+
+
+# -- which heads a model has, from its files --------------------------------------------------------------------
+
+
+def test_the_heads_its_files_name_are_the_heads_it_loads_with(tiny_assets, tiny_gpt, tiny_albert, tmp_path):
+    """What a page offers before loading anything (``heads_on_file``) is what the loaded model can do."""
+    import ctxmodels
+    from ctxmodels.analysis import replaced_tokens, sentence_pairs
+    from ctxmodels.loading import MASKED_LM, supports
+    from tests import hf_tiny
+
+    electra = hf_tiny.build("electra-discriminator", tmp_path / "electra")
+    hf_tiny.build("electra-generator", electra / "generator")
+    roberta = hf_tiny.build("roberta", tmp_path / "roberta")
+    for folder in (tiny_assets / "bert-eltec", tiny_assets / "bert-no-mlm", tiny_gpt, tiny_albert, electra,
+                   electra / "generator", roberta):
+        m = ctxmodels.load(folder)
+        loaded = {"masked_lm": supports(m, MASKED_LM) and not objectives.left_to_right(m),
+                  "next_sentence": sentence_pairs.pair_head(m) == "nsp",
+                  "sentence_order": sentence_pairs.pair_head(m) == "sop",
+                  "replaced": replaced_tokens.is_discriminator(m)}
+        assert objectives.heads_on_file(folder) == {h for h, yes in loaded.items() if yes}, folder.name
+    assert objectives.heads_on_file(tiny_assets / "elmo-eltec") is None  # no architectures: only loading tells
+    assert objectives.heads_on_file(tmp_path / "nothing") is None

@@ -238,7 +238,7 @@ def from_history() -> bool:
 STEPS = ("present", "step", "try", "try_word", "try_models", "source", "preset", "word", "lemma", "corpus_word",
          "corpus", "models", "att_model", "sentence", "fill_models", "fill_mode", "blank", "ft_model", "ft_base",
          "probe_model", "learn_part", "learn_bert", "learn_gpt", "learn_electra", "learn_run", "learn_measure",
-         "focus", "axis_from", "axis_to")
+         "learn_metric", "focus", "axis_from", "axis_to")
 
 # Streamlit 1.67 writes every change of st.query_params into a new history entry (pushState, replaceState only
 # while answering Back), and a page switch into another: one page visit made 10-19 entries, and Back mostly landed

@@ -18,9 +18,11 @@ both sides.
 
 from __future__ import annotations
 
+import json
 import math
 import weakref
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,12 +31,42 @@ import torch
 from ..encoding import Encoded
 from ..kinds import LEFT_TO_RIGHT, MASKED_LM, declares, supports
 from ..masking import MLM_PROBABILITY, VocabInfo, mask_tokens
+from ..model_files import is_dir
 from ..text import tokenize
 
 TOP_GUESSES = 3  # guesses kept per chosen piece
 FATES = ("special", "not chosen", "[MASK]", "random word", "kept")
 
 _VOCABS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> VocabInfo
+
+
+def heads_on_file(path: str | Path) -> frozenset[str] | None:
+    """The pre-training heads a model folder's ``config.json`` says its weights keep, read without loading the
+    model (so a page can offer a model before it loads it): "masked_lm", "next_sentence" (BERT's NSP),
+    "sentence_order" (ALBERT's SOP), "replaced" (an ELECTRA discriminator with its generator in ``generator/``).
+    None when the config names no architecture: only loading the weights tells."""
+    folder = Path(path)
+    if not is_dir(folder):
+        folder = folder.parent
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = config.get("architectures") if isinstance(config, dict) else None
+    if not isinstance(names, list) or not names or not all(isinstance(a, str) for a in names):
+        return None
+    electra = config.get("model_type") == "electra"
+    heads = set()
+    for a in names:
+        if a.endswith("ForMaskedLM") or (a.endswith("ForPreTraining") and not electra):
+            heads.add("masked_lm")
+        if a in ("BertForPreTraining", "BertForNextSentencePrediction"):
+            heads.add("next_sentence")
+        if a == "AlbertForPreTraining":
+            heads.add("sentence_order")
+        if electra and a == "ElectraForPreTraining" and (folder / "generator" / "config.json").is_file():
+            heads.add("replaced")
+    return frozenset(heads)
 
 
 def vocab_info(tokenizer: Any) -> VocabInfo:

@@ -27,7 +27,7 @@ _VIEWS = {
     "attention": ("attention_maps", "head_lines", "head_map", "head_query_key", "heads_grid", "heads_summary",
                   "rollout"),
     "blanks": ("fill_in_guesses", "guesses_by_layer"),
-    "compute_curves": ("objectives_by_compute",),
+    "compute_curves": ("measure_by_compute", "objectives_by_compute"),
     "elmo_layers": ("elmo_layer_weights",),
     "finetuning": ("finetuning_classes", "finetuning_comparison", "finetuning_heads", "finetuning_layers",
                    "finetuning_points"),

@@ -1,6 +1,8 @@
 """Pre-training objectives compared per unit of compute: each measure of ``bench/bench_objectives.py``'s results
 (held-out guessing accuracy, part-of-speech accuracy after fine-tuning, word senses' best layer) against the
-operations spent training, one line per objective. Data in (the results' rows), figure out; no Streamlit."""
+operations spent training, one line per objective; and one measure alone, as the app's *How they learn* page shows
+the shipped copy (:mod:`ctxmodels.analysis.compute_comparison`). Data in (the results' rows), figure out; no
+Streamlit."""
 
 from __future__ import annotations
 
@@ -46,4 +48,30 @@ def objectives_by_compute(rows: Sequence[dict], height: int = 360) -> go.Figure:
     fig.update_yaxes(ticksuffix="%")
     fig.update_layout(height=height, margin={"l": 40, "r": 20, "t": 40, "b": 40},
                       legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def measure_by_compute(rows: Sequence[dict], measure: str, axis: str, not_measured: Sequence[str] = (),
+                       title: str = "", height: int = 420) -> go.Figure:
+    """One measure against training compute, a line per objective (rows: ``kind``, ``tflop`` and ``measure`` as a
+    share, as :class:`~ctxmodels.analysis.compute_comparison.ComputeRow` holds them); the objectives in
+    ``not_measured`` appear in the legend as such, with no line."""
+    fig = go.Figure()
+    kinds = list(dict.fromkeys([k for k in OBJECTIVES if any(r["kind"] == k for r in rows)]
+                               + [r["kind"] for r in rows]))
+    for colour, kind in zip(PALETTE * 2, kinds):
+        name = plain(OBJECTIVES.get(kind, kind))
+        points = sorted((r["tflop"], r[measure]) for r in rows if r["kind"] == kind and r[measure] is not None)
+        if kind in not_measured or not points:
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"{name}: not measured",
+                                     line={"color": colour, "dash": "dot"}, hoverinfo="skip"))
+            continue
+        fig.add_trace(go.Scatter(
+            x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers", name=name,
+            line={"color": colour, "width": 2.5}, marker={"color": colour, "size": 9},
+            hovertemplate=f"{name}<br>%{{x:.1f}} TFLOP: %{{y:.1f}}%<extra></extra>"))
+    fig.update_xaxes(title_text="training compute (TFLOP: a million million operations)", rangemode="tozero")
+    fig.update_yaxes(title_text=plain(axis), ticksuffix="%")
+    fig.update_layout(title=plain(title), height=height, margin={"l": 60, "r": 20, "t": 60, "b": 40},
+                      legend={"orientation": "h", "y": -0.2})
     return fig

@@ -1,7 +1,9 @@
 """What *How they learn* computes, without Streamlit: which models can show each part, BERT's corruption draw and
 the model's guesses, each model's attention mask and word-by-word guesses, a word's two vectors layer by layer (as
-the Overview's *Try it*), and a run's training curves. Cached per server by the model's name and the inputs
-(``app/kit/cache.py``); every result is a plain dict, as the figures take it."""
+the Overview's *Try it*), a run's training curves, and the objectives compared per unit of compute (the shipped
+copy of the bench's results). Which models can show a part is read from their files where they say it (a
+config.json's architectures), so a part loads only the models it shows. Cached per server by the model's name and
+the inputs (``app/kit/cache.py``); every result is a plain dict, as the figures take it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from app.kit.cache import memo
 from app.kit.inputs import check_text
 from app.kit.registry import get_model, label, peeked_kind
 from app.views.how_they_learn.state import MAX_WORDS
-from ctxmodels.analysis import objectives, replaced_tokens, sentence_pairs, training_curves
+from ctxmodels.analysis import compute_comparison, objectives, replaced_tokens, sentence_pairs, training_curves
 from ctxmodels.analysis.word_senses import find_in_both, same_word
 from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, successor_models, supports
 from ctxmodels.text import tokenize
@@ -35,18 +37,36 @@ def with_successors(ids: list[str]) -> list[str]:
     return ids + [name for name in successor_models() if name not in ids]
 
 
+@memo(max_entries=256, ttl=60)
+def file_heads(model_id: str) -> frozenset[str] | None:
+    """The pre-training heads the model's config.json names (nothing loaded); None when only its weights tell."""
+    try:
+        path, _ = resolve(model_id, download=False)
+    except Exception:  # noqa: BLE001 - not found now: its weights are asked, and that error is reported there
+        return None
+    return objectives.heads_on_file(path)
+
+
+def has_head(model_id: str, head: str, loaded_check) -> bool:
+    """Whether the model has ``head``: from its files when they say, else by loading it (``loaded_check``)."""
+    heads = file_heads(model_id)
+    if heads is not None:
+        return head in heads
+    try:
+        return bool(loaded_check(get_model(model_id)))
+    except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
+        return False
+
+
 def masked_lms(ids: list[str]) -> list[str]:
-    """The models with a masked-LM head (BERT and its kin): the kind from the files first, then the weights."""
+    """The models with a masked-LM head (BERT and its kin): the kind from the files first, then the head."""
     out = []
     for m in ids:
         kind = peeked_kind(m)
         if kind is None or not declares(kind, MASKED_LM) or declares(kind, LEFT_TO_RIGHT):
             continue
-        try:
-            if supports(get_model(m), MASKED_LM):
-                out.append(m)
-        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
-            continue
+        if has_head(m, "masked_lm", lambda model: supports(model, MASKED_LM)):
+            out.append(m)
     return out
 
 
@@ -57,30 +77,30 @@ def left_to_right(ids: list[str]) -> list[str]:
 
 def electras(ids: list[str]) -> list[str]:
     """The ELECTRA discriminators with their generator beside them (read through transformers)."""
-    out = []
-    for m in ids:
-        if peeked_kind(m) != "transformers":
-            continue
-        try:
-            if replaced_tokens.is_discriminator(get_model(m)):
-                out.append(m)
-        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
-            continue
-    return out
+    return [m for m in ids if peeked_kind(m) == "transformers"
+            and has_head(m, "replaced", replaced_tokens.is_discriminator)]
 
 
 def pair_models(ids: list[str]) -> list[str]:
-    """The models with a next-sentence (BERT) or sentence-order (ALBERT) head."""
+    """The models with a next-sentence (BERT) or sentence-order (ALBERT) head. A BERT saved as a masked LM alone may
+    still hold NSP's weights (Google's checkpoints do): that one is loaded to see."""
     out = []
     for m in ids:
         if peeked_kind(m) not in ("bert", "transformers"):
             continue
-        try:
-            if sentence_pairs.pair_head(get_model(m)) is not None:
-                out.append(m)
-        except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
-            continue
+        heads = file_heads(m) or frozenset()
+        if heads & {"next_sentence", "sentence_order"}:
+            out.append(m)
+        elif (file_heads(m) is None or (peeked_kind(m) == "bert" and "masked_lm" in heads)) and has_pair_head(m):
+            out.append(m)
     return out
+
+
+def has_pair_head(model_id: str) -> bool:
+    try:
+        return sentence_pairs.pair_head(get_model(model_id)) is not None
+    except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
+        return False
 
 
 def head_of(model_id: str) -> str | None:
@@ -184,7 +204,41 @@ def curves(model_id: str) -> dict:
     return training_curves.loss_curves(training_curves.read_records(path))
 
 
+MEASURE_AXES = compute_comparison.MEASURES  # each measure's words on the figure's axis
+not_measured = compute_comparison.not_measured
+
+
+def comparison() -> dict | None:
+    """The objectives compared per unit of compute, as shipped (``assets/successors/compute.json``); None when the
+    file is not there, ValueError (CheckpointError) naming what is wrong with a damaged one. Read again when the
+    file changes (the bench's report rewrites it)."""
+    path = compute_comparison.shipped_file()
+    return _comparison(str(path), path.stat().st_mtime_ns if path.is_file() else None)
+
+
+@memo(max_entries=4)
+def _comparison(path: str, changed: int | None) -> dict | None:
+    found = compute_comparison.load_comparison(path)
+    return None if found is None else found.to_dict()
+
+
+def comparison_at_end(c: dict, measure: str) -> list[tuple[str, float]]:
+    """Each objective's ``measure`` at its last snapshot that has one (the whole budget), best first."""
+    last = {}
+    for r in sorted(c["rows"], key=lambda r: r["tflop"]):
+        if r[measure] is not None:
+            last[r["kind"]] = r[measure]
+    return sorted(last.items(), key=lambda kv: -kv[1])
+
+
 # -- the tables behind the figures (their CSV downloads) ------------------------------------------------------------
+
+
+def comparison_frame(c: dict) -> pd.DataFrame:
+    return pd.DataFrame([dict(objective=r["kind"], step=r["step"], of_steps=r["steps"], tflop=r["tflop"],
+                              pieces_seen=r["tokens_seen"], guessing=r["guess_task"], held_out_guesses=r["guesses"],
+                              part_of_speech=r["pos"], word_senses_best_layer=r["senses"],
+                              senses_layer=r["senses_layer"]) for r in c["rows"]])
 
 
 def corruption_frame(c: dict, name: str) -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """How they learn: the objectives that teach a model language from plain text, watched on a visitor's sentence.
 BERT's corruption draw (training's own masking function, seeded from the link) and the model's guesses and loss
 where it struck; a left-to-right model (GPT) beside a both-ways one (BERT): their attention masks, each word's
-guess, and a word's two vectors when only the words after it differ; a run's training curves per part of its loss.
+guess, and a word's two vectors when only the words after it differ; a run's training curves per part of its loss;
+the objectives compared per unit of compute (the bench's results as shipped beside the successors). Each part loads
+only the models it shows.
 
 State, compute, figures: the widgets and the URL give a :class:`LearnState`; ``compute.py`` runs the models;
 ``figures.py`` names the drawing in ``ctxmodels.viz.objectives``.
@@ -26,6 +28,7 @@ from app.kit.url_state import to_url, url_state
 from app.views.how_they_learn import compute
 from app.views.how_they_learn import figures as page_figures
 from app.views.how_they_learn.state import (
+    COMPUTE_MEASURES,
     DEFAULT_MODELS,
     HELD_OUT,
     HELD_OUT_DEFAULT,
@@ -334,6 +337,47 @@ def curves_part(runs: list[str]) -> None:
     st.caption(TEXT["curves"])
 
 
+# -- per unit of compute -------------------------------------------------------------------------------------------
+OBJECTIVE_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT", "electra": "ELECTRA", "gpt": "GPT"}
+
+
+def compute_part() -> None:
+    read, c = False, None
+    with guard("The comparison per unit of compute"):
+        c = compute.comparison()
+        read = True
+    if not read:
+        return
+    if c is None:
+        st.info(TEXT["no_compute"])
+        return
+    url_state("learn_metric", "guesses", options=list(COMPUTE_MEASURES))
+    st.markdown(TEXT["compute_intro"])
+    box = controls(summary=COMPUTE_MEASURES[st.session_state["learn_metric"]])
+    measure = box.radio("Measure", list(COMPUTE_MEASURES), key="learn_metric", format_func=COMPUTE_MEASURES.get,
+                        horizontal=True, persist_state="session",
+                        help="Which test of the models the lines show, against the compute spent training them.")
+    to_url("learn_metric")
+    unmeasured = compute.not_measured(c, measure)
+    missing = [OBJECTIVE_NAMES.get(k, k) for k in unmeasured]
+    axis = compute.MEASURE_AXES[measure]
+    plot(page_figures.measure_by_compute(c["rows"], measure, axis, unmeasured,
+                                         title=f"{COMPUTE_MEASURES[measure]}: {axis}, against training compute"),
+         f"per-compute-{measure}", key="learn::compute", data=compute.comparison_frame(c))
+    end = compute.comparison_at_end(c, measure)
+    said = ", ".join(f"{OBJECTIVE_NAMES.get(k, md(k))} {v:.1%}" for k, v in end)
+    st.caption(f"At the whole budget: {said}." + (f" Not measured: {', '.join(missing)}." if missing else "")
+               + " " + TEXT[f"compute_{measure}"].format(pos_steps=c["pos_steps"] or "a few hundred"))
+    st.markdown(TEXT["compute_reading"].format(budget=max(r["tflop"] for r in c["rows"])))
+    st.caption(TEXT["compute_made"].format(command=code(c["command"] or "python bench/bench_objectives.py"),
+                                           machine=md(c["machine"] or "an unnamed machine")))
+
+
+def code(text: str) -> str:
+    """``text`` on one line as inline code (nothing in a code span is read as Markdown; a backtick would end it)."""
+    return "`" + " ".join(text.replace("`", "'").split()) + "`"
+
+
 part = st.radio("Show", list(PARTS), key="learn_part", format_func=PARTS.get, horizontal=True,
                 persist_state="session", label_visibility="collapsed")
 to_url("learn_part")
@@ -350,5 +394,7 @@ elif part == "electra":
     electra_part(compute.electras(ids))
 elif part == "pairs":
     pairs_part(compute.pair_models(ids))
-else:
+elif part == "curves":
     curves_part(compute.with_curves(ids))
+else:
+    compute_part()

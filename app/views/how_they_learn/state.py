@@ -1,13 +1,17 @@
 """What *How they learn* can show, read from its widgets and the URL: its parts (BERT's corruption, left to right or
-both ways, training curves), the sentences it starts from and the limits of what a visitor types; the draw a view
-shows is one frozen value, :class:`DrawState`, so the same link gives the same draw."""
+both ways, training curves, the objectives per unit of compute), the sentences it starts from and the limits of
+what a visitor types; the draw a view shows is one frozen value, :class:`DrawState`, so the same link gives the
+same draw."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 PARTS = {"corruption": "BERT's corruption", "directions": "Left to right or both ways", "electra": "ELECTRA",
-         "pairs": "NSP or SOP", "curves": "Training curves"}
+         "pairs": "NSP or SOP", "curves": "Training curves", "compute": "Per unit of compute"}
+# The measures of the comparison per unit of compute (ctxmodels.analysis.compute_comparison.MEASURES), as the choice
+# names them.
+COMPUTE_MEASURES = {"guesses": "Held-out guesses", "pos": "Part of speech", "senses": "Word senses"}
 SENTENCE = "The old fisherman sat on the bank of the river and watched the boats drift slowly by."
 # Sentences that make a point: a long word split into pieces (whole-word masking), an easy and a hard guess.
 PRESETS = {
