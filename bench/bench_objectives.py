@@ -26,6 +26,9 @@ ELECTRA's fine-tuning and senses use its discriminator, as the paper does.
 
 Runs, snapshots and each measurement are kept under ``--out``; a phase that finds its result there skips it, so a
 stopped bench continues with the same command.
+
+The report writes the results (``--results``), their figure (``--figure``) and the small copy the app's *How they
+learn* page shows (``--app-json``: ``assets/successors/compute.json``, each snapshot's measures only).
 """
 
 from __future__ import annotations
@@ -256,6 +259,12 @@ def report(args: argparse.Namespace, state: dict, command: str) -> None:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(result, indent=1) + "\n")
     print(f"results: {args.results}")
+    if args.app_json:
+        from ctxmodels.analysis.compute_comparison import from_results
+
+        args.app_json.parent.mkdir(parents=True, exist_ok=True)
+        args.app_json.write_text(json.dumps(from_results(result), indent=1) + "\n")
+        print(f"the app's copy (How they learn): {args.app_json}")
     if args.figure:
         from bench.notebook_images import photograph
         from ctxmodels.viz.compute_curves import objectives_by_compute
@@ -367,6 +376,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "objectives.json")
     p.add_argument("--figure", type=Path, default=ROOT / "docs" / "images" / "objectives-by-compute.png",
                    help="where the figure's picture goes (Chromium photographs it); '' for none")
+    p.add_argument("--app-json", type=Path, default=ROOT / "assets" / "successors" / "compute.json",
+                   help="the measures as the app's How they learn page shows them; '' for none")
     return p.parse_args(argv)
 
 
@@ -374,6 +385,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     args.out = args.out.resolve()
     args.figure = args.figure if str(args.figure) not in ("", ".") else None
+    args.app_json = args.app_json if str(args.app_json) not in ("", ".") else None
     args.out.mkdir(parents=True, exist_ok=True)
     state = load_state(args)
     kinds = trainable_kinds(args.kinds)
