@@ -71,7 +71,10 @@ def measure_by_compute(rows: Sequence[dict], measure: str, axis: str, not_measur
             line={"color": colour, "width": 2.5}, marker={"color": colour, "size": 9},
             hovertemplate=f"{name}<br>%{{x:.1f}} TFLOP: %{{y:.1f}}%<extra></extra>"))
     fig.update_xaxes(title_text="training compute (TFLOP: a million million operations)", rangemode="tozero")
-    fig.update_yaxes(title_text=plain(axis), ticksuffix="%")
+    # From 0: lines a point apart look a point apart, not a screen apart; every measure here is well above 0, so
+    # the legend sits in the empty lower part of the plot and the first screen of a projector shows it.
+    fig.update_yaxes(title_text=plain(axis), ticksuffix="%", rangemode="tozero")
     fig.update_layout(title=plain(title), height=height, margin={"l": 60, "r": 20, "t": 60, "b": 40},
-                      legend={"orientation": "h", "y": -0.2})
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 0.02, "x": 0.01,
+                              "bgcolor": "rgba(0,0,0,0)"})
     return fig

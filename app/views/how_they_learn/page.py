@@ -352,22 +352,21 @@ def compute_part() -> None:
         st.info(TEXT["no_compute"])
         return
     url_state("learn_metric", "guesses", options=list(COMPUTE_MEASURES))
-    st.markdown(TEXT["compute_intro"])
     box = controls(summary=COMPUTE_MEASURES[st.session_state["learn_metric"]])
     measure = box.radio("Measure", list(COMPUTE_MEASURES), key="learn_metric", format_func=COMPUTE_MEASURES.get,
                         horizontal=True, persist_state="session",
                         help="Which test of the models the lines show, against the compute spent training them.")
     to_url("learn_metric")
     unmeasured = compute.not_measured(c, measure)
-    missing = [OBJECTIVE_NAMES.get(k, k) for k in unmeasured]
     axis = compute.MEASURE_AXES[measure]
     plot(page_figures.measure_by_compute(c["rows"], measure, axis, unmeasured,
-                                         title=f"{COMPUTE_MEASURES[measure]}: {axis}, against training compute"),
+                                         title=f"{axis[0].upper()}{axis[1:]}, against the compute spent training"),
          f"per-compute-{measure}", key="learn::compute", data=compute.comparison_frame(c))
-    end = compute.comparison_at_end(c, measure)
-    said = ", ".join(f"{OBJECTIVE_NAMES.get(k, md(k))} {v:.1%}" for k, v in end)
-    st.caption(f"At the whole budget: {said}." + (f" Not measured: {', '.join(missing)}." if missing else "")
-               + " " + TEXT[f"compute_{measure}"].format(pos_steps=c["pos_steps"] or "a few hundred"))
+    said = ", ".join(f"{OBJECTIVE_NAMES.get(k, md(k))} {v:.1%}" for k, v in compute.comparison_at_end(c, measure))
+    missing = ", ".join(OBJECTIVE_NAMES.get(k, md(k)) for k in unmeasured)
+    st.caption(f"At the whole budget: {said}." + (f" Not measured: {missing}." if missing else "") + " "
+               + TEXT[f"compute_{measure}"].format(pos_steps=c["pos_steps"] or "a few hundred"))
+    st.markdown(TEXT["compute_intro"])
     st.markdown(TEXT["compute_reading"].format(budget=max(r["tflop"] for r in c["rows"])))
     st.caption(TEXT["compute_made"].format(command=code(c["command"] or "python bench/bench_objectives.py"),
                                            machine=md(c["machine"] or "an unnamed machine")))
