@@ -146,7 +146,7 @@ def test_presentation_mode_and_the_explanation_with_its_formulas():
     assert len(box.latex) == 4 and box.caption  # masked LM, NSP, left to right, ELECTRA
 
 
-@pytest.mark.parametrize("part", ["directions", "electra", "pairs", "curves"])
+@pytest.mark.parametrize("part", ["directions", "electra", "pairs", "curves", "compute"])
 def test_no_part_shows_an_internal_name(monkeypatch, tiny_gpt, tiny_electra, part):
     from tests.test_app_words import internal_names, visible_text
 
@@ -281,6 +281,10 @@ def test_the_shipped_comparison_shows_on_a_fresh_install(monkeypatch, tiny_asset
     (fig,) = charts(at)
     assert len(fig["data"]) == 5 and all(len(t["x"]) == 3 for t in fig["data"])
     assert fig["layout"]["font"]["size"] == 17  # presentation mode
+    from tests.test_app_words import internal_names, visible_text
+
+    found = {t[:80]: internal_names(t) for t in visible_text(open_explanation(at)) if internal_names(t)}
+    assert not found, found
 
 
 def test_a_damaged_comparison_is_an_error_not_a_traceback(monkeypatch, tiny_assets, tmp_path):

@@ -180,7 +180,7 @@ CHOICES = {  # param: (options, widget)
     "ft_split": (["dev", "test"], "selectbox"),
     "ft_layer": (["0", "1", "2"], "selectbox"),  # the tiny BERT's embeddings, layer 1, layer 2
     "ft_projection": (["pca", "umap"], "radio"),
-    "learn_part": (["corruption", "directions", "electra", "pairs", "curves"], "radio"),
+    "learn_part": (["corruption", "directions", "electra", "pairs", "curves", "compute"], "radio"),
     "learn_wwm": (BOOL, "toggle"),
     "learn_measure": (BOOL, "toggle"),
     "learn_bert": (["bert-eltec"], "selectbox"),
