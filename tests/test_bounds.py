@@ -54,7 +54,7 @@ def train(corpus: Path, out, *extra: str) -> int:
     ("--vocab-size", "0", "argument --vocab-size: must be a whole number between 1 and 100000000, got 0"),
     ("--lr", "nan", "argument --lr: must be above 0 and at most 10, got nan"),
     ("--time-limit", "inf", "argument --time-limit: must be between 0 and 10000000, got inf"),
-    ("--stop-at", "0", "argument --stop-at: must be a whole number between 1 and 1000000000, got 0"),
+    ("--stop-at", "-1", "argument --stop-at: must be a whole number between 0 and 1000000000, got -1"),
     ("--subsample", "1", "argument --subsample: must be at least 0 and below 1, got 1.0"),
     ("--dim", "ten", "argument --dim: must be a whole number between 1 and 2048, got 'ten'"),
 ])

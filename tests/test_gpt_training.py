@@ -68,15 +68,42 @@ def test_ctxmodels_loads_it_as_a_left_to_right_model(trained):
     assert np.allclose(np.triu(a[0, 0], k=1), 0)  # the causal triangle: nothing from later positions
 
 
-def test_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, corpus_file, tokenizer_dir, capsys):
+def test_transformers_auto_classes_feed_it_as_it_was_trained(trained):
+    """Training fed ids and a mask: the saved tokenizer gives no token types, which GPT-2 would add to its word
+    vectors, so ``model(**tok(text))`` is the model that was trained."""
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(trained)
+    model = transformers.AutoModelForCausalLM.from_pretrained(trained).eval()
+    enc = tok(["the old bank by the river", "a word"], padding=True, return_tensors="pt")
+    assert set(enc) == {"input_ids", "attention_mask"}
+    with torch.no_grad():
+        given = model(**enc).logits
+        as_trained = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+    assert torch.equal(given, as_trained)
+
+
+@pytest.mark.parametrize("stop", [2, 0])
+def test_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, corpus_file, tokenizer_dir, capsys, stop):
     from safetensors.torch import load_file
 
     common = ["train", "gpt", "--corpus", str(corpus_file), "--tokenizer", str(tokenizer_dir), "--steps", "4", *TINY]
     assert train([*common, "--out", str(tmp_path / "whole")], capsys)[0] == 0
-    assert train([*common, "--out", str(tmp_path / "cut"), "--stop-at", "2"], capsys)[0] == 0
+    assert train([*common, "--out", str(tmp_path / "cut"), "--stop-at", str(stop)], capsys)[0] == 0
+    if stop == 0:  # the run's untrained start: its initial weights, loadable, with their held-out evaluation
+        import transformers
+
+        records = [json.loads(line) for line in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
+        assert [r["eval"].keys() for r in records if "eval" in r] == [{"top1", "ppl"}]
+        assert records[-1] == {"event": "stop_at", "step": 0}
+        model, info = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "cut", output_loading_info=True)
+        assert not info["missing_keys"] and not info["unexpected_keys"]
+        start = load_file(tmp_path / "cut" / "model.safetensors")
     assert train(["train", "gpt", "--out", str(tmp_path / "cut"), "--resume", "--no-progress"], capsys)[0] == 0
     a, b = load_file(tmp_path / "whole" / "model.safetensors"), load_file(tmp_path / "cut" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    if stop == 0:
+        assert not all(torch.equal(start[k], a[k]) for k in a)  # what resumed from the start did train
 
 
 @pytest.mark.parametrize("option", [["--embedding-size", "64"], ["--whole-word-masking"], ["--static-masking", "2"],

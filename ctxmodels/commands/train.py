@@ -28,7 +28,7 @@ from . import THREADS, bounded
 
 #: --time-limit, in minutes (0: stop after the first step, with a checkpoint)
 TIME_LIMIT = float_range(0, 10_000_000)
-STOP_AT = int_range(1, 1_000_000_000)
+STOP_AT = int_range(0, 1_000_000_000)
 DATA_WORKERS = int_range(0, 64)
 
 def training(kind: str) -> kinds.Training:
@@ -99,7 +99,8 @@ def add_common_arguments(p: argparse.ArgumentParser, kind: str, derived: dict[st
     p.add_argument("--stop-at", type=bounded(STOP_AT), default=None, metavar="STEP",
                    help="stop cleanly with a checkpoint on reaching this step, the learning-rate schedule still "
                         "running to --steps; continue with --resume (with a new --steps, this replays a run that "
-                        "was stopped there and given a new end)")
+                        "was stopped there and given a new end); 0 saves the untrained start (the run's initial "
+                        "weights, evaluated), a control to read the trained model beside")
     p.add_argument("--resume", action="store_true",
                    help="continue exactly where the run in --out stopped, with the settings it stored in run.json: "
                         "no option needs repeating; one given again must equal the run's, except --steps and "

@@ -96,6 +96,8 @@ def save_pretrained_folder(lm: Any, tokenizer: Any, directory: str | Path) -> No
     tokenizer.save(directory)
     tok_config = read_json(directory / "tokenizer_config.json")
     tok_config["model_max_length"] = position_limit(lm.config)
+    if lm.config.model_type == "gpt2":  # trained on ids and a mask: GPT-2 would add token types to its word vectors
+        tok_config["model_input_names"] = ["input_ids", "attention_mask"]
     write_json(directory / "tokenizer_config.json", tok_config)
 
 

@@ -208,6 +208,8 @@ class Trainer:
     def _train(self, resume: bool) -> dict[str, float]:
         cfg, info, task = self.cfg, self.info, self.task
         model, optimizer, scheduler = self._start(resume)
+        if cfg.stop_at == 0:
+            return self._stop_at_start(model, optimizer, scheduler)
         autocast = torch.autocast(device_type=info.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
         progress = Progress(task.name, self.step, cfg.max_steps, cfg.log_every, cfg.progress and info.is_main,
                             self.log)
@@ -241,6 +243,15 @@ class Trainer:
             self._write_card()
         if info.is_main:
             self.log({"event": "done", "step": self.step, "eval": self.last_eval})
+        return self.last_eval
+
+    def _stop_at_start(self, model: nn.Module, optimizer, scheduler) -> dict[str, float]:
+        """``stop_at`` 0: the run's untrained start (its initial weights, a control to read a trained model beside)
+        saved as a checkpoint that loads and resumes like any other, with its held-out evaluation."""
+        self._evaluate(model)
+        self.save_checkpoint(optimizer, scheduler)
+        if self.info.is_main:
+            self.log({"event": "stop_at", "step": self.step})
         return self.last_eval
 
     def _start(self, resume: bool) -> tuple[nn.Module, torch.optim.Optimizer, Any]:
