@@ -16,7 +16,9 @@ products and attention really do, padding included, the optimizer's few element-
 ``--budget`` steps of BERT; every other kind gets the steps that cost the same, so a kind whose step is dearer
 (a GPT scores every position against the 16,000-piece vocabulary, BERT 15% of them) takes fewer steps.
 
-**Measures**, at ``--points`` fractions of the budget (snapshots of one run, whose schedule runs to its end):
+**Measures**, at ``--points`` fractions of the budget (snapshots of one run, whose schedule runs to its end; 0 is
+the run's untrained start, ``train KIND --stop-at 0`` with the same seed and options in ``OUT/start/KIND``: the
+random weights every later snapshot is read beside):
 - held-out masked-word accuracy: the run's own evaluation on the held-out novels (for a GPT the next word's, for
   ELECTRA its generator's; a different task each, so compare a column within a kind and the masked LMs together);
 - part of speech: ``ctxmodels finetune --task pos`` for ``--pos-steps`` steps, accuracy on SemCor's test split;
@@ -120,7 +122,18 @@ def flops_phase(kinds: list[str], args: argparse.Namespace, state: dict) -> None
 def plan(kind: str, args: argparse.Namespace, state: dict) -> tuple[int, list[int]]:
     """(the kind's steps, the steps of its snapshots): the budget's operations spent at the kind's step cost."""
     steps = max(1, round(args.budget * state["flops"]["bert"] / state["flops"][kind]))
-    return steps, sorted({max(1, round(p * steps)) for p in args.points} | {steps})
+    return steps, sorted({0 if p == 0 else max(1, round(p * steps)) for p in args.points} | {steps})
+
+
+def run_dir(kind: str, args: argparse.Namespace, step: int) -> Path:
+    """The run that holds ``kind``'s snapshot at ``step``: its untrained start's own folder, or the kind's run."""
+    return args.out / ("start" if step == 0 else "runs") / kind
+
+
+def start_command(kind: str, run: Path, steps: int, args: argparse.Namespace) -> list[str]:
+    """The command that starts ``kind``'s run of ``steps`` steps in ``run``."""
+    return ["train", kind, "--corpus", str(args.corpus), "--out", str(run), "--steps", str(steps), "--save-every",
+            "250", *common_options(args)]
 
 
 def snapshot(run: Path, to: Path) -> None:
@@ -138,23 +151,41 @@ def snapshot(run: Path, to: Path) -> None:
 
 def train_kind(kind: str, args: argparse.Namespace, state: dict) -> None:
     steps, points = plan(kind, args, state)
-    run = args.out / "runs" / kind
     for point in points:
         to = args.out / "snapshots" / kind / f"step-{point}"
+        run = run_dir(kind, args, point)
         if to.exists():
             continue
-        if (run / "run.json").exists():
+        if point == 0:  # the start, made apart (the same seed and options: the same weights), so a run past it can
+            shutil.rmtree(run, ignore_errors=True)  # have it too; a start cut short is made again
+            command = [*start_command(kind, run, steps, args), "--stop-at", "0"]
+        elif (run / "run.json").exists():
             command = ["train", kind, "--out", str(run), "--resume", "--threads", str(args.threads), "--no-progress"]
         else:
-            command = ["train", kind, "--corpus", str(args.corpus), "--out", str(run), "--steps", str(steps),
-                       "--save-every", "250", *common_options(args)]
-        command += ["--eval-every", str(point)] + (["--stop-at", str(point)] if point < steps else [])
+            command = start_command(kind, run, steps, args)
+        if point:
+            command += ["--eval-every", str(point)] + (["--stop-at", str(point)] if point < steps else [])
         started = time.time()
         subprocess.run([*CTXMODELS, *command], check=True, cwd=ROOT)
+        if point == 0:
+            check_same_start(kind, args)
         state["train_s"].setdefault(kind, {})[str(point)] = time.time() - started
         snapshot(run, to)
         save_state(args, state)
         print(f"{kind}: step {point} of {steps} ({time.time() - started:.0f} s)")
+
+
+def check_same_start(kind: str, args: argparse.Namespace) -> None:
+    """Stop unless the start's settings are its run's (where the run is there already): the same seed, sizes and
+    vocabulary build the same initial weights."""
+    folders = [run_dir(kind, args, step) / "run.json" for step in (1, 0)]
+    if not folders[0].exists():
+        return
+    run, start = (json.loads(f.read_text())["settings"] for f in folders)
+    differ = sorted(k for k in run.keys() & start.keys()
+                    if k not in ("save_every", "eval_every", "log_every") and run[k] != start[k])
+    if differ:
+        raise SystemExit(f"{kind}: the start's settings differ from its run's ({', '.join(differ)}): not its start")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -163,12 +194,14 @@ def train_kind(kind: str, args: argparse.Namespace, state: dict) -> None:
 
 def run_eval(kind: str, args: argparse.Namespace, step: int) -> dict:
     """The run's own held-out evaluation at ``step`` (metrics.jsonl)."""
-    lines = (args.out / "runs" / kind / "metrics.jsonl").read_text().splitlines()
+    lines = (run_dir(kind, args, step) / "metrics.jsonl").read_text().splitlines()
     found = [r["eval"] for r in map(json.loads, lines) if r.get("step") == step and "eval" in r]
     return found[-1] if found else {}
 
 
 def tokens_seen(kind: str, args: argparse.Namespace, step: int) -> int | None:
+    if step == 0:
+        return 0
     lines = (args.out / "runs" / kind / "metrics.jsonl").read_text().splitlines()
     seen = [r["tokens_seen"] for r in map(json.loads, lines) if r.get("step", 0) <= step and "tokens_seen" in r]
     return seen[-1] if seen else None
@@ -243,7 +276,7 @@ def result_rows(state: dict) -> list[dict]:
 def print_table(rows: list[dict]) -> None:
     print(f"{'kind':9} {'steps':>11} {'TFLOP':>6} {'tokens':>6} {'guesses':>8} {'POS test':>9} {'senses':>16}")
     for r in rows:
-        seen = f"{r['tokens_seen'] / 1e6:.1f}M" if r["tokens_seen"] else "-"
+        seen = f"{r['tokens_seen'] / 1e6:.1f}M" if r["tokens_seen"] is not None else "-"
         guess = f"{100 * r['guess_accuracy']:.1f}%" if r["guess_accuracy"] is not None else "-"
         best = r["senses"]["best_macro_f1"]
         sense = f"{100 * best:.1f}% {r['senses']['best_layer']}" if best is not None else "-"
@@ -369,8 +402,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "objectives")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--budget", type=int, default=3000, help="BERT steps of compute per kind (default 3000)")
-    p.add_argument("--points", type=float, nargs="+", default=[0.25, 0.5, 1.0],
-                   help="fractions of the budget measured (default 0.25 0.5 1)")
+    p.add_argument("--points", type=float, nargs="+", default=[0, 0.25, 0.5, 1.0],
+                   help="fractions of the budget measured (default 0 0.25 0.5 1; 0: the untrained start)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--pos-steps", type=int, default=300)
     p.add_argument("--threads", type=int, default=1)

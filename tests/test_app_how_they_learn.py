@@ -279,7 +279,8 @@ def test_the_shipped_comparison_shows_on_a_fresh_install(monkeypatch, tiny_asset
     at = page("how_they_learn", learn_part="compute", learn_metric="senses", present="1")
     assert_clean(at)
     (fig,) = charts(at)
-    assert len(fig["data"]) == 5 and all(len(t["x"]) == 3 for t in fig["data"])
+    # a line per objective, from its untrained start (compute 0) through a quarter, half and all of the budget
+    assert len(fig["data"]) == 5 and all(len(t["x"]) == 4 and t["x"][0] == 0 for t in fig["data"])
     assert fig["layout"]["font"]["size"] == 17  # presentation mode
     from tests.test_app_words import internal_names, visible_text
 

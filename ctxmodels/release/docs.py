@@ -298,8 +298,9 @@ def objectives_table(root: Path) -> str:
                  else "-")
         best = r["senses"]["best_macro_f1"]
         senses = f"{_pct(best)} ({r['senses']['best_layer']})" if best is not None else "-"
-        seen = f"{r['tokens_seen'] / 1e6:.1f} M" if r.get("tokens_seen") else "-"
-        lines.append(f"| {_OBJECTIVE_NAMES[r['kind']]} | {r['step']:,} of {r['steps']:,} | {r['flops'] / 1e12:.1f} | "
+        seen = f"{r['tokens_seen'] / 1e6:.1f} M" if r.get("tokens_seen") else "0" if r.get("step") == 0 else "-"
+        step = f"{r['step']:,} of {r['steps']:,}" + (" (random weights)" if r["step"] == 0 else "")
+        lines.append(f"| {_OBJECTIVE_NAMES[r['kind']]} | {step} | {r['flops'] / 1e12:.1f} | "
                      f"{seen} | {guess} | {_pct(r['pos']['test']['accuracy']) if r.get('pos') else '-'} | {senses} |")
     per_step = ", ".join(f"{_OBJECTIVE_NAMES[k]} {v / 1e9:.1f}" for k, v in result["flops_per_step"].items())
     return "\n".join(lines + ["", f"GFLOP a step: {per_step}. `{result['command']}`."])

@@ -39,7 +39,7 @@ def objectives_by_compute(rows: Sequence[dict], height: int = 360) -> go.Figure:
             if not points:
                 continue
             fig.add_trace(go.Scatter(
-                x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers",
+                x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers", cliponaxis=False,
                 name=plain(OBJECTIVES[kind]), legendgroup=kind, showlegend=col == 1,
                 line={"color": colour}, marker={"color": colour, "size": 7},
                 hovertemplate=f"{plain(OBJECTIVES[kind])}<br>%{{x:.1f}} TFLOP: %{{y:.1f}}%<extra>{title}</extra>"),
@@ -67,14 +67,15 @@ def measure_by_compute(rows: Sequence[dict], measure: str, axis: str, not_measur
                                      line={"color": colour, "dash": "dot"}, hoverinfo="skip"))
             continue
         fig.add_trace(go.Scatter(
-            x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers", name=name,
+            x=[x for x, _ in points], y=[100 * y for _, y in points], mode="lines+markers", cliponaxis=False, name=name,
             line={"color": colour, "width": 2.5}, marker={"color": colour, "size": 9},
             hovertemplate=f"{name}<br>%{{x:.1f}} TFLOP: %{{y:.1f}}%<extra></extra>"))
     fig.update_xaxes(title_text="training compute (TFLOP: a million million operations)", rangemode="tozero")
-    # From 0: lines a point apart look a point apart, not a screen apart; every measure here is well above 0, so
-    # the legend sits in the empty lower part of the plot and the first screen of a projector shows it.
+    # From 0: lines a point apart look a point apart, not a screen apart. Past the untrained start (compute 0, where
+    # a guess is right 0% of the time) every measure is well above 0, so the legend sits in the empty lower right
+    # of the plot and the first screen of a projector shows it.
     fig.update_yaxes(title_text=plain(axis), ticksuffix="%", rangemode="tozero")
     fig.update_layout(title=plain(title), height=height, margin={"l": 60, "r": 20, "t": 60, "b": 40},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 0.02, "x": 0.01,
+                      legend={"yanchor": "bottom", "y": 0.02, "xanchor": "right", "x": 0.99,
                               "bgcolor": "rgba(0,0,0,0)"})
     return fig
