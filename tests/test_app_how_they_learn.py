@@ -271,16 +271,21 @@ def test_each_measure_against_compute_with_the_unmeasured_said(monkeypatch, tiny
 
 
 def test_the_shipped_comparison_shows_on_a_fresh_install(monkeypatch, tiny_assets, tmp_path):
+    import json
+
     from tests.app_fixtures import ROOT
 
-    with_comparison(monkeypatch, tiny_assets, tmp_path,
-                    (ROOT / "assets" / "successors" / "compute.json").read_text(encoding="utf-8"))
+    shipped = (ROOT / "assets" / "successors" / "compute.json").read_text(encoding="utf-8")
+    with_comparison(monkeypatch, tiny_assets, tmp_path, shipped)
     monkeypatch.delenv("CTXMODELS_DATA", raising=False)
     at = page("how_they_learn", learn_part="compute", learn_metric="senses", present="1")
     assert_clean(at)
     (fig,) = charts(at)
     # a line per objective, from its untrained start (compute 0) through a quarter, half and all of the budget
     assert len(fig["data"]) == 5 and all(len(t["x"]) == 4 and t["x"][0] == 0 for t in fig["data"])
+    bert = sorted((r for r in json.loads(shipped)["rows"] if r["kind"] == "bert"), key=lambda r: r["tflop"])
+    said = " ".join(texts(at.caption))
+    assert f"BERT {bert[-1]['senses']:.1%} (from {bert[0]['senses']:.1%})" in said, said
     assert fig["layout"]["font"]["size"] == 17  # presentation mode
     from tests.test_app_words import internal_names, visible_text
 

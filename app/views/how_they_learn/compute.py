@@ -222,13 +222,16 @@ def _comparison(path: str, changed: int | None) -> dict | None:
     return None if found is None else found.to_dict()
 
 
-def comparison_at_end(c: dict, measure: str) -> list[tuple[str, float]]:
-    """Each objective's ``measure`` at its last snapshot that has one (the whole budget), best first."""
-    last = {}
+def comparison_at_end(c: dict, measure: str) -> list[tuple[str, float, float | None]]:
+    """Each objective's ``measure`` at its last snapshot that has one (the whole budget), best first, with its value
+    at compute 0 (the run's random weights) where that was measured."""
+    last, start = {}, {}
     for r in sorted(c["rows"], key=lambda r: r["tflop"]):
         if r[measure] is not None:
             last[r["kind"]] = r[measure]
-    return sorted(last.items(), key=lambda kv: -kv[1])
+            if r["tflop"] == 0:
+                start[r["kind"]] = r[measure]
+    return sorted(((k, v, start.get(k)) for k, v in last.items()), key=lambda t: -t[1])
 
 
 # -- the tables behind the figures (their CSV downloads) ------------------------------------------------------------

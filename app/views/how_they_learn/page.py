@@ -362,9 +362,11 @@ def compute_part() -> None:
     plot(page_figures.measure_by_compute(c["rows"], measure, axis, unmeasured,
                                          title=f"{axis[0].upper()}{axis[1:]}, against the compute spent training"),
          f"per-compute-{measure}", key="learn::compute", data=compute.comparison_frame(c))
-    said = ", ".join(f"{OBJECTIVE_NAMES.get(k, md(k))} {v:.1%}" for k, v in compute.comparison_at_end(c, measure))
+    said = ", ".join(f"{OBJECTIVE_NAMES.get(k, md(k))} {v:.1%}" + ("" if v0 is None else f" (from {v0:.1%})")
+                     for k, v, v0 in compute.comparison_at_end(c, measure))
     missing = ", ".join(OBJECTIVE_NAMES.get(k, md(k)) for k in unmeasured)
-    st.caption(f"At the whole budget: {said}." + (f" Not measured: {missing}." if missing else "") + " "
+    st.caption(f"At the whole budget (from its random weights): {said}."
+               + (f" Not measured: {missing}." if missing else "") + " "
                + TEXT[f"compute_{measure}"].format(pos_steps=c["pos_steps"] or "a few hundred"))
     st.markdown(TEXT["compute_intro"])
     st.markdown(TEXT["compute_reading"].format(budget=max(r["tflop"] for r in c["rows"])))
