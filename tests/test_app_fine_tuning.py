@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -235,23 +236,27 @@ def tuned_roberta(tmp_path_factory):
 
 
 def test_the_page_compares_a_finetuned_roberta_with_its_base(tuned_roberta, monkeypatch):
-    folder, base = tuned_roberta
+    at = assert_compared_with_base(*tuned_roberta, "roberta-tiny", "transformers", monkeypatch)
+    heat = next(c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith("mean Jensen"))
+    assert heat["layout"]["yaxis"]["ticktext"] == ["layer 1", "layer 2"]
+
+
+def assert_compared_with_base(folder: Path, base: Path, base_name: str, base_kind: str, monkeypatch):
+    """The page, with the fine-tuned ``folder`` added, draws it against ``base_name`` layer by layer and shows the
+    test accuracy its finetune.json records; returns the page."""
     monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
     at = page("fine_tuning")
     assert_clean(at)
     assert not at.error, texts(at.error)
-    found = charts(at)
-    cka = next(c for c in found if any(t.get("name", "").endswith("roberta-tags") and "→" in t.get("name", "")
-                                       for t in c["data"]))
+    cka = next(c for c in charts(at) if any(t.get("name", "").endswith(folder.name) and "→" in t.get("name", "")
+                                            for t in c["data"]))
     assert cka["layout"]["xaxis"]["ticktext"] == ["embeddings", "layer 1", "layer 2"]
-    t = titles(at)
-    assert any(x.startswith("before: roberta-tiny, layer 2") for x in t), t
-    heat = next(c for c in found if c["layout"].get("title", {}).get("text", "").startswith("mean Jensen"))
-    assert heat["layout"]["yaxis"]["ticktext"] == ["layer 1", "layer 2"]
+    assert any(x.startswith(f"before: {base_name}, layer 2") for x in titles(at)), titles(at)
     info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
-    assert info["base_kind"] == "transformers" and info["base_path"] == str(base)
+    assert info["base_kind"] == base_kind and info["base_path"] == str(base)
     shown = {m.label: m.value for m in at.metric}
     assert shown["test accuracy"] == f"{info['metrics']['test']['accuracy']:.1%}"
+    return at
 
 
 tiny_gpt = test_objectives.tiny_gpt  # a GPT trained for two steps by `ctxmodels train gpt` (a fixture)
@@ -265,17 +270,4 @@ def tuned_gpt(tiny_gpt, tmp_path_factory):
 
 
 def test_the_page_compares_a_finetuned_gpt_with_its_base(tuned_gpt, monkeypatch):
-    folder, base = tuned_gpt
-    monkeypatch.setenv("CTXMODELS_APP_MODELS", str(folder))
-    at = page("fine_tuning")
-    assert_clean(at)
-    assert not at.error, texts(at.error)
-    found = charts(at)
-    cka = next(c for c in found if any(t.get("name", "").endswith("gpt-tags") and "→" in t.get("name", "")
-                                       for t in c["data"]))
-    assert cka["layout"]["xaxis"]["ticktext"] == ["embeddings", "layer 1", "layer 2"]
-    assert any(x.startswith("before: gpt-tiny, layer 2") for x in titles(at)), titles(at)
-    info = json.loads((folder / "finetune.json").read_text(encoding="utf-8"))
-    assert info["base_kind"] == "gpt" and info["base_path"] == str(base)
-    shown = {m.label: m.value for m in at.metric}
-    assert shown["test accuracy"] == f"{info['metrics']['test']['accuracy']:.1%}"
+    assert_compared_with_base(*tuned_gpt, "gpt-tiny", "gpt", monkeypatch)

@@ -178,17 +178,23 @@ def test_elmo_feature_mode_freezes_the_bilm_and_finetune_trains_it(tiny_elmo, tm
 
 
 def test_resume_after_an_interrupt_continues_the_curve(tiny_bert, tmp_path):
+    assert_resume_continues_the_curve(tiny_bert, tmp_path, steps=12)
+
+
+def assert_resume_continues_the_curve(model: Path, tmp_path: Path, steps: int) -> None:
+    """Fine-tuning ``model`` on the token task stopped after one step and resumed logs the same losses as a run
+    that never stopped."""
     data = token_task()
-    kw = dict(steps=12, lr=1e-3, batch_size=16, save_every=0, log_every=1)
-    task, trainer = _finetune(tiny_bert, data, tmp_path / "full", **kw)
+    kw = dict(steps=steps, lr=1e-3, batch_size=16, save_every=0, log_every=1)
+    task, trainer = _finetune(model, data, tmp_path / "full", **kw)
     trainer.train()
     full = _losses(tmp_path / "full")
 
-    task, trainer = _finetune(tiny_bert, data, tmp_path / "part", **kw)
+    task, trainer = _finetune(model, data, tmp_path / "part", **kw)
     trainer.cfg.time_limit_s = 0.0  # stops after the first step with a checkpoint, as Ctrl-C does
     trainer.train()
     assert max(_losses(tmp_path / "part")) == 1
-    task, trainer = _finetune(tiny_bert, data, tmp_path / "part", **kw)
+    task, trainer = _finetune(model, data, tmp_path / "part", **kw)
     trainer.train(resume=True)
     resumed = _losses(tmp_path / "part")
     assert sorted(resumed) == sorted(full)

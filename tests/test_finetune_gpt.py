@@ -16,12 +16,20 @@ import transformers
 
 import ctxmodels
 from ctxmodels import cli, kinds
-from ctxmodels.tasks import load_task
 from ctxmodels.training.finetune_qa import QaTask
 from tests import test_finetune_pairs as pairs
 from tests import test_finetune_qa as qa
 from tests.lm_fixtures import _restore_torch_threads  # noqa: F401 - autouse: torch's threads put back
-from tests.test_finetune import ANIMALS, OTHER, THINGS, _finetune, _losses, sentence_task, token_task, word_task
+from tests.test_finetune import (
+    ANIMALS,
+    OTHER,
+    THINGS,
+    _finetune,
+    assert_resume_continues_the_curve,
+    sentence_task,
+    token_task,
+    word_task,
+)
 
 WORDS = ["the", "old", "dog", "saw", "a", "stone", "near", "the", "cow"]
 
@@ -125,30 +133,15 @@ def test_a_sentence_is_read_at_its_last_piece_whatever_the_padding(tiny_gpt, tmp
 
 
 def test_the_saved_pair_model_is_transformers_class_with_our_logits(tiny_gpt, tmp_path):
-    from ctxmodels.training.finetune_task import FinetuneSettings, build_task, final_metrics
-    from ctxmodels.training.trainer import Trainer
+    from ctxmodels.training.finetune_task import final_metrics
 
     task_file = pairs.write_pairs(tmp_path / "pairs.tsv", pairs.pair_lines())
-    settings = FinetuneSettings(model=str(tiny_gpt), model_path=str(tiny_gpt), task=str(task_file), steps=4,
-                                lr=1e-3, batch_size=8)
-    task, cfg = build_task(ctxmodels.load(tiny_gpt), load_task(str(task_file)), settings)
-    cfg.progress = False
-    trainer = Trainer(task, cfg, tmp_path / "out")
+    task, trainer = pairs._finetune(tiny_gpt, task_file, tmp_path / "out", steps=4, lr=1e-3, batch_size=8)
     trainer.train()
     final_metrics(task, trainer)
     hf = _check_saved(tmp_path / "out", transformers.AutoModelForSequenceClassification,
                       "GPT2ForSequenceClassification")
-    batch = {k: v for k, v in task.collate(task.test[:6]).items() if k != "labels"}
-    task.model.eval()
-    with torch.no_grad():
-        torch.testing.assert_close(task.model(**batch).logits, hf(**batch).logits, atol=1e-5, rtol=0)
-    loaded = ctxmodels.load(tmp_path / "out")
-    a, b = ["the", "dog"], ["a", "stone"]
-    enc, _ = loaded.tokenizer.encode_word_pair(a, b, 64)
-    with torch.no_grad():
-        ref = hf(**loaded.tokenizer.collate([enc])).logits[0]
-    (label, p), = loaded.task_model().predict(a, pair=b)
-    assert label == task.labels[int(ref.argmax())] and p == pytest.approx(float(ref.softmax(-1).max()), abs=1e-5)
+    pairs.assert_pair_model_matches(task, hf, tmp_path / "out")
 
 
 def test_the_saved_qa_model_is_transformers_class_with_our_logits(tiny_gpt, tmp_path):
@@ -174,22 +167,7 @@ def test_the_saved_qa_model_is_transformers_class_with_our_logits(tiny_gpt, tmp_
 
 
 def test_resume_after_an_interrupt_continues_the_curve(tiny_gpt, tmp_path):
-    data = token_task()
-    kw = dict(steps=10, lr=1e-3, batch_size=16, save_every=0, log_every=1)
-    task, trainer = _finetune(tiny_gpt, data, tmp_path / "full", **kw)
-    trainer.train()
-    full = _losses(tmp_path / "full")
-
-    task, trainer = _finetune(tiny_gpt, data, tmp_path / "part", **kw)
-    trainer.cfg.time_limit_s = 0.0  # stops after the first step with a checkpoint, as Ctrl-C does
-    trainer.train()
-    assert max(_losses(tmp_path / "part")) == 1
-    task, trainer = _finetune(tiny_gpt, data, tmp_path / "part", **kw)
-    trainer.train(resume=True)
-    resumed = _losses(tmp_path / "part")
-    assert sorted(resumed) == sorted(full)
-    for step in full:
-        assert resumed[step] == pytest.approx(full[step], abs=1e-6), step
+    assert_resume_continues_the_curve(tiny_gpt, tmp_path, steps=10)
 
 
 def test_cli_fine_tunes_a_gpt_and_resumes(tiny_gpt, tmp_path, capsys):

@@ -157,13 +157,19 @@ def test_the_saved_pair_model_is_transformers_class_with_our_logits(family, tiny
         out, local_files_only=True, attn_implementation="eager", output_loading_info=True)
     assert type(hf).__name__ == arch
     assert not loading["missing_keys"] and not loading["unexpected_keys"] and not loading["mismatched_keys"]
+    assert_pair_model_matches(task, hf.eval(), out)
+    assert ctxmodels.load(out).finetune_info["task"] == str(pairs_file)
+
+
+def assert_pair_model_matches(task, hf: torch.nn.Module, out: Path) -> None:
+    """Our fine-tuned pair model and transformers' class ``hf`` read from ``out`` give the same logits, and
+    ctxmodels reads the folder back as the backbone with finetune_info and a task model that labels a pair."""
     batch = {k: v for k, v in task.collate(task.test[:6]).items() if k != "labels"}
     task.model.eval()
     with torch.no_grad():
-        torch.testing.assert_close(task.model(**batch).logits, hf.eval()(**batch).logits, atol=1e-5, rtol=0)
-    # ctxmodels reads it back: the backbone with finetune_info, and a task model that labels a pair
+        torch.testing.assert_close(task.model(**batch).logits, hf(**batch).logits, atol=1e-5, rtol=0)
     loaded = ctxmodels.load(out)
-    assert loaded.finetune_info["task_kind"] == "pair" and loaded.finetune_info["task"] == str(pairs_file)
+    assert loaded.finetune_info["task_kind"] == "pair"
     a, b = ["the", "dog"], ["a", "stone"]
     enc, _ = loaded.tokenizer.encode_word_pair(a, b, 64)
     with torch.no_grad():
