@@ -318,3 +318,11 @@ def test_a_part_loads_only_the_models_it_shows(monkeypatch, tiny_gpt, tiny_elect
     loaded.clear()
     assert_clean(page("how_they_learn", learn_part="compute"))
     assert loaded == []
+
+
+def test_a_gpt_finetuned_for_a_task_is_not_offered_as_a_language_model(tiny_gpt, tmp_path):
+    from app.views.how_they_learn import compute
+    from tests.app_fixtures import finetune_tiny, write_tag_task
+
+    tagger = finetune_tiny(tiny_gpt, write_tag_task(tmp_path / "tags.conll"), tmp_path / "gpt-tags", steps=1)
+    assert compute.left_to_right([str(tiny_gpt), str(tagger)]) == [str(tiny_gpt)]

@@ -336,19 +336,22 @@ def test_the_heads_its_files_name_are_the_heads_it_loads_with(tiny_assets, tiny_
     """What a page offers before loading anything (``heads_on_file``) is what the loaded model can do."""
     import ctxmodels
     from ctxmodels.analysis import replaced_tokens, sentence_pairs
-    from ctxmodels.loading import MASKED_LM, supports
+    from ctxmodels.loading import LANGUAGE_MODEL, MASKED_LM, supports
     from tests import hf_tiny
+    from tests.app_fixtures import finetune_tiny, write_tag_task
 
     electra = hf_tiny.build("electra-discriminator", tmp_path / "electra")
     hf_tiny.build("electra-generator", electra / "generator")
     roberta = hf_tiny.build("roberta", tmp_path / "roberta")
+    tagger = finetune_tiny(tiny_gpt, write_tag_task(tmp_path / "tags.conll"), tmp_path / "gpt-tags", steps=1)
     for folder in (tiny_assets / "bert-eltec", tiny_assets / "bert-no-mlm", tiny_gpt, tiny_albert, electra,
-                   electra / "generator", roberta):
+                   electra / "generator", roberta, tagger):
         m = ctxmodels.load(folder)
         loaded = {"masked_lm": supports(m, MASKED_LM) and not objectives.left_to_right(m),
                   "next_sentence": sentence_pairs.pair_head(m) == "nsp",
                   "sentence_order": sentence_pairs.pair_head(m) == "sop",
-                  "replaced": replaced_tokens.is_discriminator(m)}
+                  "replaced": replaced_tokens.is_discriminator(m),
+                  "next_word": objectives.left_to_right(m) and supports(m, LANGUAGE_MODEL)}
         assert objectives.heads_on_file(folder) == {h for h, yes in loaded.items() if yes}, folder.name
     assert objectives.heads_on_file(tiny_assets / "elmo-eltec") is None  # no architectures: only loading tells
     assert objectives.heads_on_file(tmp_path / "nothing") is None

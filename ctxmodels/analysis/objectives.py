@@ -43,7 +43,8 @@ _VOCABS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer ->
 def heads_on_file(path: str | Path) -> frozenset[str] | None:
     """The pre-training heads a model folder's ``config.json`` says its weights keep, read without loading the
     model (so a page can offer a model before it loads it): "masked_lm", "next_sentence" (BERT's NSP),
-    "sentence_order" (ALBERT's SOP), "replaced" (an ELECTRA discriminator with its generator in ``generator/``).
+    "sentence_order" (ALBERT's SOP), "replaced" (an ELECTRA discriminator with its generator in ``generator/``),
+    "next_word" (a left-to-right language model's head; a GPT fine-tuned for a task has none).
     None when the config names no architecture: only loading the weights tells."""
     folder = Path(path)
     if not is_dir(folder):
@@ -66,6 +67,8 @@ def heads_on_file(path: str | Path) -> frozenset[str] | None:
             heads.add("sentence_order")
         if electra and a == "ElectraForPreTraining" and (folder / "generator" / "config.json").is_file():
             heads.add("replaced")
+        if a.endswith(("LMHeadModel", "ForCausalLM")):
+            heads.add("next_word")
     return frozenset(heads)
 
 

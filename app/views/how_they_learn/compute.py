@@ -17,7 +17,7 @@ from app.kit.registry import get_model, label, peeked_kind
 from app.views.how_they_learn.state import MAX_WORDS
 from ctxmodels.analysis import compute_comparison, objectives, replaced_tokens, sentence_pairs, training_curves
 from ctxmodels.analysis.word_senses import find_in_both, same_word
-from ctxmodels.loading import LEFT_TO_RIGHT, MASKED_LM, declares, resolve, successor_models, supports
+from ctxmodels.loading import LANGUAGE_MODEL, LEFT_TO_RIGHT, MASKED_LM, declares, resolve, successor_models, supports
 from ctxmodels.text import tokenize
 
 
@@ -71,8 +71,10 @@ def masked_lms(ids: list[str]) -> list[str]:
 
 
 def left_to_right(ids: list[str]) -> list[str]:
-    """The left-to-right models (GPTs), by the kind their files say (nothing loaded)."""
-    return [m for m in ids if (kind := peeked_kind(m)) is not None and declares(kind, LEFT_TO_RIGHT)]
+    """The left-to-right language models (GPTs with their next-word head: one fine-tuned for a task guesses no
+    words), by the kind and head their files say."""
+    return [m for m in ids if (kind := peeked_kind(m)) is not None and declares(kind, LEFT_TO_RIGHT)
+            and has_head(m, "next_word", lambda model: supports(model, LANGUAGE_MODEL))]
 
 
 def electras(ids: list[str]) -> list[str]:
