@@ -29,7 +29,7 @@ from ..bounds import Bound, int_range
 from ..masking import describe_mask_split
 from .bert_corpus import prepare_on_every_rank
 from .bert_data import IGNORE_INDEX, MLM_PROBABILITY, PretrainingData, VocabInfo
-from .lm_task import LanguageModelTask, PackedSettings, check_sequence_length
+from .lm_task import LanguageModelTask, PackedSettings, check_sequence_length, summed_scores
 from .trainer import Batch, TrainConfig, setup_distributed
 
 
@@ -127,14 +127,7 @@ class AlbertTask(LanguageModelTask):
         """Held-out masked-piece top-1 accuracy and perplexity, and sentence-order accuracy, on a fixed set."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
-        was = model.training
-        model.eval()
-        device = next(model.parameters()).device
-        sums = np.zeros(5)
-        for batch in self.eval_batches():
-            sums += [float(x) for x in model({k: v.to(device) for k, v in batch.items()})]
-        model.train(was)
-        total, count, right, _, order_right = sums
+        total, count, right, _, order_right = summed_scores(model, self.eval_batches(), 5)
         pairs = sum(len(b["sentence_order_label"]) for b in self.eval_batches())
         return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1))),
                 "sop_accuracy": order_right / max(pairs, 1)}

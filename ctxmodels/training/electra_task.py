@@ -45,6 +45,7 @@ from .lm_task import (
     load_pretrained_weights,
     packed_datasets,
     save_pretrained_folder,
+    summed_scores,
 )
 from .trainer import Batch, TrainConfig, default_model_card, setup_distributed
 
@@ -210,16 +211,9 @@ class ElectraTask(LanguageModelTask):
         """The scores of the fixed held-out set summed over its batches, the generator's samples drawn from a
         seed of their own (the same at every evaluation, and when ``ctxmodels quality`` measures the model
         again)."""
-        was = self.lm.training
-        self.lm.eval()
         device = next(self.lm.parameters()).device
         sampler = torch.Generator(device=device).manual_seed(self.settings.seed * 1000 + _EVAL_SAMPLES)
-        sums = np.zeros(len(PairScores._fields))
-        for batch in self.eval_batches():
-            scores = self.lm({k: v.to(device) for k, v in batch.items()}, sampler=sampler)
-            sums += [float(x) for x in scores]
-        self.lm.train(was)
-        return PairScores(*sums)
+        return PairScores(*summed_scores(self.lm, self.eval_batches(), len(PairScores._fields), sampler=sampler))
 
     @staticmethod
     def figures(s: PairScores) -> dict[str, float]:

@@ -113,6 +113,20 @@ def load_pretrained_weights(lm: Any, directory: str | Path) -> None:
     lm.tie_weights()
 
 
+@torch.no_grad()
+def summed_scores(model: nn.Module, batches: Any, width: int, **kw: Any) -> np.ndarray:
+    """``model``'s scores of each batch (a tuple of ``width`` numbers: sums and counts) added up over ``batches``,
+    in eval mode (put back after); ``kw`` goes to every call."""
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    sums = np.zeros(width)
+    for batch in batches:
+        sums += [float(x) for x in model({k: v.to(device) for k, v in batch.items()}, **kw)]
+    model.train(was)
+    return sums
+
+
 class ScoredModel(nn.Module):
     """A transformers language model and its loss in one forward. The trainer wraps the task's model in DDP, which
     synchronises the gradients of what the wrapped forward ran: the loss's own use of the model's parts (RoBERTa's
@@ -178,14 +192,7 @@ class LanguageModelTask(TrainTask):
         """Held-out top-1 accuracy and perplexity of the predicted pieces on a fixed set."""
         if self.eval_data is None or self.settings.eval_sequences == 0:
             return {}
-        was = model.training
-        model.eval()
-        device = next(model.parameters()).device
-        total, count, right = 0.0, 0, 0
-        for batch in self.eval_batches():
-            s, n, r = model({k: v.to(device) for k, v in batch.items()})
-            total, count, right = total + s.item(), count + int(n), right + int(r)
-        model.train(was)
+        total, count, right = summed_scores(model, self.eval_batches(), 3)
         return {"top1": right / max(count, 1), "ppl": float(np.exp(total / max(count, 1)))}
 
     def save_model(self, directory: Path) -> None:
