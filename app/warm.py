@@ -3,7 +3,7 @@ running, visits what the first students would, so their first visit is quick.
 
 Streamlit keeps its caches (the models loaded, the vectors, projections and answers computed) in the server process,
 once per server: a warm-up must run inside that process. So this visits the running server as a browser does,
-over its own connection (the websocket the page talks to), one new visitor per page: the Lesson's seven steps with
+over its own connection (the websocket the page talks to), one new visitor per page: the Lesson's eight steps with
 their answers shown, then the page each step links to with the step's settings, then the views that are slow the
 first time (Word senses, What fine-tuning changes, SemCor's *play*, the corpus source). A view that finishes in the
 background (a large projection) is visited again until it has nothing left to wait for. Nothing is written but the
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-LESSON_STEPS = 7
+LESSON_STEPS = 8
 # The first views that are slow on a cold server (issue 45's measurements), as (page, query).
 SLOW_FIRST = [
     ("word_senses", ""),

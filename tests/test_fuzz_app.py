@@ -141,7 +141,7 @@ NUMERIC = {  # param: (kind, low, high, widget)
     "ft_sentences": (int, 20, 500, "number_input"),
     "ft_att_layer": (int, 1, 2, "slider"),
     "ft_att_head": (int, 1, 2, "slider"),
-    "step": (int, 1, 7, "selectbox"),  # the lesson's seven steps
+    "step": (int, 1, 8, "selectbox"),  # the lesson's eight steps
     "learn_seed": (int, 0, 999_999, "number_input"),
     "learn_n": (int, 20, 500, "number_input"),
 }

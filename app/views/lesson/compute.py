@@ -3,7 +3,8 @@
 
 The steps follow one word, *bank*, from one vector per word to attention heads: the same word in two sentences,
 which dictionary sense each model reads there, thirty-two sentences as two clouds, the layers ELMo's tasks want,
-a blank to fill, the blank read layer by layer, and the heads. The lines a step reveals come from the core
+a blank to fill, the blank read layer by layer, the heads, and last a model that reads only left to right (a GPT)
+beside one that reads both ways. The lines a step reveals come from the core
 (``ctxmodels.analysis``) with the models this server offers; the lesson's ``page.py`` draws them. No Streamlit here.
 """
 
@@ -24,7 +25,7 @@ from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
 from ctxmodels.analysis import fill_in, probes, vectors
 from ctxmodels.analysis import word_senses as ws
-from ctxmodels.loading import ATTENTION, CONTEXTUAL, declares
+from ctxmodels.loading import ATTENTION, CONTEXTUAL, LEFT_TO_RIGHT, declares, successor_models
 
 WORD = "bank"
 SENTENCE_A = "We sat on the bank of the river and watched the boats."
@@ -32,6 +33,10 @@ SENTENCE_B = "She paid the money into her account at the bank."
 BLANK = "She deposited the money in the [MASK]."
 HEADS_SENTENCE = "The bank raised its interest rates, so she moved her savings elsewhere."
 MAX_FILLERS = 3  # models compared on the blank: one line each on a projector
+# The How they learn page's bank pair: the words before "bank" are the same, only the words after it say which bank.
+PAIR_A = "She walked down to the bank to fish in the quiet river."
+PAIR_B = "She walked down to the bank to pay in her wages."
+TITLE = "A lesson in eight steps"
 
 
 @dataclass(frozen=True)
@@ -41,15 +46,24 @@ class Cast:
     compare: tuple[str, ...]  # the pages' default comparison: static vectors, ELMo, the default BERT
     elmo: str | None
     bert: str | None  # the default BERT, else the first BERT-family model
-    berts: tuple[str, ...] = ()  # every BERT-family model, the default first
+    berts: tuple[str, ...] = ()  # every BERT-family model (they read both ways), the default first
+    gpt: str | None = None  # the first left-to-right model: the server's, else a shipped successor's
 
 
 def cast(ids: Sequence[str]) -> Cast:
     kinds = {m: peeked_kind(m) for m in ids}
-    berts = [m for m in ids if kinds[m] is not None and declares(kinds[m], ATTENTION)]
+    berts = [m for m in ids if _reads(kinds[m], ATTENTION) and not _reads(kinds[m], LEFT_TO_RIGHT)]
     berts = [m for m in DEFAULT_BERTS if m in berts] + [m for m in berts if m not in DEFAULT_BERTS]
     elmo = next((m for m in ids if kinds[m] == "elmo"), None)
-    return Cast(tuple(default_models(ids)), elmo, berts[0] if berts else None, tuple(berts))
+    # the shipped successors count for the GPT, as on How they learn (the page step 8 opens), though other pages
+    # list them only when the operator adds them
+    kinds |= {m: peeked_kind(m) for m in successor_models() if m not in kinds}
+    gpt = next((m for m, kind in kinds.items() if _reads(kind, LEFT_TO_RIGHT)), None)
+    return Cast(tuple(default_models(ids)), elmo, berts[0] if berts else None, tuple(berts), gpt)
+
+
+def _reads(kind: str | None, capability: str) -> bool:
+    return kind is not None and declares(kind, capability)
 
 
 def fillers(c: Cast) -> list[str]:
@@ -69,22 +83,29 @@ def _shown(word: str) -> str:
 # -- what each step reveals: Markdown lines, one per model or finding ------------------------------------------
 
 
-def same_word_lines(model_ids: Sequence[str]) -> list[str]:
-    lines = []
-    for model_id in model_ids:
-        model = get_model(model_id)
-        r = ws.same_word(model, SENTENCE_A, SENTENCE_B, WORD)
-        name = f"**{md(label(model_id))}**"
-        if len(r.cosine) == 1:
-            kind = "" if declares(model, CONTEXTUAL) else " (one vector per word, whatever the sentence)"
-            lines.append(f"{name}: {_number(r.cosine[0])}{kind}")
-            continue
-        low = min(range(len(r.cosine)), key=lambda j: r.cosine[j])
-        path = " → ".join(_number(c) for c in r.cosine)
-        lines.append(f"{name}: {path}, from {md(r.layer_names[0])} to {md(r.layer_names[-1])}; least alike in "
-                     f"{md(r.layer_names[low])} ({_number(r.cosine[low])}, where any word of A and any word of B "
-                     f"average {_number(r.baseline[low])})")
-    return lines
+def same_word_lines(model_ids: Sequence[str], a: str = SENTENCE_A, b: str = SENTENCE_B) -> list[str]:
+    return [_same_word_line(m, a, b) for m in model_ids]
+
+
+def _same_word_line(model_id: str, a: str, b: str, reads: str = "") -> str:
+    model = get_model(model_id)
+    r = ws.same_word(model, a, b, WORD)
+    name = f"**{md(label(model_id))}**{reads}"
+    if len(r.cosine) == 1:
+        kind = "" if declares(model, CONTEXTUAL) else " (one vector per word, whatever the sentence)"
+        return f"{name}: {_number(r.cosine[0])}{kind}"
+    if min(r.cosine) > 1 - SAME:
+        return (f"{name}: {_number(min(r.cosine))} in every layer, from {md(r.layer_names[0])} to "
+                f"{md(r.layer_names[-1])}: the same vector in both sentences")
+    low = min(range(len(r.cosine)), key=lambda j: r.cosine[j])
+    path = " → ".join(_number(c) for c in r.cosine)
+    return (f"{name}: {path}, from {md(r.layer_names[0])} to {md(r.layer_names[-1])}; least alike in "
+            f"{md(r.layer_names[low])} ({_number(r.cosine[low])}, where any word of A and any word of B "
+            f"average {_number(r.baseline[low])})")
+
+
+SAME = 1e-6  # a cosine this close to 1 is the same vector up to rounding (a tiny random BERT that does read the
+# words after the word is a few millionths below 1)
 
 
 def dictionary_lines(model_ids: Sequence[str]) -> list[str]:
@@ -208,6 +229,23 @@ def heads_lines(model_id: str | None) -> list[str]:
     ]
 
 
+def both_ways(c: Cast) -> list[str]:
+    """Step 8's models: the GPT first, then the first two that read both ways (the lesson plan names the same)."""
+    return ([c.gpt] if c.gpt else []) + list(c.berts[:2])
+
+
+NO_GPT = ("No model here reads only left to right: no GPT ships beside this app (`assets/successors`) and none was "
+          "added on the **Models** page. The page behind the link shows the both-ways side.")
+
+
+def directions_lines(c: Cast) -> list[str]:
+    lines = [] if c.gpt else [NO_GPT]
+    for model_id in both_ways(c):
+        reads = " (left to right)" if model_id == c.gpt else " (both ways)"
+        lines.append(_same_word_line(model_id, PAIR_A, PAIR_B, reads))
+    return lines
+
+
 # -- what each step draws: the same answers as small charts (data here; ``figures.py`` draws them) ---------------
 
 
@@ -262,9 +300,16 @@ def lens_chart(model_ids: Sequence[str]) -> dict:
     return {"kind": "ranks", "ranks": ranks}
 
 
+def directions_chart(c: Cast) -> dict:
+    """Step 8: the same as step 1's chart for the bank pair whose words differ only after the word."""
+    results = {label(m): asdict(ws.same_word(get_model(m), PAIR_A, PAIR_B, WORD)) for m in both_ways(c)}
+    return {"kind": "same_word", "results": results,
+            "title": "how alike the two vectors of “bank” are, reading left to right or both ways"}
+
+
 CHARTS: dict[int, Callable[[Cast], dict]] = {
     1: lambda c: same_word_chart(c.compare), 3: lambda c: clouds_chart(c.compare), 4: lambda c: layers_chart(c.elmo),
-    5: lambda c: fill_chart(fillers(c)), 6: lambda c: lens_chart(fillers(c)[:1]),
+    5: lambda c: fill_chart(fillers(c)), 6: lambda c: lens_chart(fillers(c)[:1]), 8: directions_chart,
 }
 
 
@@ -307,6 +352,10 @@ def _heads_params(c: Cast) -> dict[str, str | list[str]]:
     h = heads(c.bert)
     return {"att_model": c.bert, "sentence": HEADS_SENTENCE, "att_layer": str(h.prev[0]),
             "att_head": str(h.prev[1]), "rank_by": "to_prev", "view": "head", "qk": "1"}
+
+
+def _directions(c: Cast) -> dict[str, str | list[str]]:
+    return {"learn_part": "directions", "learn_a": PAIR_A, "learn_b": PAIR_B, "learn_word": WORD}
 
 
 STEPS = [
@@ -365,6 +414,18 @@ STEPS = [
          "or [SEP] when they have nothing to do. The page opens on the most previous-word head (under the "
          "overview of every head), with how its queries and keys give its weights.",
          "attention", "Attention", _heads_params, lambda c: heads_lines(c.bert)),
+    Step("Left to right or both ways",
+         f"A GPT reads a sentence left to right: at each word it has seen only the words before it. Take “{PAIR_A}” "
+         f"and “{PAIR_B}” The words before {_shown(WORD)} are the same; only the words after it say which bank it "
+         f"is. Can the GPT give {_shown(WORD)} two different vectors here? Can BERT, which reads the whole sentence?",
+         "The cosine of the word's two vectors, layer by layer, as in step 1 (1: the same vector). At "
+         f"{_shown(WORD)} the GPT has read “She walked down to the”, the same words in both sentences, so it "
+         "computes the same vector in every layer: the words after it cannot reach it. BERT's contextual layers read "
+         "the whole sentence and move the two apart. That is what reading both ways buys: each word's vector knows "
+         "its whole sentence. A GPT's later words have read the earlier ones, so to ask a GPT what a word means, or "
+         "what a sentence says, people read its vector at a later word (the word after, or the end of the "
+         "sentence), not at the word itself.",
+         "how_they_learn", "How they learn", _directions, directions_lines),
 ]
 
 
@@ -381,9 +442,10 @@ def link(step: Step, c: Cast, base: str = "") -> str:
 def plan(c: Cast, answers: Callable[[int], list[str]], base: str = "", when: str = "") -> str:
     """The whole lesson as one Markdown document: each step's question, what the models here answered (``answers(n)``
     for step n), what that shows and the link that opens it."""
-    out = ["# A lesson in seven steps: contextual word vectors", "",
+    out = [f"# {TITLE}: contextual word vectors", "",
            f"Answers computed by the models of this server{f' on {when}' if when else ''}: "
-           + ", ".join(dict.fromkeys([*c.compare, *([c.elmo] if c.elmo else []), *c.berts[:2]])) + ".", "",
+           + ", ".join(dict.fromkeys([*c.compare, *([c.elmo] if c.elmo else []), *c.berts[:2], *both_ways(c)]))
+           + ".", "",
            f"In class: open <{base.rstrip('/')}/lesson?present=1> on the projector. Page Down, or a presenter's "
            "clicker, shows a step's answer and then the next question; Page Up goes back a step.", ""]
     for n, step in enumerate(STEPS, 1):

@@ -16,7 +16,8 @@ def draw(data: dict) -> list[go.Figure]:
     """The figures of one step's answer, side by side on the page (none for a step answered in words)."""
     kind = data["kind"]
     if kind == "same_word":
-        figs = [same_word_lines(data["results"], "bank", title="how alike the two vectors of “bank” are")]
+        title = data.get("title", "how alike the two vectors of “bank” are")
+        figs = [same_word_lines(data["results"], "bank", title=title)]
     elif kind == "clouds":
         figs = [_clouds(data["rows"], data["majority"])] if data["rows"] else []
     elif kind == "layers":

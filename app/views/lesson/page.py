@@ -1,4 +1,4 @@
-"""Lesson: seven steps for a class, each a question, what the models here answer, and the page that shows it
+"""Lesson: eight steps for a class, each a question, what the models here answer, and the page that shows it
 (the steps and their answers: ``compute.py``)."""
 
 from datetime import date
@@ -13,12 +13,12 @@ from app.kit.plots import plot
 from app.kit.registry import model_ids, no_models_message
 from app.kit.text import page_text
 from app.kit.url_state import to_url, url_state
-from app.views.lesson.compute import STEPS, answer, cast, chart, plan
+from app.views.lesson.compute import STEPS, TITLE, answer, cast, chart, plan
 from app.views.lesson.figures import draw
 from app.views.lesson.state import LessonState, clamped
 
 TEXT = page_text(__file__)
-page_header("A lesson in seven steps", TEXT["intro"])
+page_header(TITLE, TEXT["intro"])
 
 ids = model_ids()
 if not ids:
@@ -94,7 +94,7 @@ st.download_button("The lesson plan (Markdown): every question, what the models 
                    file_name="ctxmodels-lesson.md", mime="text/markdown", on_click="ignore",
                    icon=":material/download:", type="tertiary")
 
-explain(TEXT["explain"], ["cosine", "scalar_mix", "mlm", "attention"])
+explain(TEXT["explain"], ["cosine", "scalar_mix", "mlm", "attention", "causal_lm"])
 
 # Streamlit ignores a shortcut while an input has the focus, and the step list and the answer switch are inputs: once
 # the mouse has used one (a click, not a key: keyboard users keep their place), the focus goes back to the page, so

@@ -36,7 +36,7 @@ def page_links() -> None:
                       icon=":material/grid_on:")
     cols[0].page_link(script("elmo_layers"), label="**ELMo layers** — which layers a task wants",
                       icon=":material/stacked_bar_chart:")
-    cols[1].page_link(script("lesson"), label="**Lesson** — seven steps for a class: a question, what the models "
+    cols[1].page_link(script("lesson"), label="**Lesson** — eight steps for a class: a question, what the models "
                       "answer, the page that shows it", icon=":material/school:")
     cols[2].page_link(script("models"), label="**Models** — what is loaded; train a small one",
                       icon=":material/model_training:")
