@@ -503,27 +503,29 @@ def test_a_lesson_on_a_projector_asks_reveals_and_opens_the_page(shipped_server,
     assert "reveal=1" in page.url and "present=1" in page.url
     screenshot(page, "lesson-step1.png")
     page.keyboard.press("PageDown")  # a presenter's clicker: the answer shows, so on to the next step
-    page.get_by_text("Step 2 of 7").wait_for(timeout=60_000)
+    page.get_by_text("Step 2 of 8").wait_for(timeout=60_000)
     settle(page)
     assert page.get_by_text("one vector per word, whatever the sentence").count() == 0  # asked before answered
     assert "step=2" in page.url and "reveal=0" in page.url
     page.keyboard.press("PageUp")
-    page.get_by_text("Step 1 of 7").wait_for(timeout=60_000)
+    page.get_by_text("Step 1 of 8").wait_for(timeout=60_000)
     settle(page)
     page.keyboard.press("PageDown")  # the answer first (computed already: once per server) ...
     page.get_by_text("one vector per word, whatever the sentence").wait_for(timeout=60_000)
     settle(page)
     assert "step=1" in page.url and "reveal=1" in page.url
     page.get_by_role("button", name="Next").click()  # ... then, by mouse too, the next question
-    page.get_by_text("Step 2 of 7").wait_for(timeout=60_000)
+    page.get_by_text("Step 2 of 8").wait_for(timeout=60_000)
     settle(page)
     assert page.get_by_text("one vector per word, whatever the sentence").count() == 0
 
     with page.expect_download(timeout=180_000) as download:  # the lesson plan, every answer computed on the click
         page.get_by_text("The lesson plan (Markdown)").click()
     plan = Path(download.value.path()).read_text(encoding="utf-8")
-    assert download.value.suggested_filename == "ctxmodels-lesson.md" and plan.count("\n## Step ") == 7
+    assert download.value.suggested_filename == "ctxmodels-lesson.md" and plan.count("\n## Step ") == 8
     assert f"<{shipped_server}/attention?att_model=minilm-eltec" in plan and "Not computed" not in plan
+    # the shipped GPT, offered by no page but How they learn, answers the last step beside the BERTs
+    assert "- **gpt-eltec** (left to right): 1.00 in every layer" in plan and "learn_part=directions" in plan
 
     page.goto(f"{shipped_server}/lesson?present=1&step=5")
     settle(page)
@@ -950,7 +952,7 @@ def test_the_app_opens_on_the_shipped_models(shipped_server, browser):
     page.close()
 
 
-PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "lesson": "A lesson in seven steps",
+PATHS = {"": "ctxmodels explorer", "overview": "ctxmodels explorer", "lesson": "A lesson in eight steps",
          "word_senses": "Word senses",
          "elmo_layers": "ELMo layers", "attention": "Attention", "fill_in": "Fill in the blank", "models": "Models",
          "fine_tuning": "What fine-tuning changes", "how_they_learn": "How they learn"}
