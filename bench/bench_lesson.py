@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_capacity import Server  # noqa: E402
 from bench.bench_corpus_senses import CHROMIUM, CHROMIUM_ARGS, Browser, server_idle  # noqa: E402
 
+LAST_STEP = 8  # the lesson's steps: no Next after the last
+
 ANSWERED_JS = "() => document.querySelectorAll('[data-testid=\"stMainBlockContainer\"] li').length"
 TITLE_JS = "() => Array.from(document.querySelectorAll('h3')).map(e => e.textContent).join(' | ')"
 
@@ -66,7 +68,7 @@ def next_step(b: Browser, step: int, keys: bool = False) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="new visitors per step after the first (default 3)")
-    ap.add_argument("--steps", type=int, nargs="*", default=list(range(1, 8)))
+    ap.add_argument("--steps", type=int, nargs="*", default=list(range(1, LAST_STEP + 1)))
     ap.add_argument("--keys", action="store_true", help="Page Down instead of the clicks")
     ap.add_argument("--cpus", default=None, help="pin the server with taskset (e.g. 0)")
     args = ap.parse_args()
@@ -87,7 +89,7 @@ def main() -> None:
                     for _ in range(args.repeat):
                         server_idle(server)
                         cached.append(reveal(b, server.url, step, args.keys))
-                    nxt = next_step(b, step, args.keys) if step < 7 else None
+                    nxt = next_step(b, step, args.keys) if step < LAST_STEP else None
                     rows.append((step, first, cached, nxt))
                     print(f"step {step}: first {first:.2f} s, cached {[round(c, 2) for c in cached]}", flush=True)
                 browser.close()

@@ -302,7 +302,8 @@ def lens_chart(model_ids: Sequence[str]) -> dict:
 
 def directions_chart(c: Cast) -> dict:
     """Step 8: the same as step 1's chart for the bank pair whose words differ only after the word."""
-    results = {label(m): asdict(ws.same_word(get_model(m), PAIR_A, PAIR_B, WORD)) for m in both_ways(c)}
+    drawn = both_ways(c)[::-1]  # the GPT's line last, on top: where a BERT's is also at 1 it hides the GPT's
+    results = {label(m): asdict(ws.same_word(get_model(m), PAIR_A, PAIR_B, WORD)) for m in drawn}
     return {"kind": "same_word", "results": results,
             "title": "how alike the two vectors of “bank” are, reading left to right or both ways"}
 
