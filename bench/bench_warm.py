@@ -10,7 +10,7 @@ anew too). Cold: the views are opened in turn, each the first use of its kind on
 first warmed (the warm-up's own time is reported), then the same views are opened, each by a new visitor. A view's
 time is from the request to the page having nothing left to compute, background projections included, as the
 server sees it (``app.warm.visit``: Streamlit's own websocket protocol; a browser adds only its rendering). The
-Lesson row is a new visitor going through the seven steps with the answers shown (the sum of the seven).
+Lesson row is a new visitor going through every step with the answers shown (the sum of the steps).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def measure(tree: Path, workdir: Path, warmed: bool) -> dict:
             out["views"][row] = {"seconds": v.seconds, "runs": v.runs, "problems": v.problems}
             print(f"  {'warmed' if warmed else 'cold'}: {row}: {v.seconds:.1f} s", flush=True)
         steps = [visit(url, "lesson", f"step={n}&reveal=1") for n in range(1, LESSON_STEPS + 1)]
-        out["views"]["Lesson, seven steps with answers"] = {
+        out["views"][f"Lesson, {LESSON_STEPS} steps with answers"] = {
             "seconds": sum(s.seconds for s in steps), "runs": sum(s.runs for s in steps),
             "problems": [p for s in steps for p in s.problems], "slowest_step_s": max(s.seconds for s in steps)}
         return out
