@@ -188,6 +188,7 @@ def to_url(*keys: str) -> None:
 
 
 _PENDING = "_url_pending"
+_SENT = "_url_sent"  # (page, address): the last address a full run of this session left in the browser
 
 
 def write(key: str, value: str | list[str] | None) -> None:
@@ -196,7 +197,7 @@ def write(key: str, value: str | list[str] | None) -> None:
     A fragment's own run (typing in Fill in) writes at once: the page script does not end after it."""
     ctx = get_script_run_ctx()
     if ctx is not None and ctx.fragment_ids_this_run:
-        _apply({key: value})
+        _apply({key: value}, base=_sent_on_this_page(ctx))
     else:
         st.session_state.setdefault(_PENDING, {})[key] = value
 
@@ -206,11 +207,26 @@ def flush() -> None:
     pending = st.session_state.pop(_PENDING, None)
     if pending:
         _apply(pending)
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        st.session_state[_SENT] = (ctx.page_script_hash, _current())
 
 
-def _apply(changes: dict[str, str | list[str] | None]) -> None:
-    params = {k: st.query_params.get_all(k) for k in st.query_params}
-    wanted = dict(params)
+def _sent_on_this_page(ctx: Any) -> dict[str, list[str]] | None:
+    """The address the last full run on this page sent. A fragment's run can start from an older one: the address
+    the browser had when it asked for the run, before the page run's own reached it (a link followed under load),
+    and writing on top of that would drop what the page run wrote (presentation mode among it)."""
+    page, params = st.session_state.get(_SENT, (None, None))
+    return params if page == ctx.page_script_hash else None
+
+
+def _current() -> dict[str, list[str]]:
+    return {k: st.query_params.get_all(k) for k in st.query_params}
+
+
+def _apply(changes: dict[str, str | list[str] | None], base: dict[str, list[str]] | None = None) -> None:
+    params = _current()
+    wanted = dict(params if base is None else base)
     for key, value in changes.items():
         if value is None:
             wanted.pop(key, None)
@@ -218,6 +234,9 @@ def _apply(changes: dict[str, str | list[str] | None]) -> None:
             wanted[key] = [value] if isinstance(value, str) else list(value)
     if wanted != params:
         st.query_params.from_dict(wanted)
+    ctx = get_script_run_ctx()
+    if base is not None and ctx is not None:
+        st.session_state[_SENT] = (ctx.page_script_hash, wanted)
 
 
 def keep(key: str, value: Any) -> None:
