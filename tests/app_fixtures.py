@@ -43,6 +43,17 @@ def tiny_assets(tmp_path_factory) -> Path:
     return build_tiny_assets(tmp_path_factory.mktemp("tiny-assets"))
 
 
+def with_successors(monkeypatch, tiny_assets: Path, tmp_path: Path) -> Path:
+    """The tiny models as the app's assets, with an empty ``successors/`` beside them (the shipped RoBERTa, ALBERT,
+    ELECTRA and GPT's folder) for the caller to fill; returns that folder."""
+    assets = tmp_path / "assets"
+    (assets / "successors").mkdir(parents=True)
+    for item in tiny_assets.iterdir():
+        (assets / item.name).symlink_to(item)
+    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    return assets / "successors"
+
+
 @pytest.fixture
 def app_env(tiny_assets, tmp_path, monkeypatch):
     """The app on the tiny models, writing only under the test's folder, with every operator setting off."""

@@ -9,7 +9,7 @@ import pytest
 
 from app.kit.inputs import md
 from tests import test_objectives
-from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts
+from tests.app_fixtures import assert_clean, charts, figure_array, open_explanation, page, texts, with_successors
 
 pytest.importorskip("streamlit.testing.v1")
 
@@ -107,12 +107,7 @@ def test_with_a_gpt_its_mask_is_a_triangle_and_its_two_banks_are_one(monkeypatch
 
 def test_a_shipped_gpt_among_the_successors_is_on_the_page_without_the_operator(monkeypatch, tiny_assets, tiny_gpt,
                                                                                  tmp_path):
-    assets = tmp_path / "assets"
-    (assets / "successors").mkdir(parents=True)
-    for item in tiny_assets.iterdir():
-        (assets / item.name).symlink_to(item)
-    (assets / "successors" / "gpt-eltec").symlink_to(tiny_gpt)
-    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    (with_successors(monkeypatch, tiny_assets, tmp_path) / "gpt-eltec").symlink_to(tiny_gpt)
     at = page("how_they_learn", learn_part="directions")
     assert_clean(at)
     assert not any("ctxmodels train gpt" in i for i in texts(at.info))
@@ -233,12 +228,7 @@ def test_a_bad_pair_sentence_is_an_error_not_a_traceback():
 
 def with_comparison(monkeypatch, tiny_assets, tmp_path, text: str) -> None:
     """The tiny models, with ``text`` as the comparison beside the successors (successors/compute.json)."""
-    assets = tmp_path / "assets"
-    (assets / "successors").mkdir(parents=True)
-    for item in tiny_assets.iterdir():
-        (assets / item.name).symlink_to(item)
-    (assets / "successors" / "compute.json").write_text(text, encoding="utf-8")
-    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    (with_successors(monkeypatch, tiny_assets, tmp_path) / "compute.json").write_text(text, encoding="utf-8")
 
 
 def test_without_the_comparison_the_page_says_how_to_make_it():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests import test_objectives
-from tests.app_fixtures import assert_clean, charts, figure_array, page, texts, write_semcor
+from tests.app_fixtures import assert_clean, charts, figure_array, page, texts, with_successors, write_semcor
 
 pytestmark = pytest.mark.usefixtures("app_env")
 
@@ -133,12 +133,7 @@ def test_step_answers_say_what_the_tiny_models_show(tmp_path, monkeypatch):
 
 def with_shipped_gpt(monkeypatch, tiny_assets, tiny_gpt, tmp_path) -> None:
     """The tiny models, with the tiny GPT shipped among the successors as ``gpt-eltec`` (no operator adds it)."""
-    assets = tmp_path / "assets"
-    (assets / "successors").mkdir(parents=True)
-    for item in tiny_assets.iterdir():
-        (assets / item.name).symlink_to(item)
-    (assets / "successors" / "gpt-eltec").symlink_to(tiny_gpt)
-    monkeypatch.setenv("CTXMODELS_ASSETS", str(assets))
+    (with_successors(monkeypatch, tiny_assets, tmp_path) / "gpt-eltec").symlink_to(tiny_gpt)
 
 
 def test_step_8_shows_the_gpt_cannot_tell_the_banks_apart_at_the_word(monkeypatch, tiny_assets, tiny_gpt, tmp_path):
