@@ -26,6 +26,7 @@ MLM_PROBABILITY = 0.15
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen pieces: [MASK], a random piece; the rest stay the same
 #: the same in percent, as ``--mask-split`` takes it: [MASK] / a random piece / kept
 MASK_SPLIT = (80, 10, 10)
+MASK_SPLIT_TEXT = "80/10/10"  # the same as run.json stores it (format_mask_split)
 _SPLIT_FORMAT = "three whole percentages MASK/RANDOM/KEEP that add up to 100, e.g. 80/10/10 or 85/0/15"
 
 

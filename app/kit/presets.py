@@ -7,6 +7,11 @@ from pathlib import Path
 
 from ctxmodels.paths import examples_dir
 
+# Two sentences with the same words before "bank", whose words after it say which bank: a model that reads left to
+# right cannot tell them apart at the word (How they learn's left-to-right part, the Lesson's last step).
+SAME_BEFORE_BANK = ("She walked down to the bank to fish in the quiet river.",
+                    "She walked down to the bank to pay in her wages.")
+
 
 def senses_dir() -> Path:
     return examples_dir() / "senses"

@@ -39,6 +39,7 @@ from ..checkpoint import (
     save_tensors,
     write_text_atomic,
 )
+from ..masking import MASK_SPLIT_TEXT
 from ..training.run_lock import LOCK_NAME, hold_folder
 from .quality import BERT_SEQUENCES, RANK_DEPTH
 
@@ -245,7 +246,7 @@ def _two_top1(entry: dict[str, Any], training: dict[str, Any] | None, corpus: di
     # n_train sequences are then the first n_train of the n measured here.
     same_draw = (isinstance(n_train, int) and 0 < n_train <= n and s.get("seed") == 0 and s.get("max_seq_len") == 128
                  and not s.get("whole_word_masking") and s.get("max_predictions") == math.ceil(0.15 * 128)
-                 and s.get("mask_split", "80/10/10") == "80/10/10"
+                 and s.get("mask_split", MASK_SPLIT_TEXT) == MASK_SPLIT_TEXT
                  and corpus is not None and s.get("heldout_docs") == len(corpus.get("heldout", ())))
     weights = "the same weights" if entry.get("weights_dtype") == "fp32" else "the same weights in fp32"
     lines = [f"**Two top-1 figures.** The training card above (*Held-out metrics*, `mlm_accuracy` "

@@ -33,6 +33,7 @@ import torch
 
 from .. import kinds
 from ..checkpoint import CheckpointError, file_sha256
+from ..masking import MASK_SPLIT_TEXT, parse_mask_split
 from .quality import BERT_SEQUENCES
 from .shipping import _columns, _pct
 
@@ -243,7 +244,7 @@ def heldout(m: LoadedModel, corpus: str | Path | None = None, bert_sequences: in
     log(f"{m.name}: held-out {command} figures on up to {bert_sequences} sequences (settings: {source})")
     figures = {k: float(v) for k, v in task_figures(command, task).items()}
     drawn = {k: getattr(settings, k) for k in DRAW} | {"heldout_docs": len(held), "source": source}
-    if command != "gpt" and settings.mask_split != "80/10/10":  # (a default run's report stays as it was)
+    if command != "gpt" and settings.mask_split != MASK_SPLIT_TEXT:  # (a default run's report stays as it was)
         drawn["mask_split"] = settings.mask_split
     return {"heldout": figures, "heldout_sequences": sum(len(b["input_ids"]) for b in task.eval_batches()),
             "trained_as": command, "heldout_settings": drawn}
@@ -258,9 +259,7 @@ _TITLES = {"roberta": "masked language model (RoBERTa)", "albert": "masked langu
 
 def _masked(s: dict[str, Any]) -> str:
     """How the held-out pieces were masked: as the run trained, 80/10/10 unless its ``--mask-split`` said else."""
-    from ..masking import parse_mask_split
-
-    mask, random, keep = parse_mask_split(str(s.get("mask_split", "80/10/10")))
+    mask, random, keep = parse_mask_split(str(s.get("mask_split", MASK_SPLIT_TEXT)))
     return f"masked as in training (15% of the pieces; {mask}% [MASK], {random}% random, {keep}% kept)"
 
 

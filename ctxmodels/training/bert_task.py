@@ -20,7 +20,7 @@ from torch import nn
 
 from ..bounds import Bound, float_range, int_range
 from ..checkpoint import CheckpointError, load_tensors, read_json
-from ..masking import MASK_SPLIT, describe_mask_split, format_mask_split, parse_mask_split
+from ..masking import MASK_SPLIT_TEXT, describe_mask_split, format_mask_split, parse_mask_split
 from ..text import CorpusError
 from ..tokenization import SPECIAL_TOKENS
 from .bert_corpus import batch_encoder, prepare_on_every_rank, tokenize_documents
@@ -72,7 +72,7 @@ class BertSettings(RunSettings):
     max_predictions: int | None = None  # 15% of max_seq_len, rounded up: 20 for 128, as in BERT
     whole_word_masking: bool = False
     # of the chosen pieces, percent [MASK] / random / kept (a string, as run.json stores it and --mask-split takes it)
-    mask_split: str = format_mask_split(MASK_SPLIT)
+    mask_split: str = MASK_SPLIT_TEXT
     dropout: float = 0.1
     sinusoidal_positions: bool = False
     init_from: str | None = None  # an earlier run's model to start from (continued pre-training)

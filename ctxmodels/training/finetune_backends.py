@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..char_ids import batch_to_char_ids
-from ..checkpoint import CheckpointError, load_tensors, read_json, write_json
+from ..checkpoint import CheckpointError, load_tensors
 from ..formats.finetuned import (
     HEAD_FILE,
     save_bert_task_model,
@@ -26,6 +26,7 @@ from ..formats.finetuned import (
     transformers_task_head,
 )
 from ..heads import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification, ElmoForTask
+from .lm_task import no_token_types
 from .trainer import load_model_weights
 
 if TYPE_CHECKING:
@@ -252,8 +253,6 @@ class Gpt(TransformersEncoder):
     whole text, or both texts of a pair) and ``GPT2ForQuestionAnswering`` (start and end scores, each from the pieces
     up to it). Saved with ``save_pretrained``, so transformers' Auto classes read the folder."""
 
-    title = "GPT"
-
     def __init__(self, backbone: LoadedModel, settings: FinetuneSettings):
         super().__init__(backbone, settings)
         self.title = "GPT"
@@ -294,12 +293,3 @@ class Gpt(TransformersEncoder):
                          "has read only the words before it and itself)",
                 "word": f"word classification (transformers' {arch}, scored at the target word only, which has read "
                         "only the words before it)"}[kind]
-
-
-def no_token_types(directory: Path) -> None:
-    """Make the saved tokenizer give only ids and a mask (``model_input_names``), so that
-    ``AutoTokenizer`` + ``AutoModelFor...`` (and ctxmodels' own loading) feed the GPT as it was trained."""
-    path = directory / "tokenizer_config.json"
-    config = read_json(path)
-    config["model_input_names"] = ["input_ids", "attention_mask"]
-    write_json(path, config)

@@ -96,9 +96,19 @@ def save_pretrained_folder(lm: Any, tokenizer: Any, directory: str | Path) -> No
     tokenizer.save(directory)
     tok_config = read_json(directory / "tokenizer_config.json")
     tok_config["model_max_length"] = position_limit(lm.config)
-    if lm.config.model_type == "gpt2":  # trained on ids and a mask: GPT-2 would add token types to its word vectors
-        tok_config["model_input_names"] = ["input_ids", "attention_mask"]
     write_json(directory / "tokenizer_config.json", tok_config)
+    if lm.config.model_type == "gpt2":
+        no_token_types(directory)
+
+
+def no_token_types(directory: str | Path) -> None:
+    """Make a GPT folder's saved tokenizer give only ids and a mask (``model_input_names``), as training feeds it:
+    GPT-2 would add token types through its word embeddings, so ``AutoTokenizer`` + ``AutoModelFor...`` would run
+    another model than the one trained."""
+    path = Path(directory) / "tokenizer_config.json"
+    config = read_json(path)
+    config["model_input_names"] = ["input_ids", "attention_mask"]
+    write_json(path, config)
 
 
 def load_pretrained_weights(lm: Any, directory: str | Path) -> None:

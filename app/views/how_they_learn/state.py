@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.kit.presets import SAME_BEFORE_BANK
+
 PARTS = {"corruption": "BERT's corruption", "directions": "Left to right or both ways", "electra": "ELECTRA",
          "pairs": "NSP or SOP", "curves": "Training curves", "compute": "Per unit of compute"}
 # The measures of the comparison per unit of compute (ctxmodels.analysis.compute_comparison.MEASURES), as the choice
@@ -21,9 +23,7 @@ PRESETS = {
     "She put the money in the bank and walked home along the river.": "one sentence, both banks",
     "It was the best of times, it was the worst of times.": "a famous opening",
 }
-# The bank pair: the same words before "bank", so a left-to-right model cannot tell them apart at the word.
-PAIR_A = "She walked down to the bank to fish in the quiet river."
-PAIR_B = "She walked down to the bank to pay in her wages."
+PAIR_A, PAIR_B = SAME_BEFORE_BANK  # the same words before "bank": a left-to-right model cannot tell them apart there
 PAIR_WORD = "bank"
 # The shipped BERT first: it was trained here with both of BERT's objectives, and its training record ships with it.
 DEFAULT_MODELS = ("bert-eltec", "minilm-eltec")

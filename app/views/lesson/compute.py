@@ -19,7 +19,7 @@ from app.kit import dictionary
 from app.kit.cache import shared
 from app.kit.inputs import md
 from app.kit.model_limits import what_it_read
-from app.kit.presets import preset_sentences
+from app.kit.presets import SAME_BEFORE_BANK, preset_sentences
 from app.kit.registry import DEFAULT_BERTS, default_models, get_model, label, peeked_kind
 from ctxmodels.analysis import attention as att
 from ctxmodels.analysis import dictionary_senses as ds
@@ -33,9 +33,7 @@ SENTENCE_B = "She paid the money into her account at the bank."
 BLANK = "She deposited the money in the [MASK]."
 HEADS_SENTENCE = "The bank raised its interest rates, so she moved her savings elsewhere."
 MAX_FILLERS = 3  # models compared on the blank: one line each on a projector
-# The How they learn page's bank pair: the words before "bank" are the same, only the words after it say which bank.
-PAIR_A = "She walked down to the bank to fish in the quiet river."
-PAIR_B = "She walked down to the bank to pay in her wages."
+PAIR_A, PAIR_B = SAME_BEFORE_BANK  # How they learn's pair: only the words after "bank" say which bank it is
 TITLE = "A lesson in eight steps"
 
 
