@@ -50,10 +50,13 @@ def file_heads(model_id: str) -> frozenset[str] | None:
 def has_head(model_id: str, head: str, loaded_check) -> bool:
     """Whether the model has ``head``: from its files when they say, else by loading it (``loaded_check``)."""
     heads = file_heads(model_id)
-    if heads is not None:
-        return head in heads
+    return head in heads if heads is not None else loaded_says(model_id, loaded_check)
+
+
+def loaded_says(model_id: str, check) -> bool:
+    """``check`` of the loaded model (False for a model that does not load: that is reported where it is used)."""
     try:
-        return bool(loaded_check(get_model(model_id)))
+        return bool(check(get_model(model_id)))
     except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
         return False
 
@@ -90,19 +93,13 @@ def pair_models(ids: list[str]) -> list[str]:
     for m in ids:
         if peeked_kind(m) not in ("bert", "transformers"):
             continue
-        heads = file_heads(m) or frozenset()
-        if heads & {"next_sentence", "sentence_order"}:
+        heads = file_heads(m)
+        if heads is not None and heads & {"next_sentence", "sentence_order"}:
             out.append(m)
-        elif (file_heads(m) is None or (peeked_kind(m) == "bert" and "masked_lm" in heads)) and has_pair_head(m):
+        elif ((heads is None or (peeked_kind(m) == "bert" and "masked_lm" in heads))
+              and loaded_says(m, lambda model: sentence_pairs.pair_head(model) is not None)):
             out.append(m)
     return out
-
-
-def has_pair_head(model_id: str) -> bool:
-    try:
-        return sentence_pairs.pair_head(get_model(model_id)) is not None
-    except Exception:  # noqa: BLE001 - a model that does not load is reported where it is used
-        return False
 
 
 def head_of(model_id: str) -> str | None:
