@@ -393,7 +393,7 @@ def _state(corpus: Path, db_path: Path) -> str:
             return "no meta record"
         if meta["format"] != str(FORMAT_VERSION) or meta.get("tokenizer") != tokenizer_fingerprint():
             return "stale"
-        damage = _damage(conn, meta)
+        damage = _cut_or_grown(conn, db_path) or _damage(conn, meta)
     except sqlite3.Error as e:  # "database disk image is malformed", "no such table", ...
         return str(e)
     finally:
@@ -404,6 +404,15 @@ def _state(corpus: Path, db_path: Path) -> str:
     if meta.get("size") != str(corpus.stat().st_size) or meta.get("sha256") != file_sha256(corpus):
         return "stale"
     return "current"
+
+
+def _cut_or_grown(conn: sqlite3.Connection, db_path: Path) -> str | None:
+    """A file whose size is not the pages its header counts (cut short or grown): SQLite can read a cut file without
+    an error and find fewer words, so the size is checked before anything is read."""
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    size = db_path.stat().st_size
+    return None if size == pages * page_size else f"{size:,} bytes where its {pages:,} pages make {pages * page_size:,}"
 
 
 def _damage(conn: sqlite3.Connection, meta: dict[str, str]) -> str | None:

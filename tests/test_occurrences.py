@@ -337,6 +337,25 @@ def test_a_damaged_or_foreign_index_file_is_rebuilt(odd, damage):
     assert CorpusIndex.open(odd).count("bank", inflections=True) == expected
 
 
+def test_an_index_cut_anywhere_is_rebuilt_not_read_short(tmp_path, monkeypatch):
+    """SQLite reads some cut files without an error and finds fewer words (the fuzzing found a cut at byte 55,068):
+    a file shorter than the pages its header counts is damaged, wherever the cut falls."""
+    monkeypatch.setenv("CTXMODELS_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "long.txt"
+    corpus.write_text("\n\n".join(" ".join(f"the river bank word{i} {j}." for j in range(40)) for i in range(40)),
+                      encoding="utf-8")
+    first = CorpusIndex.open(corpus)
+    expected = first.count("river")
+    first.close()
+    whole = first.db_path.read_bytes()
+    for at in range(1000, len(whole), 997):
+        first.db_path.write_bytes(whole[:at])
+        with pytest.warns(UserWarning, match="damaged"):
+            index = CorpusIndex.open(corpus)
+        assert index.count("river") == expected, at
+        index.close()
+
+
 def _sql(db, *statements: str) -> None:
     conn = sqlite3.connect(db)
     for statement in statements:
